@@ -1,0 +1,143 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	mqtt "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/listeners"
+	"github.com/mochi-mqtt/server/v2/packets"
+	"golang.org/x/time/rate"
+
+	"github.com/dssio/dss/internal/engine"
+)
+
+// Store carries out state store requests; *engine.Node is one.
+type Store interface {
+	// Submit carries out op and calls op.Done once the result may be
+	// sent.
+	Submit(op *engine.Op)
+}
+
+// Config configures a Broker.
+type Config struct {
+	// Listen is the TCP address of the MQTT listener. Empty means ":1883".
+	Listen string
+	// Logger receives the log lines; nil means slog.Default().
+	Logger *slog.Logger
+	// Metrics counts requests; nil means unexported metrics.
+	Metrics *Metrics
+	// MaxPacketSize bounds inbound MQTT packets in bytes; 0 means the
+	// protocol's limit (256 MiB).
+	MaxPacketSize uint32
+}
+
+// inlineClientID names the broker's own client, which publishes responses
+// and notifications. It holds a NUL byte, which MQTT forbids in client
+// identifiers, so that no real client can take it over.
+const inlineClientID = "dss\x00statestore"
+
+// Broker is the MQTT broker with the state store bound to it.
+type Broker struct {
+	cfg      Config
+	log      *slog.Logger
+	metrics  *Metrics
+	srv      *mqtt.Server
+	listener *listeners.TCP
+	inline   *mqtt.Client
+	watches  *registry
+	store    Store
+
+	// refuseLog limits the log lines about refused requests, so that a
+	// misbehaving client cannot flood the log.
+	refuseLog *rate.Limiter
+	draining  atomic.Bool
+	closeOnce sync.Once
+}
+
+// New creates the broker and binds its listener, so that Addr is known
+// before Start.
+func New(cfg Config) (*Broker, error) {
+	if cfg.Listen == "" {
+		cfg.Listen = ":1883"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics()
+	}
+	caps := mqtt.NewDefaultServerCapabilities()
+	caps.MaximumPacketSize = cfg.MaxPacketSize
+	// Acknowledgements must not echo the request's user properties: that
+	// makes the broker library write reason code 0x01 into PUBACKs.
+	caps.Compatibilities.NoInheritedPropertiesOnAck = true
+	srv := mqtt.New(&mqtt.Options{
+		Capabilities: caps,
+		Logger:       cfg.Logger.With("component", "mqtt"),
+	})
+	b := &Broker{
+		cfg:       cfg,
+		log:       cfg.Logger,
+		metrics:   cfg.Metrics,
+		srv:       srv,
+		refuseLog: rate.NewLimiter(rate.Every(time.Second), 10),
+	}
+	b.watches = newRegistry(cfg.Metrics, b.publish)
+	b.inline = srv.NewClient(nil, mqtt.LocalListener, inlineClientID, true)
+	b.inline.Properties.ProtocolVersion = 5
+	if err := srv.AddHook(&hook{b: b}, nil); err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	b.listener = listeners.NewTCP(listeners.Config{ID: "tcp", Address: cfg.Listen})
+	if err := srv.AddListener(b.listener); err != nil {
+		return nil, fmt.Errorf("broker: listen on %s: %w", cfg.Listen, err)
+	}
+	return b, nil
+}
+
+// Addr returns the address the MQTT listener is bound to.
+func (b *Broker) Addr() string { return b.listener.Address() }
+
+// Notifier returns the KEYNOTIFY registry, for the engine.
+func (b *Broker) Notifier() engine.Notifier { return b.watches }
+
+// Start starts serving clients; requests go to store.
+func (b *Broker) Start(store Store) error {
+	if store == nil {
+		return errors.New("broker: no store")
+	}
+	b.store = store
+	return b.srv.Serve()
+}
+
+// Drain makes the broker refuse new state store requests, as the first
+// step of a graceful shutdown. Requests already submitted are answered.
+func (b *Broker) Drain() { b.draining.Store(true) }
+
+// Close disconnects every client and closes the listener. It waits up to
+// grace for the clients to acknowledge the responses already sent.
+func (b *Broker) Close(grace time.Duration) error {
+	b.Drain()
+	deadline := time.Now().Add(grace)
+	for atomic.LoadInt64(&b.srv.Info.Inflight) > 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	var err error
+	b.closeOnce.Do(func() { err = b.srv.Close() })
+	return err
+}
+
+// publish routes a message from the broker itself to the topic's
+// subscribers.
+func (b *Broker) publish(pk packets.Packet) {
+	pk.FixedHeader.Type = packets.Publish
+	pk.PacketID = 1 // any non-zero id; the broker's own publishes are never acknowledged
+	if err := b.srv.InjectPacket(b.inline, pk); err != nil {
+		b.log.Warn("publish failed", "topic", pk.TopicName, "err", err)
+	}
+}

@@ -1,0 +1,58 @@
+package broker
+
+import (
+	"bytes"
+	"strings"
+
+	mqtt "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/packets"
+
+	"github.com/dssio/dss/internal/proto"
+)
+
+// hook is the broker hook that binds the state store to the broker.
+type hook struct {
+	mqtt.HookBase
+	b *Broker
+}
+
+func (h *hook) ID() string { return "dss-statestore" }
+
+func (h *hook) Provides(b byte) bool {
+	return bytes.Contains([]byte{
+		mqtt.OnConnectAuthenticate,
+		mqtt.OnACLCheck,
+		mqtt.OnPublish,
+		mqtt.OnDisconnect,
+	}, []byte{b})
+}
+
+// OnConnectAuthenticate admits every client.
+func (h *hook) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool { return true }
+
+// OnACLCheck keeps the state store's own topics to the state store: no
+// client may publish under the reserved prefix, so no client can forge a
+// notification.
+func (h *hook) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool {
+	if write && !cl.Net.Inline && strings.HasPrefix(topic, proto.ReservedPrefix) {
+		h.b.metrics.Refused.WithLabelValues("reserved topic").Inc()
+		return false
+	}
+	return true
+}
+
+// OnPublish takes requests to the state store out of the broker's routing.
+func (h *hook) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, error) {
+	if cl.Net.Inline || pk.TopicName != proto.RequestTopic {
+		return pk, nil
+	}
+	h.b.handleRequest(cl, &pk)
+	// The request is answered; the broker must neither route nor
+	// acknowledge it.
+	return pk, packets.ErrRejectPacket
+}
+
+// OnDisconnect drops the connection's KEYNOTIFY registrations.
+func (h *hook) OnDisconnect(cl *mqtt.Client, err error, expire bool) {
+	h.b.watches.dropConnection(cl)
+}

@@ -1,0 +1,141 @@
+package broker
+
+import (
+	"sync"
+
+	mqtt "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/packets"
+
+	"github.com/dssio/dss/internal/engine"
+	"github.com/dssio/dss/internal/proto"
+	"github.com/dssio/dss/internal/resp"
+	"github.com/dssio/dss/internal/store"
+)
+
+// registry holds the KEYNOTIFY registrations of this node's connections.
+// A registration belongs to a connection, not to a client id: when a
+// client id connects anew, the old connection's registrations go with it
+// and the new one's stay.
+type registry struct {
+	metrics *Metrics
+	publish func(packets.Packet)
+
+	mu     sync.Mutex
+	byKey  map[string]map[*mqtt.Client]struct{} // guarded by mu
+	byConn map[*mqtt.Client]map[string]struct{} // guarded by mu
+}
+
+var _ engine.Notifier = (*registry)(nil)
+
+func newRegistry(m *Metrics, publish func(packets.Packet)) *registry {
+	return &registry{
+		metrics: m,
+		publish: publish,
+		byKey:   make(map[string]map[*mqtt.Client]struct{}),
+		byConn:  make(map[*mqtt.Client]map[string]struct{}),
+	}
+}
+
+// KeyNotify registers or unregisters the calling connection.
+func (r *registry) KeyNotify(op *engine.Op) {
+	cl := op.Caller.(*call).client
+	key := string(op.Request.Key)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if op.Request.Stop {
+		_, op.Result.Watched = r.byKey[key][cl]
+		r.removeLocked(cl, key)
+		return
+	}
+	if cl.Closed() {
+		return // OnDisconnect may already have run; the registration would leak
+	}
+	watchers := r.byKey[key]
+	if watchers == nil {
+		watchers = make(map[*mqtt.Client]struct{})
+		r.byKey[key] = watchers
+	}
+	if _, ok := watchers[cl]; ok {
+		return
+	}
+	watchers[cl] = struct{}{}
+	keys := r.byConn[cl]
+	if keys == nil {
+		keys = make(map[string]struct{})
+		r.byConn[cl] = keys
+	}
+	keys[key] = struct{}{}
+	r.metrics.Watches.Inc()
+}
+
+func (r *registry) removeLocked(cl *mqtt.Client, key string) {
+	watchers, ok := r.byKey[key]
+	if !ok {
+		return
+	}
+	if _, ok := watchers[cl]; !ok {
+		return
+	}
+	delete(watchers, cl)
+	if len(watchers) == 0 {
+		delete(r.byKey, key)
+	}
+	delete(r.byConn[cl], key)
+	if len(r.byConn[cl]) == 0 {
+		delete(r.byConn, cl)
+	}
+	r.metrics.Watches.Dec()
+}
+
+// dropConnection removes every registration of a connection that ended.
+func (r *registry) dropConnection(cl *mqtt.Client) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for key := range r.byConn[cl] {
+		r.removeLocked(cl, key)
+	}
+}
+
+// Changed returns the delivery of c to the clients watching its key now.
+func (r *registry) Changed(c *store.Change) func() {
+	r.mu.Lock()
+	watchers := r.byKey[c.Key]
+	if len(watchers) == 0 {
+		r.mu.Unlock()
+		return nil
+	}
+	ids := make([]string, 0, len(watchers))
+	seen := make(map[string]struct{}, len(watchers))
+	for cl := range watchers {
+		if _, dup := seen[cl.ID]; !dup {
+			seen[cl.ID] = struct{}{}
+			ids = append(ids, cl.ID)
+		}
+	}
+	r.mu.Unlock()
+	change := *c
+	return func() { r.deliver(&change, ids) }
+}
+
+func (r *registry) deliver(c *store.Change, ids []string) {
+	var payload []byte
+	if c.Deleted {
+		payload = resp.AppendArray(nil, []byte("NOTIFY"), []byte("DELETE"))
+	} else {
+		payload = resp.AppendArray(make([]byte, 0, len(c.Value)+48), []byte("NOTIFY"), []byte("SET"), []byte("VALUE"), c.Value)
+	}
+	version := c.Version.String()
+	key := []byte(c.Key)
+	for _, id := range ids {
+		r.publish(packets.Packet{
+			FixedHeader: packets.FixedHeader{Qos: 1},
+			TopicName:   proto.NotifyTopic(id, key),
+			Payload:     payload,
+			Properties: packets.Properties{
+				ContentType: proto.ContentType,
+				User:        []packets.UserProperty{{Key: proto.PropTimestamp, Val: version}},
+			},
+		})
+		r.metrics.Notifications.Inc()
+	}
+}

@@ -1,0 +1,151 @@
+package broker
+
+import (
+	"strings"
+
+	mqtt "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/packets"
+
+	"github.com/dssio/dss/hlc"
+	"github.com/dssio/dss/internal/engine"
+	"github.com/dssio/dss/internal/proto"
+)
+
+// call is one request from receipt to response.
+type call struct {
+	op            engine.Op
+	b             *Broker
+	client        *mqtt.Client
+	responseTopic string
+	correlation   []byte
+}
+
+// Reason codes the binding sends. Every one is valid in the packet it is
+// sent in (MQTT 5, sections 3.4.2.1, 3.5.2.1 and 3.14.2.1).
+var (
+	codeMissingResponseTopic = packets.Code{Code: 0x83, Reason: "state store request without Response Topic"}
+	codeMissingCorrelation   = packets.Code{Code: 0x83, Reason: "state store request without Correlation Data"}
+	codeWildcardResponse     = packets.Code{Code: 0x83, Reason: "state store request with a wildcard in its Response Topic"}
+	codeNeedsQoS1            = packets.Code{Code: 0x83, Reason: "state store requests must be sent with QoS 1"}
+	codeDraining             = packets.Code{Code: 0x80, Reason: "the state store is shutting down"}
+	codeForbiddenResponse    = packets.Code{Code: 0x83, Reason: "the Response Topic of a state store request may not be the request topic or under " + proto.ReservedPrefix}
+)
+
+// handleRequest runs on the client's read goroutine, so a client's
+// requests are submitted in the order it sent them.
+func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
+	props := &pk.Properties
+	switch {
+	case pk.FixedHeader.Qos == 0:
+		// There is nothing to acknowledge and nobody to tell: count and log.
+		b.refuse(cl, "qos 0", codeNeedsQoS1)
+		return
+	case pk.FixedHeader.Qos == 2:
+		b.refuse(cl, "qos 2", codeNeedsQoS1)
+		b.ack(cl, pk, packets.Pubrec, codeNeedsQoS1)
+		return
+	case props.ResponseTopic == "":
+		b.refuse(cl, "no response topic", codeMissingResponseTopic)
+		b.ack(cl, pk, packets.Puback, codeMissingResponseTopic)
+		return
+	case len(props.CorrelationData) == 0:
+		b.refuse(cl, "no correlation data", codeMissingCorrelation)
+		b.ack(cl, pk, packets.Puback, codeMissingCorrelation)
+		return
+	case proto.ForbiddenResponseTopic(props.ResponseTopic):
+		b.refuse(cl, "forbidden response topic", codeForbiddenResponse)
+		b.metrics.Disconnects.Inc()
+		_ = b.srv.DisconnectClient(cl, codeForbiddenResponse)
+		return
+	case strings.ContainsAny(props.ResponseTopic, "+#"):
+		b.refuse(cl, "wildcard response topic", codeWildcardResponse)
+		b.ack(cl, pk, packets.Puback, codeWildcardResponse)
+		return
+	case b.draining.Load():
+		b.refuse(cl, "shutting down", codeDraining)
+		b.ack(cl, pk, packets.Puback, codeDraining)
+		return
+	}
+	// The store is the receiver of the request: it is accepted, whether or
+	// not anyone subscribes to the topic.
+	b.ack(cl, pk, packets.Puback, packets.CodeSuccess)
+
+	c := &call{b: b, client: cl, responseTopic: props.ResponseTopic, correlation: props.CorrelationData}
+	c.op.Caller = c
+	c.op.Done = b.complete
+
+	var ts, ft, version string
+	var hasTs, hasFt bool
+	for _, u := range props.User {
+		switch u.Key {
+		case proto.PropTimestamp:
+			ts, hasTs = u.Val, true
+		case proto.PropFencingToken:
+			ft, hasFt = u.Val, true
+		case proto.PropProtocolVersion:
+			version = u.Val
+		case proto.PropPersistence:
+			c.op.Volatile = u.Val != "true"
+		}
+	}
+	if !proto.SupportedVersion(version) {
+		b.respondUnsupportedVersion(c, version)
+		return
+	}
+	req, _, perr := proto.ParseRequest(pk.Payload, nil)
+	switch {
+	case perr != nil:
+	case req.Verb == proto.VerbSet && !hasTs:
+		perr = proto.ErrMissingTimestamp
+	default:
+		perr = c.readTimestamps(ts, hasTs, ft, hasFt)
+	}
+	if perr != nil {
+		c.op.Result = engine.Result{Err: perr}
+		b.complete(&c.op)
+		return
+	}
+	c.op.Request = req
+	b.metrics.Requests.WithLabelValues(req.Verb.String()).Inc()
+	b.store.Submit(&c.op)
+}
+
+func (c *call) readTimestamps(ts string, hasTs bool, ft string, hasFt bool) *proto.Error {
+	var err error
+	if hasTs {
+		if c.op.Timestamp, err = hlc.Parse(ts); err != nil {
+			return proto.ErrMalformedTimestamp
+		}
+		c.op.HasTimestamp = true
+	}
+	if hasFt {
+		if c.op.Fence, err = hlc.Parse(ft); err != nil {
+			return proto.ErrMalformedTimestamp
+		}
+		c.op.HasFence = true
+	}
+	return nil
+}
+
+// ack acknowledges a request with a reason code of the binding's choice.
+func (b *Broker) ack(cl *mqtt.Client, pk *packets.Packet, typ byte, code packets.Code) {
+	ack := packets.Packet{
+		FixedHeader: packets.FixedHeader{Type: typ},
+		PacketID:    pk.PacketID,
+		ReasonCode:  code.Code,
+	}
+	if code.Code >= packets.ErrUnspecifiedError.Code {
+		ack.Properties.ReasonString = code.Reason
+	}
+	if err := cl.WritePacket(ack); err != nil {
+		b.log.Debug("acknowledgement not sent", "client", cl.ID, "err", err)
+	}
+}
+
+// refuse counts and logs a request that is not executed.
+func (b *Broker) refuse(cl *mqtt.Client, reason string, code packets.Code) {
+	b.metrics.Refused.WithLabelValues(reason).Inc()
+	if b.refuseLog.Allow() {
+		b.log.Warn("state store request refused", "client", cl.ID, "remote", cl.Net.Remote, "reason", code.Reason)
+	}
+}

@@ -1,0 +1,76 @@
+package broker
+
+import (
+	"github.com/mochi-mqtt/server/v2/packets"
+
+	"github.com/dssio/dss/internal/engine"
+	"github.com/dssio/dss/internal/proto"
+	"github.com/dssio/dss/internal/resp"
+	"github.com/dssio/dss/internal/store"
+)
+
+// complete sends the response of a finished request. It is the Done of
+// every op the binding submits.
+func (b *Broker) complete(op *engine.Op) {
+	c := op.Caller.(*call)
+	r := &op.Result
+	var payload []byte
+	switch {
+	case r.Err != nil:
+		b.metrics.Errors.WithLabelValues(r.Err.Text()).Inc()
+		payload = resp.AppendError(make([]byte, 0, 6+len(r.Err.Text())), "ERR "+r.Err.Text())
+	case op.Request.Verb == proto.VerbGet:
+		if r.Found {
+			payload = resp.AppendBulk(make([]byte, 0, len(r.Value)+16), r.Value)
+		} else {
+			payload = resp.AppendNull(nil)
+		}
+	case op.Request.Verb == proto.VerbKeyNotify:
+		if op.Request.Stop && !r.Watched {
+			payload = resp.AppendInt(nil, 0)
+		} else {
+			payload = resp.AppendSimple(nil, "OK")
+		}
+	case op.Request.Verb == proto.VerbSet && r.Outcome == store.Applied:
+		payload = resp.AppendSimple(nil, "OK")
+	case r.Outcome == store.Applied:
+		payload = resp.AppendInt(nil, 1)
+	case r.Outcome == store.NotMet:
+		payload = resp.AppendInt(nil, -1)
+	default: // store.Missing
+		payload = resp.AppendInt(nil, 0)
+	}
+	user := make([]packets.UserProperty, 2, 3)
+	user[0] = packets.UserProperty{Key: proto.PropStatus, Val: proto.StatusOK}
+	user[1] = packets.UserProperty{Key: proto.PropProtocolVersion, Val: proto.ProtocolVersion}
+	if r.HasVersion && r.Err == nil {
+		user = append(user, packets.UserProperty{Key: proto.PropTimestamp, Val: r.Version.String()})
+	}
+	b.respond(c, payload, user)
+}
+
+// respondUnsupportedVersion answers a request of an RPC protocol major
+// version the server does not speak.
+func (b *Broker) respondUnsupportedVersion(c *call, version string) {
+	b.metrics.Refused.WithLabelValues("protocol version").Inc()
+	b.respond(c, nil, []packets.UserProperty{
+		{Key: proto.PropStatus, Val: proto.StatusVersionNotSupported},
+		{Key: proto.PropStatusMessage, Val: "RPC protocol version " + version + " is not supported"},
+		{Key: proto.PropProtocolVersion, Val: proto.ProtocolVersion},
+		{Key: proto.PropSupportedMajor, Val: proto.SupportedMajor},
+		{Key: proto.PropRequestProtocol, Val: version},
+	})
+}
+
+func (b *Broker) respond(c *call, payload []byte, user []packets.UserProperty) {
+	b.publish(packets.Packet{
+		FixedHeader: packets.FixedHeader{Qos: 1},
+		TopicName:   c.responseTopic,
+		Payload:     payload,
+		Properties: packets.Properties{
+			CorrelationData: c.correlation,
+			ContentType:     proto.ContentType,
+			User:            user,
+		},
+	})
+}

@@ -1,0 +1,115 @@
+// Package cli implements the dss command line: the server (dss serve), the
+// client commands and the load generator. main only calls Run.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// Stdio is where a command reads and writes.
+type Stdio struct {
+	In  io.Reader
+	Out io.Writer
+	Err io.Writer
+}
+
+// Exit statuses of the client commands.
+const (
+	ExitOK    = 0 // success
+	ExitFalse = 1 // the key is missing or a condition was not met
+	ExitError = 2 // an error; its text is on stderr
+)
+
+// exitError carries an exit status out of a command.
+type exitError struct {
+	code int
+	err  error // nil: nothing to print
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// Run runs the dss command line with args (without the program name) and
+// returns the process exit status.
+func Run(ctx context.Context, args []string, stdio Stdio) int {
+	root := newRoot(stdio)
+	root.SetArgs(args)
+	root.SetIn(stdio.In)
+	root.SetOut(stdio.Out)
+	root.SetErr(stdio.Err)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(stdio.Err, "dss:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(stdio.Err, "dss:", err)
+	return ExitError
+}
+
+func newRoot(stdio Stdio) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "dss",
+		Short: "An MQTT 5 broker with a built-in, durable key-value state store",
+		Long: `dss is one binary that is an MQTT 5 broker with a key-value state store built
+in. The store speaks the state store protocol over MQTT 5 request/response
+(SET, GET, DEL, VDEL and KEYNOTIFY), so MQTT 5 clients and the vendor's
+state store client libraries work against it unchanged.
+
+Every flag can also be set with an environment variable: DSS_ and the flag
+name in upper case with '-' as '_', e.g. DSS_LISTEN=:1884.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newServeCmd(stdio))
+	return root
+}
+
+// bindEnv gives every flag of cmd that was not set on the command line the
+// value of its environment variable DSS_<NAME>, if that is set.
+func bindEnv(cmd *cobra.Command) error {
+	var err error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if err != nil || f.Changed {
+			return
+		}
+		name := envName(f.Name)
+		if v, ok := os.LookupEnv(name); ok {
+			if e := cmd.Flags().Set(f.Name, v); e != nil {
+				err = fmt.Errorf("environment variable %s: %w", name, e)
+			}
+		}
+	})
+	return err
+}
+
+func envName(flag string) string {
+	b := []byte("DSS_" + flag)
+	for i, c := range b {
+		switch {
+		case c == '-':
+			b[i] = '_'
+		case c >= 'a' && c <= 'z':
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dssio/dss/internal/server"
+)
+
+func newServeCmd(stdio Stdio) *cobra.Command {
+	var cfg server.Config
+	var logLevel, logFormat string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the MQTT 5 broker with the state store",
+		Long: `Run the MQTT 5 broker with the state store bound to its request topic
+statestore/v1/FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8/command/invoke.
+
+The broker is a full MQTT 5 broker for ordinary publish/subscribe as well.
+SIGINT or SIGTERM shut it down gracefully: new requests are refused, every
+accepted request is answered, and the process exits with status 0.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := bindEnv(cmd); err != nil {
+				return err
+			}
+			logger, err := newLogger(stdio, logLevel, logFormat)
+			if err != nil {
+				return err
+			}
+			cfg.Logger = logger
+			srv, err := server.New(cfg)
+			if err != nil {
+				return err
+			}
+			return srv.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Listen, "listen", ":1883", "MQTT listener address (HOST:PORT)")
+	f.StringVar(&cfg.HTTPListen, "http-listen", "", "address of the HTTP endpoint with /metrics and /healthz (HOST:PORT); empty turns it off")
+	f.StringVar(&cfg.NodeID, "node-id", "", "node id stamped on every version this node issues (default: the host name)")
+	f.DurationVar(&cfg.MaxClockSkew, "max-clock-skew", time.Minute, "how far ahead of the server clock a request's __ts or __ft may be")
+	f.Uint32Var(&cfg.MaxPacketSize, "max-packet-size", 0, "largest MQTT packet accepted, in bytes (0: no limit below the protocol's 256 MiB)")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	return cmd
+}
+
+func newLogger(stdio Stdio, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(stdio.Err, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(stdio.Err, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}

@@ -1,0 +1,218 @@
+package dsstest
+
+import (
+	"context"
+	"crypto/rand"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/eclipse/paho.golang/paho"
+
+	"github.com/dssio/dss/internal/proto"
+)
+
+// Client is a raw MQTT 5 client (paho) connected to a server under test.
+// Responses to its requests are matched by correlation data; every other
+// message it receives goes to Messages.
+type Client struct {
+	t  testing.TB
+	ID string
+	// Paho is the underlying client, for anything the helpers lack.
+	Paho *paho.Client
+	// ResponseTopic is the topic Request asks responses on; Dial
+	// subscribes to it.
+	ResponseTopic string
+	// Messages receives every publish that is not a response to Request.
+	Messages chan *paho.Publish
+	// Disconnects receives the DISCONNECT packets the server sends.
+	Disconnects chan *paho.Disconnect
+
+	mu      sync.Mutex
+	waiting map[string]chan *paho.Publish // by correlation data
+}
+
+// Dial connects a client with the given id and subscribes it to its
+// response topic. The client disconnects when the test ends.
+func Dial(t testing.TB, addr, id string) *Client {
+	t.Helper()
+	c := DialNoSubscribe(t, addr, id)
+	c.Subscribe(c.ResponseTopic)
+	return c
+}
+
+// DialNoSubscribe connects a client without subscribing to anything.
+func DialNoSubscribe(t testing.TB, addr, id string) *Client {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, Timeout)
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	c := &Client{
+		t:             t,
+		ID:            id,
+		ResponseTopic: "clients/" + id + "/services/statestore/_any_/command/invoke/response",
+		Messages:      make(chan *paho.Publish, 4096),
+		Disconnects:   make(chan *paho.Disconnect, 4),
+		waiting:       make(map[string]chan *paho.Publish),
+	}
+	c.Paho = paho.NewClient(paho.ClientConfig{
+		Conn:               conn,
+		OnPublishReceived:  []func(paho.PublishReceived) (bool, error){c.received},
+		OnServerDisconnect: func(d *paho.Disconnect) { c.Disconnects <- d },
+		PacketTimeout:      Timeout,
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	ca, err := c.Paho.Connect(ctx, &paho.Connect{ClientID: id, KeepAlive: 30, CleanStart: true})
+	if err != nil {
+		t.Fatalf("connect %s: %v", id, err)
+	}
+	if ca.ReasonCode != 0 {
+		t.Fatalf("connect %s: reason code %#x", id, ca.ReasonCode)
+	}
+	t.Cleanup(func() { _ = c.Paho.Disconnect(&paho.Disconnect{}) })
+	return c
+}
+
+func (c *Client) received(pr paho.PublishReceived) (bool, error) {
+	p := pr.Packet
+	if p.Properties != nil && p.Properties.CorrelationData != nil {
+		c.mu.Lock()
+		ch, ok := c.waiting[string(p.Properties.CorrelationData)]
+		delete(c.waiting, string(p.Properties.CorrelationData))
+		c.mu.Unlock()
+		if ok {
+			ch <- p
+			return true, nil
+		}
+	}
+	select {
+	case c.Messages <- p:
+	default:
+		c.t.Errorf("client %s: message buffer full, dropped a message on %s", c.ID, p.Topic)
+	}
+	return true, nil
+}
+
+// Subscribe subscribes to the filters with QoS 1.
+func (c *Client) Subscribe(filters ...string) {
+	c.t.Helper()
+	s := &paho.Subscribe{}
+	for _, f := range filters {
+		s.Subscriptions = append(s.Subscriptions, paho.SubscribeOptions{Topic: f, QoS: 1})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	sa, err := c.Paho.Subscribe(ctx, s)
+	if err != nil {
+		c.t.Fatalf("subscribe %v: %v", filters, err)
+	}
+	for i, r := range sa.Reasons {
+		if r >= 0x80 {
+			c.t.Fatalf("subscribe %s: reason %#x", filters[i], r)
+		}
+	}
+}
+
+// Request sends payload as a state store request with the given user
+// properties and returns the response.
+func (c *Client) Request(payload []byte, user ...paho.UserProperty) *paho.Publish {
+	c.t.Helper()
+	ch := c.Send(payload, user...)
+	return c.Await(ch)
+}
+
+// Set sends SET with a fresh __ts and any further user properties.
+func (c *Client) Set(args []string, user ...paho.UserProperty) *paho.Publish {
+	c.t.Helper()
+	user = append([]paho.UserProperty{{Key: proto.PropTimestamp, Value: Now()}}, user...)
+	return c.Request(Cmd(append([]string{"SET"}, args...)...), user...)
+}
+
+// Send publishes a request without waiting for the response; Await takes
+// the response from the returned channel.
+func (c *Client) Send(payload []byte, user ...paho.UserProperty) chan *paho.Publish {
+	c.t.Helper()
+	corr := make([]byte, 16)
+	_, _ = rand.Read(corr)
+	ch := make(chan *paho.Publish, 1)
+	c.mu.Lock()
+	c.waiting[string(corr)] = ch
+	c.mu.Unlock()
+	res, err := c.Publish(&paho.Publish{
+		QoS:     1,
+		Topic:   proto.RequestTopic,
+		Payload: payload,
+		Properties: &paho.PublishProperties{
+			ResponseTopic:   c.ResponseTopic,
+			CorrelationData: corr,
+			User:            user,
+		},
+	})
+	if err != nil {
+		c.t.Fatalf("publish request: %v", err)
+	}
+	if res.ReasonCode != 0 {
+		c.t.Fatalf("request acknowledged with reason code %#x", res.ReasonCode)
+	}
+	return ch
+}
+
+// Await waits for the response on ch.
+func (c *Client) Await(ch chan *paho.Publish) *paho.Publish {
+	c.t.Helper()
+	select {
+	case p := <-ch:
+		return p
+	case <-time.After(Timeout):
+		c.t.Fatalf("client %s: no response within %v", c.ID, Timeout)
+		return nil
+	}
+}
+
+// Publish publishes p and returns the acknowledgement.
+func (c *Client) Publish(p *paho.Publish) (*paho.PublishResponse, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	return c.Paho.Publish(ctx, p)
+}
+
+// Next returns the next message that is not a response, failing the test
+// if none arrives within Timeout.
+func (c *Client) Next() *paho.Publish {
+	c.t.Helper()
+	select {
+	case p := <-c.Messages:
+		return p
+	case <-time.After(Timeout):
+		c.t.Fatalf("client %s: no message within %v", c.ID, Timeout)
+		return nil
+	}
+}
+
+// NoMessage fails the test if a message that is not a response arrives
+// within d.
+func (c *Client) NoMessage(d time.Duration) {
+	c.t.Helper()
+	select {
+	case p := <-c.Messages:
+		c.t.Fatalf("client %s: unexpected message on %s: %q", c.ID, p.Topic, p.Payload)
+	case <-time.After(d):
+	}
+}
+
+// UserProperty returns the value of the user property key of p and
+// whether p has it.
+func UserProperty(p *paho.Publish, key string) (string, bool) {
+	if p.Properties == nil {
+		return "", false
+	}
+	for _, u := range p.Properties.User {
+		if u.Key == key {
+			return u.Value, true
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,319 @@
+package engine
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/dssio/dss/hlc"
+	"github.com/dssio/dss/internal/proto"
+	"github.com/dssio/dss/internal/store"
+)
+
+// Config configures a Node.
+type Config struct {
+	// Clock issues the versions. Required.
+	Clock *hlc.Clock
+	// MaxSkew is how far ahead of the clock a request's __ts or __ft may
+	// be. Zero means one minute.
+	MaxSkew time.Duration
+	// Machine is the state to start from; nil means an empty machine.
+	Machine *store.Machine
+	// Journal records applied commands; nil keeps everything in memory.
+	Journal Journal
+	// Notifier receives KEYNOTIFY requests and changes; nil means none.
+	Notifier Notifier
+	// Logger receives the engine's log lines; nil means slog.Default().
+	Logger *slog.Logger
+	// ExpiryBatch bounds how many keys one expiry round removes while
+	// holding the engine lock. Zero means 256.
+	ExpiryBatch int
+}
+
+// errUnavailable answers requests that the engine cannot carry out because
+// it is closing or its journal failed.
+var errUnavailable = proto.ErrUnavailable
+
+// Node is the engine of a single node. Create it with New, start it with
+// Start and stop it with Close.
+type Node struct {
+	cfg      Config
+	clock    *hlc.Clock
+	journal  Journal
+	notifier Notifier
+	log      *slog.Logger
+
+	mu      sync.Mutex
+	m       *store.Machine // guarded by mu
+	queue   []item         // guarded by mu; applied, waiting for delivery
+	changes []store.Change // guarded by mu; scratch for Apply
+	closing bool           // guarded by mu
+	failed  error          // guarded by mu; the journal error that stopped writes
+	timerAt int64          // guarded by mu; when the expiry timer fires, 0 if idle
+
+	wake       chan struct{} // delivery goroutine: the queue is not empty
+	expiryWake chan struct{} // expiry goroutine: an earlier deadline exists
+	stop       chan struct{}
+	done       sync.WaitGroup
+	stopOnce   sync.Once
+}
+
+// item is one entry of the delivery queue: an op to complete or a change
+// to announce.
+type item struct {
+	op      *Op
+	deliver func()
+	// journaled marks an item whose command is in the journal and not
+	// yet flushed.
+	journaled bool
+}
+
+// New returns a node that is ready to Start.
+func New(cfg Config) *Node {
+	if cfg.MaxSkew == 0 {
+		cfg.MaxSkew = time.Minute
+	}
+	if cfg.ExpiryBatch == 0 {
+		cfg.ExpiryBatch = 256
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	m := cfg.Machine
+	if m == nil {
+		m = store.New()
+	}
+	// Versions issued before a restart are in the machine: never go below.
+	cfg.Clock.Observe(m.MaxVersion())
+	return &Node{
+		cfg:        cfg,
+		clock:      cfg.Clock,
+		journal:    cfg.Journal,
+		notifier:   cfg.Notifier,
+		log:        cfg.Logger,
+		m:          m,
+		wake:       make(chan struct{}, 1),
+		expiryWake: make(chan struct{}, 1),
+		stop:       make(chan struct{}),
+	}
+}
+
+// Start starts the delivery and expiry goroutines.
+func (n *Node) Start() {
+	n.done.Add(2)
+	go n.deliverLoop()
+	go n.expiryLoop()
+}
+
+// Close stops accepting requests, delivers everything already applied,
+// flushes the journal and stops the node's goroutines. It returns the
+// journal error that stopped the node, if any.
+func (n *Node) Close() error {
+	n.mu.Lock()
+	n.closing = true
+	n.mu.Unlock()
+	n.stopOnce.Do(func() { close(n.stop) })
+	n.done.Wait()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.failed
+}
+
+// Submit carries out op: it checks and applies it now, and calls op.Done
+// once its result may be seen, on the delivery goroutine (or at once, on
+// the caller's, when the node is closed). Submit never blocks on I/O.
+func (n *Node) Submit(op *Op) {
+	op.Result = Result{}
+	n.mu.Lock()
+	if n.closing || n.failed != nil {
+		n.mu.Unlock()
+		op.Result.Err = errUnavailable
+		op.Done(op)
+		return
+	}
+	now := n.clock.PhysicalNow()
+	journaled := false
+	switch err := n.checkClock(op); {
+	case err != nil:
+		op.Result.Err = err
+	case op.Request.Verb == proto.VerbGet:
+		v, ver, ok := n.m.Get(op.Request.Key, now)
+		op.Result.Value, op.Result.Found = v, ok
+		op.Result.setVersion(ver)
+	case op.Request.Verb == proto.VerbKeyNotify:
+		if n.notifier != nil {
+			n.notifier.KeyNotify(op)
+		}
+	case op.Request.Verb == proto.VerbSet, op.Request.Verb == proto.VerbDel, op.Request.Verb == proto.VerbVDel:
+		journaled = n.writeLocked(op, now)
+	default:
+		op.Result.Err = proto.ErrUnknownCommand
+	}
+	n.queue = append(n.queue, item{op: op, journaled: journaled})
+	n.mu.Unlock()
+	n.signal()
+}
+
+// checkClock refuses a request whose __ts or __ft is too far ahead.
+func (n *Node) checkClock(op *Op) *proto.Error {
+	if op.HasTimestamp && n.clock.AheadBy(op.Timestamp, n.cfg.MaxSkew) {
+		return proto.ErrTimestampSkew
+	}
+	if op.HasFence && n.clock.AheadBy(op.Fence, n.cfg.MaxSkew) {
+		return proto.ErrFencingSkew
+	}
+	return nil
+}
+
+// writeLocked turns a SET, DEL or VDEL into a command and applies it. It
+// reports whether the command went into the journal.
+func (n *Node) writeLocked(op *Op, now int64) bool {
+	r := &op.Request
+	if n.m.Expired(r.Key, now) {
+		// Announce the expiry with a version of its own before the
+		// request acts on the key.
+		n.expireLocked(r.Key, now)
+	}
+	c := store.Command{
+		Key:      r.Key,
+		Value:    r.Value,
+		Cond:     r.Cond,
+		Time:     now,
+		Fence:    op.Fence,
+		HasFence: op.HasFence,
+		Volatile: op.Volatile,
+	}
+	switch r.Verb {
+	case proto.VerbSet:
+		c.Op = store.OpSet
+		if r.PX > 0 {
+			c.ExpiresAt = now + r.PX
+		}
+	case proto.VerbDel:
+		c.Op = store.OpDel
+	case proto.VerbVDel:
+		c.Op = store.OpVDel
+	}
+	if op.HasTimestamp {
+		c.Version = n.clock.Update(op.Timestamp)
+	} else {
+		c.Version = n.clock.Now()
+	}
+	res, journaled := n.applyLocked(&c)
+	op.Result.Outcome, op.Result.Err = res.Outcome, res.Err
+	op.Result.setVersion(res.Version)
+	if c.ExpiresAt != 0 && res.Outcome == store.Applied {
+		n.scheduleExpiryLocked(c.ExpiresAt)
+	}
+	return journaled
+}
+
+// applyLocked applies c, records it and queues its changes for delivery.
+// It reports whether c went into the journal.
+func (n *Node) applyLocked(c *store.Command) (store.Result, bool) {
+	res, changes := n.m.Apply(c, n.changes[:0])
+	n.changes = changes[:0]
+	if len(changes) == 0 {
+		return res, false
+	}
+	journaled := false
+	if n.journal != nil {
+		if err := n.journal.Append(c); err != nil {
+			n.failLocked(err)
+		} else {
+			journaled = true
+		}
+	}
+	if n.notifier != nil {
+		for i := range changes {
+			if d := n.notifier.Changed(&changes[i]); d != nil {
+				n.queue = append(n.queue, item{deliver: d, journaled: journaled})
+			}
+		}
+	}
+	return res, journaled
+}
+
+// expireLocked removes key, which is past its deadline.
+func (n *Node) expireLocked(key []byte, now int64) {
+	c := store.Command{Op: store.OpExpire, Key: key, Time: now, Version: n.clock.Now()}
+	n.applyLocked(&c)
+}
+
+// failLocked stops all writes after the journal failed: the machine is
+// ahead of what is durable, so nothing more may be acknowledged.
+func (n *Node) failLocked(err error) {
+	if n.failed == nil {
+		n.failed = err
+		n.log.Error("the journal failed; the store refuses every request from now on", "err", err)
+	}
+}
+
+func (n *Node) signal() {
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+}
+
+// deliverLoop flushes the journal and delivers results and changes in
+// apply order.
+func (n *Node) deliverLoop() {
+	defer n.done.Done()
+	var batch []item
+	for {
+		select {
+		case <-n.wake:
+		case <-n.stop:
+			// Deliver what was applied before Close.
+			n.deliverBatch(&batch)
+			return
+		}
+		n.deliverBatch(&batch)
+	}
+}
+
+func (n *Node) deliverBatch(batch *[]item) {
+	n.mu.Lock()
+	b := n.queue
+	n.queue = (*batch)[:0]
+	n.mu.Unlock()
+	if len(b) == 0 {
+		*batch = b
+		return
+	}
+	var flushErr error
+	if n.journal != nil {
+		for _, it := range b {
+			if it.journaled {
+				flushErr = n.journal.Flush()
+				break
+			}
+		}
+	}
+	if flushErr != nil {
+		n.mu.Lock()
+		n.failLocked(flushErr)
+		n.mu.Unlock()
+	}
+	for i := range b {
+		it := &b[i]
+		if it.journaled && flushErr != nil {
+			// Not durable: do not announce it, and answer that the store
+			// could not carry it out.
+			if it.op != nil {
+				it.op.Result = Result{Err: errUnavailable}
+			} else {
+				it.deliver = nil
+			}
+		}
+		switch {
+		case it.op != nil:
+			it.op.Done(it.op)
+		case it.deliver != nil:
+			it.deliver()
+		}
+		*it = item{}
+	}
+	*batch = b
+}

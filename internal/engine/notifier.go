@@ -1,0 +1,19 @@
+package engine
+
+import "github.com/dssio/dss/internal/store"
+
+// Notifier keeps the KEYNOTIFY registrations of this node's clients.
+//
+// The engine calls KeyNotify and Changed under its lock, in apply order, so
+// a registration hears of exactly the changes applied after it. The
+// deliver functions that Changed returns run later, on the delivery
+// goroutine, in the same order.
+type Notifier interface {
+	// KeyNotify carries out a KEYNOTIFY request: it registers or, for
+	// STOP, unregisters op's client for op.Request.Key and sets
+	// op.Result.Watched.
+	KeyNotify(op *Op)
+	// Changed returns the function that tells the current watchers of
+	// c.Key about c, or nil when nobody watches the key.
+	Changed(c *store.Change) (deliver func())
+}

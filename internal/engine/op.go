@@ -1,0 +1,52 @@
+package engine
+
+import (
+	"github.com/dssio/dss/hlc"
+	"github.com/dssio/dss/internal/proto"
+	"github.com/dssio/dss/internal/store"
+)
+
+// Op is one request on its way through the engine. The submitter fills in
+// the request fields and Done; the engine fills in Result.
+type Op struct {
+	Request proto.Request
+
+	// Timestamp is the request's __ts, when HasTimestamp is set.
+	Timestamp    hlc.Timestamp
+	HasTimestamp bool
+	// Fence is the request's __ft, when HasFence is set.
+	Fence    hlc.Timestamp
+	HasFence bool
+	// Volatile marks a SET whose key need not survive a restart.
+	Volatile bool
+	// Caller identifies the requesting connection to the Notifier.
+	Caller any
+
+	// Done is called exactly once, on the delivery goroutine, when the
+	// result may be sent. It must not block for long: the deliveries of
+	// all other requests wait behind it.
+	Done func(*Op)
+
+	Result Result
+}
+
+// Result is the outcome of an Op.
+type Result struct {
+	// Err is a protocol error that answers the request instead.
+	Err *proto.Error
+	// Outcome is what a SET, DEL or VDEL did.
+	Outcome store.Outcome
+	// Value is the value a GET found, when Found is set. It must not be
+	// modified.
+	Value []byte
+	Found bool
+	// Version is the version to report as __ts, when HasVersion is set.
+	Version    hlc.Timestamp
+	HasVersion bool
+	// Watched reports for KEYNOTIFY STOP whether a registration existed.
+	Watched bool
+}
+
+func (r *Result) setVersion(v hlc.Timestamp) {
+	r.Version, r.HasVersion = v, !v.IsZero()
+}

@@ -1,0 +1,67 @@
+package server
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+)
+
+// Config configures a Server. The zero value serves MQTT on :1883 with the
+// defaults below.
+type Config struct {
+	// Listen is the MQTT listener address. Default ":1883".
+	Listen string
+	// HTTPListen is the address of the metrics and health endpoint;
+	// empty turns it off.
+	HTTPListen string
+	// NodeID is stamped on every version this node issues. Default: the
+	// host name.
+	NodeID string
+	// MaxClockSkew is how far ahead of this node's clock a request's
+	// timestamp or fencing token may be. Default one minute.
+	MaxClockSkew time.Duration
+	// MaxPacketSize bounds inbound MQTT packets; 0 means no bound beyond
+	// the protocol's 256 MiB.
+	MaxPacketSize uint32
+	// Logger receives the log lines. Default slog.Default().
+	Logger *slog.Logger
+	// Now is the physical clock; nil means time.Now. Tests move it.
+	Now func() time.Time
+}
+
+func (c *Config) setDefaults() error {
+	if c.Listen == "" {
+		c.Listen = ":1883"
+	}
+	if c.NodeID == "" {
+		c.NodeID = defaultNodeID()
+	}
+	if c.MaxClockSkew == 0 {
+		c.MaxClockSkew = time.Minute
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c.Validate()
+}
+
+// Validate reports the first setting that cannot work.
+func (c *Config) Validate() error {
+	if strings.ContainsRune(c.NodeID, ':') {
+		return errors.New("server: the node id may not contain ':', which separates the parts of a version")
+	}
+	if c.MaxClockSkew < 0 {
+		return errors.New("server: the maximum clock skew may not be negative")
+	}
+	return nil
+}
+
+func defaultNodeID() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "dss"
+	}
+	return strings.ReplaceAll(h, ":", "-")
+}

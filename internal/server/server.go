@@ -1,0 +1,138 @@
+// Package server wires a dss node together: the engine with its journal,
+// the MQTT broker with the state store bound to it, and the HTTP endpoint
+// for metrics and health. It owns their lifecycle: New, Start, Shutdown.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/dssio/dss/hlc"
+	"github.com/dssio/dss/internal/broker"
+	"github.com/dssio/dss/internal/engine"
+)
+
+// Server is one dss node.
+type Server struct {
+	cfg    Config
+	log    *slog.Logger
+	broker *broker.Broker
+	node   *engine.Node
+	http   *http.Server
+	httpLn net.Listener
+}
+
+// New builds a server from cfg and binds its listeners, so that their
+// addresses are known before Start.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := broker.NewMetrics()
+	reg.MustRegister(metrics.Collectors()...)
+
+	b, err := broker.New(broker.Config{
+		Listen:        cfg.Listen,
+		Logger:        cfg.Logger,
+		Metrics:       metrics,
+		MaxPacketSize: cfg.MaxPacketSize,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.broker = b
+	s.node = engine.New(engine.Config{
+		Clock:    hlc.NewClock(cfg.NodeID, cfg.Now),
+		MaxSkew:  cfg.MaxClockSkew,
+		Notifier: b.Notifier(),
+		Logger:   cfg.Logger,
+	})
+	if cfg.HTTPListen != "" {
+		ln, err := net.Listen("tcp", cfg.HTTPListen)
+		if err != nil {
+			_ = b.Close(0)
+			return nil, fmt.Errorf("server: http listener on %s: %w", cfg.HTTPListen, err)
+		}
+		s.httpLn = ln
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = w.Write([]byte("ok\n"))
+		})
+		s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	}
+	return s, nil
+}
+
+// Addr returns the address of the MQTT listener.
+func (s *Server) Addr() string { return s.broker.Addr() }
+
+// HTTPAddr returns the address of the metrics and health endpoint, or ""
+// when it is off.
+func (s *Server) HTTPAddr() string {
+	if s.httpLn == nil {
+		return ""
+	}
+	return s.httpLn.Addr().String()
+}
+
+// Start starts serving.
+func (s *Server) Start() error {
+	s.node.Start()
+	if err := s.broker.Start(s.node); err != nil {
+		_ = s.node.Close()
+		return err
+	}
+	if s.http != nil {
+		go func() {
+			if err := s.http.Serve(s.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.log.Error("http endpoint stopped", "err", err)
+			}
+		}()
+	}
+	s.log.Info("dss serving", "mqtt", s.Addr(), "http", s.HTTPAddr(), "node", s.cfg.NodeID)
+	return nil
+}
+
+// Shutdown stops the server gracefully: it refuses new requests, answers
+// every request already accepted, flushes what must be durable and
+// disconnects the clients. ctx bounds the wait for clients to acknowledge
+// the last responses.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.broker.Drain()
+	nodeErr := s.node.Close()
+	grace := 2 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		grace = time.Until(d)
+	}
+	brokerErr := s.broker.Close(grace)
+	var httpErr error
+	if s.http != nil {
+		httpErr = s.http.Shutdown(ctx)
+	}
+	return errors.Join(nodeErr, brokerErr, httpErr)
+}
+
+// Run starts the server, serves until ctx is done and then shuts down.
+func (s *Server) Run(ctx context.Context) error {
+	if err := s.Start(); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	s.log.Info("dss shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return s.Shutdown(sctx)
+}

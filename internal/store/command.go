@@ -1,0 +1,92 @@
+package store
+
+import (
+	"github.com/dssio/dss/hlc"
+	"github.com/dssio/dss/internal/proto"
+)
+
+// Op is the operation of a command.
+type Op uint8
+
+// The operations of the state machine.
+const (
+	OpSet Op = iota + 1
+	OpDel
+	OpVDel
+	// OpExpire removes the key if its deadline is at or before the
+	// command's Time.
+	OpExpire
+)
+
+func (o Op) String() string {
+	switch o {
+	case OpSet:
+		return "SET"
+	case OpDel:
+		return "DEL"
+	case OpVDel:
+		return "VDEL"
+	case OpExpire:
+		return "EXPIRE"
+	}
+	return "UNKNOWN"
+}
+
+// Command is one state machine input. Key and Value may alias a request
+// buffer; the machine copies what it keeps.
+type Command struct {
+	Op    Op
+	Key   []byte
+	Value []byte // OpSet: the new value; OpVDel: the value to compare
+	Cond  proto.Condition
+	// Time is the proposer's physical clock in milliseconds. Keys whose
+	// deadline is at or before Time are treated as missing.
+	Time int64
+	// ExpiresAt is the absolute deadline in milliseconds that an OpSet
+	// gives the key; 0 means the key does not expire.
+	ExpiresAt int64
+	// Version is the version this command gives to what it changes.
+	Version hlc.Timestamp
+	// Fence is the request's fencing token, when HasFence is set.
+	Fence    hlc.Timestamp
+	HasFence bool
+	// Volatile marks an OpSet whose key need not survive a restart.
+	Volatile bool
+}
+
+// Outcome says what a command did.
+type Outcome uint8
+
+// The outcomes of Apply.
+const (
+	// Applied: a SET stored its value, a DEL or VDEL deleted the key, an
+	// expiry removed it.
+	Applied Outcome = iota + 1
+	// NotMet: a SET's NX or NEX condition or a VDEL's value did not match.
+	NotMet
+	// Missing: the key did not exist.
+	Missing
+	// Refused: the command broke a fencing rule; Result.Err says which.
+	Refused
+)
+
+// Result is the answer to a command.
+type Result struct {
+	Outcome Outcome
+	// Version is the version to report: the new version of an applied SET,
+	// the stored version when a condition was not met, the version of the
+	// deleted value of a DEL or VDEL. It is zero when there is none.
+	Version hlc.Timestamp
+	// Err is set when Outcome is Refused.
+	Err *proto.Error
+}
+
+// Change is one change of a key, as watchers see it.
+type Change struct {
+	Key string
+	// Value is the new value of a SET; it must not be modified.
+	Value   []byte
+	Deleted bool
+	// Version is the version of the change.
+	Version hlc.Timestamp
+}
