@@ -84,3 +84,15 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// Long reports whether the long variants of randomized and fault-injection
+// tests should run: set DSS_LONG=1. CI runs the short variants.
+func Long() bool { return os.Getenv("DSS_LONG") != "" }
+
+// Rounds returns short in CI and long when Long is set.
+func Rounds(short, long int) int {
+	if Long() {
+		return long
+	}
+	return short
+}

@@ -1,0 +1,54 @@
+package server_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/eclipse/paho.golang/paho"
+
+	"github.com/dssio/dss/hlc"
+	"github.com/dssio/dss/internal/dsstest"
+	"github.com/dssio/dss/internal/proto"
+	"github.com/dssio/dss/internal/server"
+)
+
+// start starts a server with default settings and connects one client.
+func start(t *testing.T) (*server.Server, *dsstest.Client) {
+	t.Helper()
+	s := dsstest.StartServer(t, server.Config{})
+	return s, dsstest.Dial(t, s.Addr(), strings.ReplaceAll(t.Name(), "/", "-"))
+}
+
+// expect checks a response's payload and its __ts: wantVersion "" means
+// the response must carry no __ts, "any" that it must carry a valid one.
+func expect(t *testing.T, what string, p *paho.Publish, payload string, wantVersion string) hlc.Timestamp {
+	t.Helper()
+	if string(p.Payload) != payload {
+		t.Fatalf("%s: payload %q, want %q", what, p.Payload, payload)
+	}
+	if st, _ := dsstest.UserProperty(p, proto.PropStatus); st != "200" {
+		t.Fatalf("%s: __stat %q, want 200", what, st)
+	}
+	ts, ok := dsstest.UserProperty(p, proto.PropTimestamp)
+	switch {
+	case wantVersion == "" && ok:
+		t.Fatalf("%s: __ts %q present, want none", what, ts)
+	case wantVersion == "":
+		return hlc.Timestamp{}
+	case !ok:
+		t.Fatalf("%s: no __ts", what)
+	}
+	v, err := hlc.Parse(ts)
+	if err != nil {
+		t.Fatalf("%s: __ts %q: %v", what, ts, err)
+	}
+	if wantVersion != "any" && ts != wantVersion {
+		t.Fatalf("%s: __ts %q, want %q", what, ts, wantVersion)
+	}
+	return v
+}
+
+func errPayload(e *proto.Error) string { return "-ERR " + e.Text() + "\r\n" }
+
+func ts(v string) paho.UserProperty { return paho.UserProperty{Key: proto.PropTimestamp, Value: v} }
+func ft(v string) paho.UserProperty { return paho.UserProperty{Key: proto.PropFencingToken, Value: v} }

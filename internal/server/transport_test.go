@@ -1,0 +1,174 @@
+package server_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eclipse/paho.golang/paho"
+
+	"github.com/dssio/dss/internal/dsstest"
+	"github.com/dssio/dss/internal/proto"
+	"github.com/dssio/dss/internal/server"
+)
+
+// request builds a request publish with the given properties.
+func request(qos byte, responseTopic string, corr []byte, payload []byte, user ...paho.UserProperty) *paho.Publish {
+	return &paho.Publish{
+		QoS:     qos,
+		Topic:   proto.RequestTopic,
+		Payload: payload,
+		Properties: &paho.PublishProperties{
+			ResponseTopic:   responseTopic,
+			CorrelationData: corr,
+			User:            user,
+		},
+	}
+}
+
+func metric(t *testing.T, s *server.Server, line string) bool {
+	t.Helper()
+	res, err := http.Get("http://" + s.HTTPAddr() + "/metrics")
+	if err != nil {
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return strings.Contains(string(body), line)
+}
+
+func TestRequestIsAcknowledgedWithSuccess(t *testing.T) {
+	// Nobody subscribes to the request topic, and the request carries user
+	// properties: the PUBACK must still be 0x00 (never 0x10, never 0x01).
+	_, c := start(t)
+	res, err := c.Publish(request(1, c.ResponseTopic, []byte("corr"), dsstest.Cmd("SET", "k", "v"), ts(dsstest.Now()), paho.UserProperty{Key: "x", Value: "y"}))
+	if err != nil || res.ReasonCode != 0x00 {
+		t.Fatalf("PUBACK: %+v, %v", res, err)
+	}
+	c.Next() // the response, which Publish did not wait for
+	expect(t, "GET", c.Request(dsstest.Cmd("GET", "k")), "$1\r\nv\r\n", "any")
+}
+
+func TestRequestsThatBreakTheTransportRules(t *testing.T) {
+	s := dsstest.StartServer(t, server.Config{HTTPListen: "127.0.0.1:0"})
+	c := dsstest.Dial(t, s.Addr(), "rules")
+	set := func(key string) []byte { return dsstest.Cmd("SET", key, "v") }
+	now := ts(dsstest.Now())
+
+	res, err := c.Publish(request(1, "", []byte("corr"), set("no-response-topic"), now))
+	if err == nil || res == nil || res.ReasonCode != 0x83 {
+		t.Fatalf("no Response Topic: PUBACK %+v, %v; want reason 0x83", res, err)
+	}
+	res, err = c.Publish(request(1, c.ResponseTopic, nil, set("no-correlation"), now))
+	if err == nil || res == nil || res.ReasonCode != 0x83 {
+		t.Fatalf("no Correlation Data: PUBACK %+v, %v; want reason 0x83", res, err)
+	}
+	if _, err := c.Publish(request(0, c.ResponseTopic, []byte("corr"), set("qos0"), now)); err != nil {
+		t.Fatalf("QoS 0 publish: %v", err)
+	}
+	res, err = c.Publish(request(2, c.ResponseTopic, []byte("corr"), set("qos2"), now))
+	if res == nil || res.ReasonCode != 0x83 {
+		t.Fatalf("QoS 2: PUBREC %+v, %v; want reason 0x83", res, err)
+	}
+	// None was executed and none was answered.
+	c.NoMessage(200 * time.Millisecond)
+	for _, k := range []string{"no-response-topic", "no-correlation", "qos0", "qos2"} {
+		expect(t, "GET "+k, c.Request(dsstest.Cmd("GET", k)), "$-1\r\n", "")
+	}
+	for _, reason := range []string{"no response topic", "no correlation data", "qos 0", "qos 2"} {
+		if !metric(t, s, `dss_requests_refused_total{reason="`+reason+`"} 1`) {
+			t.Errorf("metrics do not count the refusal %q", reason)
+		}
+	}
+}
+
+func TestForbiddenResponseTopicDisconnects(t *testing.T) {
+	for _, topic := range []string{
+		proto.RequestTopic,
+		proto.ReservedPrefix,
+		proto.ReservedPrefix + "/636C69656E74/command/notify/41",
+	} {
+		t.Run(topic, func(t *testing.T) {
+			s := dsstest.StartServer(t, server.Config{})
+			bystander := dsstest.Dial(t, s.Addr(), "bystander")
+			bad := dsstest.DialNoSubscribe(t, s.Addr(), "bad")
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_, _ = bad.Paho.Publish(ctx, request(1, topic, []byte("c"), dsstest.Cmd("SET", "k", "v"), ts(dsstest.Now())))
+			select {
+			case d := <-bad.Disconnects:
+				if d.ReasonCode != 0x83 {
+					t.Fatalf("DISCONNECT reason %#x, want 0x83", d.ReasonCode)
+				}
+			case <-time.After(dsstest.Timeout):
+				t.Fatal("client with a forbidden response topic was not disconnected")
+			}
+			expect(t, "not executed", bystander.Request(dsstest.Cmd("GET", "k")), "$-1\r\n", "")
+			expect(t, "bystander works", bystander.Set([]string{"k", "v"}), "+OK\r\n", "any")
+		})
+	}
+}
+
+func TestResponsesFollowSubscriptions(t *testing.T) {
+	s, _ := start(t)
+	// The vendor's Go client asks for responses on a hex client id topic;
+	// a wildcard subscription must receive them too.
+	c := dsstest.DialNoSubscribe(t, s.Addr(), "client-id1")
+	c.ResponseTopic = "clients/636C69656E742D696431/statestore/v1/FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8/command/invoke/response"
+	c.Subscribe("clients/636C69656E742D696431/#")
+	expect(t, "hex topic", c.Set([]string{"k", "v"}), "+OK\r\n", "any")
+
+	// Responses go to whoever subscribed, not only to the requester.
+	listener := dsstest.Dial(t, s.Addr(), "listener")
+	listener.Subscribe("responses/shared")
+	requester := dsstest.DialNoSubscribe(t, s.Addr(), "requester")
+	if _, err := requester.Publish(request(1, "responses/shared", []byte("corr-1"), dsstest.Cmd("GET", "k"))); err != nil {
+		t.Fatal(err)
+	}
+	p := listener.Next()
+	if p.Topic != "responses/shared" || string(p.Properties.CorrelationData) != "corr-1" || string(p.Payload) != "$1\r\nv\r\n" {
+		t.Fatalf("listener got %s %q %q", p.Topic, p.Properties.CorrelationData, p.Payload)
+	}
+	requester.NoMessage(100 * time.Millisecond)
+}
+
+func TestOrdinaryPublishSubscribe(t *testing.T) {
+	s, _ := start(t)
+	sub := dsstest.DialNoSubscribe(t, s.Addr(), "sub")
+	sub.Subscribe("plant/+/temperature")
+	pub := dsstest.DialNoSubscribe(t, s.Addr(), "pub")
+	res, err := pub.Publish(&paho.Publish{QoS: 1, Topic: "plant/line1/temperature", Payload: []byte("21.5")})
+	if err != nil || res.ReasonCode != 0 {
+		t.Fatalf("publish: %+v %v", res, err)
+	}
+	if p := sub.Next(); p.Topic != "plant/line1/temperature" || string(p.Payload) != "21.5" {
+		t.Fatalf("got %s %q", p.Topic, p.Payload)
+	}
+}
+
+func TestNotificationTopicsAreTheServers(t *testing.T) {
+	s, _ := start(t)
+	watcher := dsstest.DialNoSubscribe(t, s.Addr(), "w")
+	watcher.Subscribe(proto.NotifyTopicFilter("w"))
+	forger := dsstest.DialNoSubscribe(t, s.Addr(), "forger")
+	res, err := forger.Publish(&paho.Publish{QoS: 1, Topic: proto.NotifyTopic("w", []byte("k")), Payload: []byte("*2\r\n$6\r\nNOTIFY\r\n$6\r\nDELETE\r\n")})
+	if res == nil || res.ReasonCode != 0x87 {
+		t.Fatalf("forged notification: %+v, %v; want 0x87", res, err)
+	}
+	watcher.NoMessage(100 * time.Millisecond)
+}
+
+// TestReconnectWithTheSameClientID reconnects one client id over and over:
+// the end of each connection must not take the next one's subscriptions
+// with it (the response would never arrive).
+func TestReconnectWithTheSameClientID(t *testing.T) {
+	s := dsstest.StartServer(t, server.Config{})
+	for i := 0; i < dsstest.Rounds(300, 5000); i++ {
+		c := dsstest.Dial(t, s.Addr(), "same")
+		expect(t, "GET", c.Request(dsstest.Cmd("GET", "k")), "$-1\r\n", "")
+		_ = c.Paho.Disconnect(&paho.Disconnect{})
+	}
+}
