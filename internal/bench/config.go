@@ -1,0 +1,193 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Mode is what a run does.
+type Mode uint8
+
+// The modes of a run.
+const (
+	// ModeRequests drives closed-loop requests (set, get, mix, del, vdel).
+	ModeRequests Mode = iota
+	// ModeKeyNotify measures how long one SET takes to reach every
+	// watcher of the key.
+	ModeKeyNotify
+	// ModeFill stores every key of the key space once and stops.
+	ModeFill
+	// ModeIdle connects the clients and holds the connections open.
+	ModeIdle
+)
+
+// Workload is the parsed --op: a mode and, for ModeRequests, the verbs.
+type Workload struct {
+	Mode Mode
+	// Verb is the verb of set, get, del and vdel.
+	Verb string
+	// GetRatio is the share of GETs of a mix; the rest are SETs.
+	GetRatio float64
+	// Mix is set for mix:R.
+	Mix  bool
+	text string
+}
+
+func (w Workload) String() string { return w.text }
+
+// ParseWorkload parses an --op value: set, get, del, vdel, mix:R (R the
+// share of GETs, the rest SETs), keynotify, fill or idle.
+func ParseWorkload(s string) (Workload, error) {
+	w := Workload{text: s}
+	switch name, arg, hasArg := strings.Cut(strings.ToLower(s), ":"); {
+	case name == "mix":
+		if !hasArg {
+			return w, fmt.Errorf("--op %q: want mix:R with R the share of GETs, e.g. mix:0.8", s)
+		}
+		r, err := strconv.ParseFloat(arg, 64)
+		if err != nil || r < 0 || r > 1 {
+			return w, fmt.Errorf("--op %q: the GET share must be a number from 0 to 1", s)
+		}
+		w.Mix, w.GetRatio = true, r
+	case hasArg:
+		return w, fmt.Errorf("--op %q: only mix takes an argument", s)
+	case name == "set", name == "get", name == "del", name == "vdel":
+		w.Verb = name
+	case name == "keynotify":
+		w.Mode = ModeKeyNotify
+	case name == "fill":
+		w.Mode = ModeFill
+	case name == "idle":
+		w.Mode = ModeIdle
+	default:
+		return w, fmt.Errorf("--op %q: want set, get, mix:R, del, vdel, keynotify, fill or idle", s)
+	}
+	return w, nil
+}
+
+// Config configures a run. The zero value of a field means its default.
+type Config struct {
+	// Server is the MQTT address, HOST:PORT. Default localhost:1883.
+	Server string
+	// Clients is the number of connections. Default 64.
+	Clients int
+	// Inflight is the number of outstanding requests per connection.
+	// Default 1.
+	Inflight int
+	// Duration is the measured window. Default 10s.
+	Duration time.Duration
+	// Warmup runs before the measured window and is not measured. Default
+	// 2s; negative means none.
+	Warmup time.Duration
+	// Workload is what to send. Default set.
+	Workload Workload
+	// Keys is the size of the key space. Default 10,000.
+	Keys int
+	// KeyPrefix starts every key. Default "bench:".
+	KeyPrefix string
+	// ValueSize is the size of every value. Default 100; at least 8 in
+	// keynotify mode, whose values carry a sequence number.
+	ValueSize int
+	// PX gives every SET a time to live; 0 means none.
+	PX time.Duration
+	// Watchers is the number of watching connections of keynotify mode.
+	// Default 1000.
+	Watchers int
+	// Timeout is how long a request (or, in keynotify mode, a notification)
+	// may take before it counts as timed out. Default 5s.
+	Timeout time.Duration
+	// Preload stores every key before a get, mix, del or vdel run so that
+	// reads hit. Nil means: yes for those workloads.
+	Preload *bool
+	// ResponseQoS0 subscribes to responses with QoS 0 instead of QoS 1
+	// (which the vendor's clients use), to see what the acknowledgements
+	// of responses cost the server.
+	ResponseQoS0 bool
+	// ServerPID, when not 0, is the process whose CPU time and resident
+	// memory the report includes.
+	ServerPID int
+	// ClientID starts the MQTT client id of every connection. Default
+	// "bench-<pid>".
+	ClientID string
+}
+
+func (c *Config) setDefaults() error {
+	if c.Server == "" {
+		c.Server = "localhost:1883"
+	}
+	if c.Clients == 0 {
+		c.Clients = 64
+	}
+	if c.Inflight == 0 {
+		c.Inflight = 1
+	}
+	if c.Duration == 0 {
+		c.Duration = 10 * time.Second
+	}
+	if c.Warmup == 0 {
+		c.Warmup = 2 * time.Second
+	}
+	if c.Warmup < 0 {
+		c.Warmup = 0
+	}
+	if c.Workload.text == "" {
+		c.Workload = Workload{Verb: "set", text: "set"}
+	}
+	if c.Keys == 0 {
+		c.Keys = 10000
+	}
+	if c.KeyPrefix == "" {
+		c.KeyPrefix = "bench:"
+	}
+	if c.ValueSize == 0 {
+		c.ValueSize = 100
+	}
+	if c.Watchers == 0 {
+		c.Watchers = 1000
+	}
+	if c.Timeout == 0 {
+		c.Timeout = 5 * time.Second
+	}
+	return c.Validate()
+}
+
+// maxInflight bounds the outstanding requests of a connection: the packet
+// identifiers of one connection's unacknowledged requests must differ.
+const maxInflight = 65535
+
+// Validate reports the first setting that cannot work.
+func (c *Config) Validate() error {
+	switch {
+	case c.Clients < 0:
+		return errors.New("bench: --clients must be positive")
+	case c.Inflight < 0 || c.Inflight > maxInflight:
+		return fmt.Errorf("bench: --inflight must be from 1 to %d", maxInflight)
+	case c.Duration < 0:
+		return errors.New("bench: --duration may not be negative")
+	case c.Keys < 0:
+		return errors.New("bench: --keys must be positive")
+	case c.ValueSize < 0:
+		return errors.New("bench: --value-size may not be negative")
+	case c.Workload.Mode == ModeKeyNotify && c.ValueSize < 8:
+		return errors.New("bench: keynotify values carry an 8-byte sequence number: --value-size must be at least 8")
+	case c.Watchers < 0:
+		return errors.New("bench: --watchers must be positive")
+	case c.Timeout < 0:
+		return errors.New("bench: --timeout may not be negative")
+	case c.PX < 0 || (c.PX > 0 && c.PX < time.Millisecond):
+		return errors.New("bench: --px must be at least 1ms")
+	}
+	return nil
+}
+
+// preload reports whether the run stores every key first.
+func (c *Config) preload() bool {
+	if c.Preload != nil {
+		return *c.Preload
+	}
+	w := c.Workload
+	return w.Mode == ModeRequests && (w.Mix || w.Verb != "set")
+}

@@ -1,0 +1,227 @@
+package bench_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/dssio/dss/internal/bench"
+	"github.com/dssio/dss/internal/dsstest"
+	"github.com/dssio/dss/internal/server"
+)
+
+// run runs a short benchmark of op against a fresh server.
+func run(t *testing.T, op string, cfg bench.Config) *bench.Report {
+	t.Helper()
+	if cfg.Server == "" {
+		cfg.Server = dsstest.StartServer(t, server.Config{}).Addr()
+	}
+	w, err := bench.ParseWorkload(op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Workload = w
+	if cfg.Clients == 0 {
+		cfg.Clients = 2
+	}
+	if cfg.Duration == 0 {
+		cfg.Duration = time.Second
+	}
+	if cfg.Warmup == 0 {
+		cfg.Warmup = 200 * time.Millisecond
+	}
+	if cfg.Keys == 0 {
+		cfg.Keys = 100
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := bench.Run(ctx, cfg, nil)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return rep
+}
+
+// clean fails the test if the run saw any error or timeout.
+func clean(t *testing.T, rep *bench.Report) {
+	t.Helper()
+	if rep.Errors != 0 || rep.Timeouts != 0 || rep.Late != 0 {
+		t.Fatalf("errors %d %v %v, timeouts %d, late %d", rep.Errors, rep.ErrorsByKind, rep.ErrorSamples, rep.Timeouts, rep.Late)
+	}
+}
+
+// measured checks the counts of a run that measured requests.
+func measured(t *testing.T, rep *bench.Report) {
+	t.Helper()
+	if rep.Requests <= 0 {
+		t.Fatalf("no request measured: %+v", rep)
+	}
+	if rep.Latency == nil || rep.Latency.Count != rep.Requests {
+		t.Fatalf("latency histogram holds %v samples for %d requests", rep.Latency, rep.Requests)
+	}
+	if l := rep.Latency; !(l.P50 > 0 && l.P50 <= l.P90 && l.P90 <= l.P99 && l.P99 <= l.P999 && l.P999 <= l.Max) {
+		t.Fatalf("percentiles out of order: %+v", l)
+	}
+	if rep.Sent < rep.Requests || rep.Throughput <= 0 || rep.Seconds <= 0 {
+		t.Fatalf("sent %d, requests %d, throughput %v over %vs", rep.Sent, rep.Requests, rep.Throughput, rep.Seconds)
+	}
+	var n int64
+	for _, outs := range rep.Outcomes {
+		for _, c := range outs {
+			n += c
+		}
+	}
+	if n != rep.Requests {
+		t.Fatalf("outcomes %v add up to %d, not %d", rep.Outcomes, n, rep.Requests)
+	}
+}
+
+func TestSet(t *testing.T) {
+	rep := run(t, "set", bench.Config{})
+	clean(t, rep)
+	measured(t, rep)
+	if rep.Outcomes["SET"]["ok"] != rep.Requests {
+		t.Fatalf("outcomes %v", rep.Outcomes)
+	}
+	if rep.Preload != nil {
+		t.Fatal("a SET run does not preload")
+	}
+}
+
+// TestPipelinedRequests runs several requests in flight per connection
+// against the real server. It is skipped: mochi-mqtt v2.7.9 deadlocks
+// when a client's PUBACK is processed (Inflight.NextImmediate read-locks
+// the client's inflight map twice) while a response to the same client is
+// being queued (Inflight.Set waits for the write lock in between); the
+// engine's delivery goroutine then hangs and no client gets a response.
+// Unskip it when the broker is fixed. The fake server tests cover
+// --inflight above 1 meanwhile.
+func TestPipelinedRequests(t *testing.T) {
+	if os.Getenv("DSS_TEST_PIPELINING") == "" {
+		t.Skip("mochi-mqtt v2.7.9 deadlocks on pipelined QoS 1 responses; set DSS_TEST_PIPELINING=1 to run")
+	}
+	rep := run(t, "set", bench.Config{Inflight: 8, Timeout: 2 * time.Second})
+	clean(t, rep)
+	measured(t, rep)
+}
+
+func TestGetFindsThePreloadedKeys(t *testing.T) {
+	rep := run(t, "get", bench.Config{ValueSize: 1000})
+	clean(t, rep)
+	measured(t, rep)
+	if rep.Preload == nil || rep.Preload.Requests != 100 {
+		t.Fatalf("preload %+v, want 100 keys", rep.Preload)
+	}
+	if rep.Outcomes["GET"]["ok"] != rep.Requests {
+		t.Fatalf("every GET must hit: %v", rep.Outcomes)
+	}
+}
+
+func TestGetWithoutPreloadMisses(t *testing.T) {
+	no := false
+	rep := run(t, "get", bench.Config{Preload: &no})
+	clean(t, rep)
+	measured(t, rep)
+	if rep.Outcomes["GET"]["missing"] != rep.Requests {
+		t.Fatalf("every GET must miss: %v", rep.Outcomes)
+	}
+}
+
+func TestMix(t *testing.T) {
+	rep := run(t, "mix:0.5", bench.Config{})
+	clean(t, rep)
+	measured(t, rep)
+	if rep.Outcomes["GET"]["ok"] == 0 || rep.Outcomes["SET"]["ok"] == 0 {
+		t.Fatalf("a mix sends both verbs: %v", rep.Outcomes)
+	}
+}
+
+func TestDeleteVerbs(t *testing.T) {
+	for _, op := range []string{"del", "vdel"} {
+		t.Run(op, func(t *testing.T) {
+			rep := run(t, op, bench.Config{Keys: 10})
+			clean(t, rep)
+			measured(t, rep)
+			verb := map[string]string{"del": "DEL", "vdel": "VDEL"}[op]
+			// The preload stored 10 keys: at most 10 deletions found one.
+			if ok := rep.Outcomes[verb]["ok"]; ok > 10 || rep.Outcomes[verb]["missing"] == 0 {
+				t.Fatalf("outcomes %v", rep.Outcomes)
+			}
+		})
+	}
+}
+
+func TestFillStoresEveryKey(t *testing.T) {
+	s := dsstest.StartServer(t, server.Config{})
+	rep := run(t, "fill", bench.Config{Server: s.Addr(), Keys: 257, Clients: 3, KeyPrefix: "f/", ValueSize: 7})
+	clean(t, rep)
+	if rep.Requests != 257 || rep.Outcomes["SET"]["ok"] != 257 {
+		t.Fatalf("fill stored %d keys: %v", rep.Requests, rep.Outcomes)
+	}
+	c := dsstest.Dial(t, s.Addr(), "check")
+	for _, key := range []string{"f/000", "f/128", "f/256"} {
+		if r := c.Request(dsstest.Cmd("GET", key)); string(r.Payload) != "$7\r\nabcdefg\r\n" {
+			t.Fatalf("GET %s = %q", key, r.Payload)
+		}
+	}
+}
+
+func TestServerCPUAndMemory(t *testing.T) {
+	// The server runs in this process.
+	rep := run(t, "set", bench.Config{ServerPID: os.Getpid()})
+	clean(t, rep)
+	if rep.ServerCPUPerRequest == nil || *rep.ServerCPUPerRequest <= 0 || rep.ServerRSSEnd == nil || *rep.ServerRSSEnd <= 0 {
+		t.Fatalf("server usage missing: %+v", rep)
+	}
+	if rep.ClientCPUPerRequest <= 0 {
+		t.Fatalf("client CPU per request %v", rep.ClientCPUPerRequest)
+	}
+}
+
+func TestIdle(t *testing.T) {
+	rep := run(t, "idle", bench.Config{Clients: 20, Duration: 100 * time.Millisecond, ServerPID: os.Getpid()})
+	clean(t, rep)
+	if rep.Connections != 20 || rep.ServerRSSEnd == nil {
+		t.Fatalf("report %+v", rep)
+	}
+}
+
+func TestKeyNotifyReachesEveryWatcher(t *testing.T) {
+	rep := run(t, "keynotify", bench.Config{Watchers: 5})
+	clean(t, rep)
+	n := rep.Notify
+	if n == nil || n.Notifications == 0 || n.Complete != n.Notifications {
+		t.Fatalf("notify report %+v", n)
+	}
+	if n.Deliveries != 5*n.Complete {
+		t.Fatalf("%d deliveries of %d notifications to 5 watchers", n.Deliveries, n.Complete)
+	}
+	if n.All == nil || n.Each == nil || n.Set == nil || n.All.P50 < n.Each.P50 {
+		t.Fatalf("latencies all %+v each %+v set %+v", n.All, n.Each, n.Set)
+	}
+}
+
+func TestUnreachableServer(t *testing.T) {
+	_, err := bench.Run(context.Background(), bench.Config{Server: "127.0.0.1:1", Timeout: time.Second}, nil)
+	if err == nil {
+		t.Fatal("a run against a closed port must fail")
+	}
+}
+
+func TestCancelStopsTheRun(t *testing.T) {
+	s := dsstest.StartServer(t, server.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	rep, err := bench.Run(ctx, bench.Config{Server: s.Addr(), Clients: 2, Duration: time.Hour, Warmup: 100 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Fatalf("the run took %v after its context ended", time.Since(start))
+	}
+	if rep.Errors != 0 {
+		t.Fatalf("stopping is not an error: %v %v", rep.ErrorsByKind, rep.ErrorSamples)
+	}
+}

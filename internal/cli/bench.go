@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dssio/dss/internal/bench"
+)
+
+func newBenchCmd(stdio Stdio) *cobra.Command {
+	var (
+		cfg        bench.Config
+		op         string
+		noPreload  bool
+		respQoS    int
+		jsonOutput bool
+	)
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Load-test a state store server and report throughput and latency",
+		Long: `Load-test any server that speaks the state store protocol over MQTT 5.
+
+Each of --clients connections keeps --inflight requests outstanding and
+sends the next one as soon as a response comes back. Every response is
+validated (correlation data, __stat, payload shape, __ts); invalid ones
+count as errors. Throughput and latency percentiles cover the --duration
+window after --warmup.
+
+Operations (--op):
+  set, get, del, vdel   one verb on random keys of the key space
+  mix:R                 GETs with probability R, SETs otherwise (mix:0.8)
+  keynotify             --watchers connections watch one key; a writer SETs
+                        it, one SET at a time, and the report gives the time
+                        until all watchers (and each one) got the notification
+  fill                  store every key once, then stop
+  idle                  hold --clients idle connections for --duration
+
+get, mix, del and vdel first store every key (unless --no-preload), so that
+reads find a value of --value-size bytes.
+
+With --server-pid the report includes the server's CPU time per request
+and its resident memory, read from /proc: run it on the server's machine.
+
+The exit status is 1 when any request failed validation or timed out.`,
+		Example: `  dss bench --op set --clients 64 --duration 10s
+  dss bench --op mix:0.8 --inflight 4 --json
+  dss bench --op keynotify --watchers 1000
+  taskset -c 1 dss bench --op get --server-pid "$(pidof dss)"`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := bindEnv(cmd); err != nil {
+				return err
+			}
+			w, err := bench.ParseWorkload(op)
+			if err != nil {
+				return err
+			}
+			cfg.Workload = w
+			if cmd.Flags().Changed("no-preload") || noPreload {
+				preload := !noPreload
+				cfg.Preload = &preload
+			}
+			switch respQoS {
+			case 0:
+				cfg.ResponseQoS0 = true
+			case 1:
+			default:
+				return fmt.Errorf("--response-qos %d: want 0 or 1", respQoS)
+			}
+			if cfg.Warmup == 0 {
+				cfg.Warmup = -1 // the flag's 0 means none; the config's means the default
+			}
+			rep, err := bench.Run(cmd.Context(), cfg, stdio.Err)
+			if err != nil {
+				return err
+			}
+			if jsonOutput {
+				err = rep.WriteJSON(stdio.Out)
+			} else {
+				err = rep.WriteText(stdio.Out)
+			}
+			if err != nil {
+				return err
+			}
+			if rep.Errors > 0 || rep.Timeouts > 0 {
+				return &exitError{code: ExitFalse}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Server, "server", "localhost:1883", "MQTT address of the server (HOST:PORT)")
+	f.IntVar(&cfg.Clients, "clients", 64, "number of connections")
+	f.IntVar(&cfg.Inflight, "inflight", 1, "outstanding requests per connection")
+	f.DurationVar(&cfg.Duration, "duration", 10*time.Second, "measured window (idle: how long to hold the connections)")
+	f.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "unmeasured run before the window")
+	f.StringVar(&op, "op", "set", "operation: set, get, mix:R, del, vdel, keynotify, fill or idle")
+	f.IntVar(&cfg.Keys, "keys", 10000, "size of the key space")
+	f.StringVar(&cfg.KeyPrefix, "key-prefix", "bench:", "prefix of every key")
+	f.IntVar(&cfg.ValueSize, "value-size", 100, "size of every value in bytes")
+	f.DurationVar(&cfg.PX, "px", 0, "give every SET this time to live (PX); 0 for none")
+	f.IntVar(&cfg.Watchers, "watchers", 1000, "watching connections of --op keynotify")
+	f.DurationVar(&cfg.Timeout, "timeout", 5*time.Second, "time after which a request (or notification) counts as timed out")
+	f.BoolVar(&noPreload, "no-preload", false, "do not store every key before a get, mix, del or vdel run")
+	f.IntVar(&respQoS, "response-qos", 1, "QoS of the response subscription (0 or 1)")
+	f.IntVar(&cfg.ServerPID, "server-pid", 0, "process id of the server, to report its CPU time per request and its memory")
+	f.StringVar(&cfg.ClientID, "client-id", "", "prefix of the MQTT client ids (default bench-<pid>)")
+	f.BoolVar(&jsonOutput, "json", false, "print the report as JSON")
+	return cmd
+}
