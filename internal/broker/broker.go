@@ -55,7 +55,11 @@ type Broker struct {
 	// refuseLog limits the log lines about refused requests, so that a
 	// misbehaving client cannot flood the log.
 	refuseLog *rate.Limiter
-	draining  atomic.Bool
+	// drainMu is held shared by every request from its draining check to
+	// its submission, so that Drain returns only once no accepted request
+	// can still reach the store.
+	drainMu   sync.RWMutex
+	draining  bool // guarded by drainMu
 	closeOnce sync.Once
 }
 
@@ -116,8 +120,13 @@ func (b *Broker) Start(store Store) error {
 }
 
 // Drain makes the broker refuse new state store requests, as the first
-// step of a graceful shutdown. Requests already submitted are answered.
-func (b *Broker) Drain() { b.draining.Store(true) }
+// step of a graceful shutdown. When it returns, every request the broker
+// accepted has been submitted to the store.
+func (b *Broker) Drain() {
+	b.drainMu.Lock()
+	b.draining = true
+	b.drainMu.Unlock()
+}
 
 // Close disconnects every client and closes the listener. It waits up to
 // grace for the clients to acknowledge the responses already sent.

@@ -61,7 +61,10 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 		b.refuse(cl, "wildcard response topic", codeWildcardResponse)
 		b.ack(cl, pk, packets.Puback, codeWildcardResponse)
 		return
-	case b.draining.Load():
+	}
+	b.drainMu.RLock()
+	defer b.drainMu.RUnlock()
+	if b.draining {
 		b.refuse(cl, "shutting down", codeDraining)
 		b.ack(cl, pk, packets.Puback, codeDraining)
 		return
@@ -76,6 +79,9 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 
 	var ts, ft, version string
 	var hasTs, hasFt bool
+	// Without aio-persistence=true a key need not survive a restart; the
+	// engine decides whether that matters.
+	c.op.Volatile = true
 	for _, u := range props.User {
 		switch u.Key {
 		case proto.PropTimestamp:
@@ -85,7 +91,7 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 		case proto.PropProtocolVersion:
 			version = u.Val
 		case proto.PropPersistence:
-			c.op.Volatile = u.Val != "true"
+			c.op.Volatile = !strings.EqualFold(u.Val, "true")
 		}
 	}
 	if !proto.SupportedVersion(version) {

@@ -80,6 +80,7 @@ name in upper case with '-' as '_', e.g. DSS_LISTEN=:1884.`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(newServeCmd(stdio))
+	root.AddCommand(newRecoverCmd(stdio))
 	root.AddCommand(newBenchCmd(stdio))
 	return root
 }

@@ -7,12 +7,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dssio/dss/internal/journal"
 	"github.com/dssio/dss/internal/server"
 )
 
 func newServeCmd(stdio Stdio) *cobra.Command {
 	var cfg server.Config
-	var logLevel, logFormat string
+	var logLevel, logFormat, fsync, persistence string
+	var inMemory bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the MQTT 5 broker with the state store",
@@ -32,6 +34,17 @@ accepted request is answered, and the process exits with status 0.`,
 				return err
 			}
 			cfg.Logger = logger
+			if cfg.Fsync, err = journal.ParseFsync(fsync); err != nil {
+				return fmt.Errorf("--fsync: %w", err)
+			}
+			if cfg.Persistence, err = server.ParsePersistence(persistence); err != nil {
+				return fmt.Errorf("--persistence: %w", err)
+			}
+			if inMemory {
+				cfg.DataDir = ""
+			} else if cfg.DataDir == "" {
+				return fmt.Errorf("--data: a data directory is required unless --in-memory is given")
+			}
 			srv, err := server.New(cfg)
 			if err != nil {
 				return err
@@ -45,6 +58,11 @@ accepted request is answered, and the process exits with status 0.`,
 	f.StringVar(&cfg.NodeID, "node-id", "", "node id stamped on every version this node issues (default: the host name)")
 	f.DurationVar(&cfg.MaxClockSkew, "max-clock-skew", time.Minute, "how far ahead of the server clock a request's __ts or __ft may be")
 	f.Uint32Var(&cfg.MaxPacketSize, "max-packet-size", 0, "largest MQTT packet accepted, in bytes (0: no limit below the protocol's 256 MiB)")
+	f.StringVar(&cfg.DataDir, "data", "dss-data", "data directory: the journal and snapshots that keep the state across restarts")
+	f.BoolVar(&inMemory, "in-memory", false, "keep nothing on disk: the state is gone when the server stops")
+	f.StringVar(&fsync, "fsync", "always", "when changes reach stable storage: always (before each response), everysec (once a second) or no (left to the OS)")
+	f.StringVar(&persistence, "persistence", "all", "which keys survive a restart: all, or flagged (only keys written with the user property aio-persistence=true)")
+	f.Int64Var(&cfg.SnapshotAfter, "snapshot-after", 64<<20, "journal bytes that make a snapshot due (at least; also once the journal outgrows the last snapshot)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	return cmd

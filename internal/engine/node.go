@@ -28,6 +28,13 @@ type Config struct {
 	// ExpiryBatch bounds how many keys one expiry round removes while
 	// holding the engine lock. Zero means 256.
 	ExpiryBatch int
+	// VolatileKeys honours requests that ask for a key to be kept in
+	// memory only (the "flagged" persistence mode); otherwise every key is
+	// journaled.
+	VolatileKeys bool
+	// SnapshotCheck is how often the node asks the journal whether a
+	// snapshot is due. Zero means one second.
+	SnapshotCheck time.Duration
 }
 
 // errUnavailable answers requests that the engine cannot carry out because
@@ -76,6 +83,9 @@ func New(cfg Config) *Node {
 	if cfg.ExpiryBatch == 0 {
 		cfg.ExpiryBatch = 256
 	}
+	if cfg.SnapshotCheck == 0 {
+		cfg.SnapshotCheck = time.Second
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -98,11 +108,20 @@ func New(cfg Config) *Node {
 	}
 }
 
-// Start starts the delivery and expiry goroutines.
+// Start starts the delivery, expiry and snapshot goroutines.
 func (n *Node) Start() {
+	n.mu.Lock()
+	if d, ok := n.m.NextDeadline(); ok {
+		n.scheduleExpiryLocked(d)
+	}
+	n.mu.Unlock()
 	n.done.Add(2)
 	go n.deliverLoop()
 	go n.expiryLoop()
+	if n.journal != nil {
+		n.done.Add(1)
+		go n.snapshotLoop(n.cfg.SnapshotCheck)
+	}
 }
 
 // Close stops accepting requests, delivers everything already applied,
@@ -181,7 +200,7 @@ func (n *Node) writeLocked(op *Op, now int64) bool {
 		Time:     now,
 		Fence:    op.Fence,
 		HasFence: op.HasFence,
-		Volatile: op.Volatile,
+		Volatile: op.Volatile && n.cfg.VolatileKeys,
 	}
 	switch r.Verb {
 	case proto.VerbSet:
@@ -200,6 +219,10 @@ func (n *Node) writeLocked(op *Op, now int64) bool {
 		c.Version = n.clock.Now()
 	}
 	res, journaled := n.applyLocked(&c)
+	if n.failed != nil {
+		op.Result.Err = errUnavailable
+		return false
+	}
 	op.Result.Outcome, op.Result.Err = res.Outcome, res.Err
 	op.Result.setVersion(res.Version)
 	if c.ExpiresAt != 0 && res.Outcome == store.Applied {
@@ -218,11 +241,13 @@ func (n *Node) applyLocked(c *store.Command) (store.Result, bool) {
 	}
 	journaled := false
 	if n.journal != nil {
-		if err := n.journal.Append(c); err != nil {
-			n.failLocked(err)
-		} else {
-			journaled = true
+		for i := range changes {
+			if err := n.journal.Append(&changes[i]); err != nil {
+				n.failLocked(err)
+				break
+			}
 		}
+		journaled = n.failed == nil
 	}
 	if n.notifier != nil {
 		for i := range changes {

@@ -2,10 +2,13 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/dssio/dss/internal/journal"
 )
 
 // Config configures a Server. The zero value serves MQTT on :1883 with the
@@ -25,10 +28,53 @@ type Config struct {
 	// MaxPacketSize bounds inbound MQTT packets; 0 means no bound beyond
 	// the protocol's 256 MiB.
 	MaxPacketSize uint32
+
+	// DataDir is where the state is kept across restarts; empty keeps
+	// everything in memory only.
+	DataDir string
+	// Fsync is when changes are forced to stable storage. Default
+	// journal.FsyncAlways.
+	Fsync journal.Fsync
+	// Persistence says which keys survive a restart: PersistAll (the
+	// default) or PersistFlagged, where only keys written with the user
+	// property aio-persistence=true do.
+	Persistence Persistence
+	// SnapshotAfter is how many bytes of journal make a snapshot due, at
+	// least. Zero means 64 MiB.
+	SnapshotAfter int64
 	// Logger receives the log lines. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the physical clock; nil means time.Now. Tests move it.
 	Now func() time.Time
+}
+
+// Persistence says which keys survive a restart.
+type Persistence int
+
+const (
+	// PersistAll keeps every key.
+	PersistAll Persistence = iota
+	// PersistFlagged keeps only keys written with aio-persistence=true,
+	// as the vendor's service does; the others live in memory only.
+	PersistFlagged
+)
+
+func (p Persistence) String() string {
+	if p == PersistFlagged {
+		return "flagged"
+	}
+	return "all"
+}
+
+// ParsePersistence reads "all" or "flagged".
+func ParsePersistence(s string) (Persistence, error) {
+	switch s {
+	case "all":
+		return PersistAll, nil
+	case "flagged":
+		return PersistFlagged, nil
+	}
+	return 0, fmt.Errorf("unknown persistence %q: want all or flagged", s)
 }
 
 func (c *Config) setDefaults() error {

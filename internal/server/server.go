@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,16 +20,21 @@ import (
 	"github.com/dssio/dss/hlc"
 	"github.com/dssio/dss/internal/broker"
 	"github.com/dssio/dss/internal/engine"
+	"github.com/dssio/dss/internal/journal"
 )
 
 // Server is one dss node.
 type Server struct {
-	cfg    Config
-	log    *slog.Logger
-	broker *broker.Broker
-	node   *engine.Node
-	http   *http.Server
-	httpLn net.Listener
+	cfg     Config
+	log     *slog.Logger
+	broker  *broker.Broker
+	node    *engine.Node
+	journal *journal.Journal // nil in memory
+	http    *http.Server
+	httpLn  net.Listener
+
+	shutdownOnce sync.Once
+	shutdownErr  error
 }
 
 // New builds a server from cfg and binds its listeners, so that their
@@ -43,6 +49,29 @@ func New(cfg Config) (*Server, error) {
 	metrics := broker.NewMetrics()
 	reg.MustRegister(metrics.Collectors()...)
 
+	ecfg := engine.Config{
+		Clock:        hlc.NewClock(cfg.NodeID, cfg.Now),
+		MaxSkew:      cfg.MaxClockSkew,
+		Logger:       cfg.Logger,
+		VolatileKeys: cfg.Persistence == PersistFlagged,
+	}
+	// Recover first: the listener opens only once the state is there.
+	if cfg.DataDir != "" {
+		start := time.Now()
+		j, m, err := journal.Open(journal.Options{
+			Dir:           cfg.DataDir,
+			Fsync:         cfg.Fsync,
+			SnapshotAfter: cfg.SnapshotAfter,
+			Logger:        cfg.Logger,
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.journal = j
+		ecfg.Machine, ecfg.Journal = m, journalAdapter{j}
+		cfg.Logger.Info("state recovered", "dir", cfg.DataDir, "keys", m.Len(),
+			"took", time.Since(start).Round(time.Millisecond), "fsync", cfg.Fsync, "persistence", cfg.Persistence)
+	}
 	b, err := broker.New(broker.Config{
 		Listen:        cfg.Listen,
 		Logger:        cfg.Logger,
@@ -50,19 +79,21 @@ func New(cfg Config) (*Server, error) {
 		MaxPacketSize: cfg.MaxPacketSize,
 	})
 	if err != nil {
+		if s.journal != nil {
+			_ = s.journal.Close()
+		}
 		return nil, err
 	}
 	s.broker = b
-	s.node = engine.New(engine.Config{
-		Clock:    hlc.NewClock(cfg.NodeID, cfg.Now),
-		MaxSkew:  cfg.MaxClockSkew,
-		Notifier: b.Notifier(),
-		Logger:   cfg.Logger,
-	})
+	ecfg.Notifier = b.Notifier()
+	s.node = engine.New(ecfg)
 	if cfg.HTTPListen != "" {
 		ln, err := net.Listen("tcp", cfg.HTTPListen)
 		if err != nil {
 			_ = b.Close(0)
+			if s.journal != nil {
+				_ = s.journal.Close()
+			}
 			return nil, fmt.Errorf("server: http listener on %s: %w", cfg.HTTPListen, err)
 		}
 		s.httpLn = ln
@@ -109,8 +140,13 @@ func (s *Server) Start() error {
 // Shutdown stops the server gracefully: it refuses new requests, answers
 // every request already accepted, flushes what must be durable and
 // disconnects the clients. ctx bounds the wait for clients to acknowledge
-// the last responses.
+// the last responses. Later calls return the first call's result.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.shutdownOnce.Do(func() { s.shutdownErr = s.shutdown(ctx) })
+	return s.shutdownErr
+}
+
+func (s *Server) shutdown(ctx context.Context) error {
 	s.broker.Drain()
 	nodeErr := s.node.Close()
 	grace := 2 * time.Second
@@ -118,11 +154,25 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		grace = time.Until(d)
 	}
 	brokerErr := s.broker.Close(grace)
-	var httpErr error
+	var journalErr, httpErr error
+	if s.journal != nil {
+		journalErr = s.journal.Close()
+	}
 	if s.http != nil {
 		httpErr = s.http.Shutdown(ctx)
 	}
-	return errors.Join(nodeErr, brokerErr, httpErr)
+	return errors.Join(nodeErr, brokerErr, journalErr, httpErr)
+}
+
+// journalAdapter gives the journal the method set the engine expects.
+type journalAdapter struct{ *journal.Journal }
+
+func (a journalAdapter) BeginSnapshot(seq uint64, maxVersion hlc.Timestamp) (engine.SnapshotWriter, error) {
+	w, err := a.Journal.BeginSnapshot(seq, maxVersion)
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
 }
 
 // Run starts the server, serves until ctx is done and then shuts down.

@@ -81,12 +81,28 @@ type Result struct {
 	Err *proto.Error
 }
 
-// Change is one change of a key, as watchers see it.
+// Change is one change of a key: what watchers hear of and what a journal
+// records. It describes the key's whole state after the change, so that
+// replaying changes needs no knowledge of the commands that caused them.
 type Change struct {
-	Key string
-	// Value is the new value of a SET; it must not be modified.
-	Value   []byte
+	// Seq numbers the changes of a machine: every change gets the next
+	// number, and a key remembers the number of its last change.
+	Seq     uint64
+	Key     string
 	Deleted bool
-	// Version is the version of the change.
+	// Version is the version of the change: the new value's version, or
+	// the version the deletion was given.
 	Version hlc.Timestamp
+
+	// The key's state after a change that did not delete it. Value must
+	// not be modified.
+	Value     []byte
+	Fence     hlc.Timestamp
+	Fenced    bool
+	ExpiresAt int64
+	Volatile  bool
+
+	// WasDurable reports that the key held a value that must survive a
+	// restart before this change.
+	WasDurable bool
 }

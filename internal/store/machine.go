@@ -15,8 +15,9 @@ type entry struct {
 	fence     hlc.Timestamp
 	fenced    bool
 	volatile  bool
-	expiresAt int64 // 0: no deadline
-	heapIndex int   // position in Machine.deadlines; -1 when not there
+	expiresAt int64  // 0: no deadline
+	seq       uint64 // Seq of the key's last change
+	heapIndex int    // position in Machine.deadlines; -1 when not there
 }
 
 func (e *entry) expiredAt(now int64) bool { return e.expiresAt != 0 && e.expiresAt <= now }
@@ -28,7 +29,8 @@ type Machine struct {
 	// maxVersion is the highest version any applied command carried, so
 	// that a clock restored from the machine never issues an older one.
 	maxVersion hlc.Timestamp
-	dataBytes  int64 // sum of key and value lengths
+	dataBytes  int64  // sum of key and value lengths
+	seq        uint64 // Seq of the last change
 }
 
 // New returns an empty machine.
@@ -45,6 +47,9 @@ func (m *Machine) DataBytes() int64 { return m.dataBytes }
 
 // MaxVersion returns the highest version any applied command carried.
 func (m *Machine) MaxVersion() hlc.Timestamp { return m.maxVersion }
+
+// Seq returns the number of the last change.
+func (m *Machine) Seq() uint64 { return m.seq }
 
 // Get returns the value and version of key as a reader at time now sees it.
 // The value must not be modified.
@@ -73,7 +78,7 @@ func (m *Machine) Apply(c *Command, changes []Change) (Result, []Change) {
 		// The key is gone from the moment of its deadline: remove it as an
 		// expiry would, before the command sees the keyspace.
 		m.remove(e)
-		changes = append(changes, Change{Key: e.key, Deleted: true, Version: c.Version})
+		changes = append(changes, m.deletion(e, c.Version))
 		e = nil
 	}
 	switch c.Op {
@@ -104,7 +109,9 @@ func (m *Machine) set(c *Command, e *entry, changes []Change) (Result, []Change)
 				return Result{Outcome: NotMet, Version: e.version}, changes
 			}
 		}
-	} else {
+	}
+	wasDurable := e != nil && !e.volatile
+	if e == nil {
 		e = &entry{key: string(c.Key), heapIndex: -1}
 		m.keys[e.key] = e
 		m.dataBytes += int64(len(e.key))
@@ -121,8 +128,20 @@ func (m *Machine) set(c *Command, e *entry, changes []Change) (Result, []Change)
 		e.fence, e.fenced = c.Fence, true
 	}
 	m.setDeadline(e, c.ExpiresAt)
-	changes = append(changes, Change{Key: e.key, Value: e.value, Version: c.Version})
+	m.seq++
+	e.seq = m.seq
+	changes = append(changes, Change{
+		Seq: m.seq, Key: e.key, Version: c.Version, Value: e.value,
+		Fence: e.fence, Fenced: e.fenced, ExpiresAt: e.expiresAt, Volatile: e.volatile,
+		WasDurable: wasDurable,
+	})
 	return Result{Outcome: Applied, Version: c.Version}, changes
+}
+
+// deletion numbers and describes the removal of e.
+func (m *Machine) deletion(e *entry, version hlc.Timestamp) Change {
+	m.seq++
+	return Change{Seq: m.seq, Key: e.key, Deleted: true, Version: version, WasDurable: !e.volatile}
 }
 
 func (m *Machine) del(c *Command, e *entry, changes []Change) (Result, []Change) {
@@ -136,7 +155,7 @@ func (m *Machine) del(c *Command, e *entry, changes []Change) (Result, []Change)
 		return Result{Outcome: NotMet, Version: e.version}, changes
 	}
 	m.remove(e)
-	changes = append(changes, Change{Key: e.key, Deleted: true, Version: c.Version})
+	changes = append(changes, m.deletion(e, c.Version))
 	return Result{Outcome: Applied, Version: e.version}, changes
 }
 

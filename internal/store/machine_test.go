@@ -10,7 +10,9 @@ import (
 	"github.com/dssio/dss/internal/proto"
 )
 
-func v(wall int64, counter uint32) hlc.Timestamp { return hlc.Timestamp{Wall: wall, Counter: counter, Node: "n"} }
+func v(wall int64, counter uint32) hlc.Timestamp {
+	return hlc.Timestamp{Wall: wall, Counter: counter, Node: "n"}
+}
 
 func set(key, value string, version hlc.Timestamp) *Command {
 	return &Command{Op: OpSet, Key: []byte(key), Value: []byte(value), Time: version.Wall, Version: version}

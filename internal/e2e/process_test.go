@@ -1,0 +1,127 @@
+package e2e_test
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// dssBinary is the dss binary built once for the package's tests.
+var dssBinary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "dss-e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	dssBinary = filepath.Join(dir, "dss")
+	build := exec.Command("go", "build", "-o", dssBinary, "github.com/dssio/dss/cmd/dss")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building dss:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// process is a dss server running as a child process.
+type process struct {
+	t    testing.TB
+	cmd  *exec.Cmd
+	addr string
+	out  *lockedBuffer
+	done chan struct{}
+	err  error // set when done is closed
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// freeAddr returns a loopback address that was free a moment ago.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startDSS runs `dss serve` with args on addr and waits until it accepts
+// connections. The process is killed when the test ends.
+func startDSS(t testing.TB, addr string, args ...string) *process {
+	t.Helper()
+	p := &process{t: t, addr: addr, out: &lockedBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(dssBinary, append([]string{"serve", "--listen", addr}, args...)...)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(p.kill)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return p
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("dss exited at start: %v\n%s", p.err, p.out)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dss did not listen on %s:\n%s", addr, p.out)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// kill ends the process with SIGKILL, as a crash or power loss would.
+func (p *process) kill() {
+	if p.cmd.Process != nil {
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	}
+	<-p.done
+}
+
+// terminate sends SIGTERM and returns the exit status.
+func (p *process) terminate() int {
+	p.t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		p.t.Fatalf("dss did not stop within 30s of SIGTERM:\n%s", p.out)
+	}
+	return p.cmd.ProcessState.ExitCode()
+}

@@ -1,0 +1,86 @@
+package store
+
+import (
+	"bytes"
+	"strconv"
+	"testing"
+
+	"github.com/dssio/dss/hlc"
+)
+
+var benchValue = bytes.Repeat([]byte("v"), 100)
+
+// benchKeys returns n distinct keys.
+func benchKeys(n int) [][]byte {
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = []byte("bench:" + strconv.Itoa(i))
+	}
+	return keys
+}
+
+// BenchmarkApplySetNewKey stores a new key per operation: the map grows,
+// the entry, its key and its value are allocated.
+func BenchmarkApplySetNewKey(b *testing.B) {
+	b.ReportAllocs()
+	keys := benchKeys(1 << 20)
+	m := New()
+	var changes []Change
+	c := Command{Op: OpSet, Value: benchValue, Time: 1}
+	i := 0
+	for b.Loop() {
+		if i == len(keys) {
+			b.StopTimer()
+			m, i = New(), 0
+			b.StartTimer()
+		}
+		c.Key = keys[i]
+		c.Version = hlc.Timestamp{Wall: 1, Counter: uint32(i), Node: "n"}
+		_, changes = m.Apply(&c, changes[:0])
+		i++
+	}
+}
+
+// BenchmarkApplySetExistingKey overwrites one of 10,000 keys per operation.
+func BenchmarkApplySetExistingKey(b *testing.B) {
+	b.ReportAllocs()
+	keys := benchKeys(10000)
+	m := New()
+	var changes []Change
+	c := Command{Op: OpSet, Value: benchValue, Time: 1}
+	for i, k := range keys {
+		c.Key, c.Version = k, hlc.Timestamp{Wall: 1, Counter: uint32(i), Node: "n"}
+		_, changes = m.Apply(&c, changes[:0])
+	}
+	// Alternate between two values, as a real overwrite changes the value.
+	other := bytes.Repeat([]byte("w"), 100)
+	i := 0
+	for b.Loop() {
+		c.Key = keys[i%len(keys)]
+		c.Value = benchValue
+		if i&1 == 1 {
+			c.Value = other
+		}
+		c.Version = hlc.Timestamp{Wall: 2, Counter: uint32(i), Node: "n"}
+		_, changes = m.Apply(&c, changes[:0])
+		i++
+	}
+}
+
+func BenchmarkGet(b *testing.B) {
+	b.ReportAllocs()
+	keys := benchKeys(10000)
+	m := New()
+	c := Command{Op: OpSet, Value: benchValue, Time: 1}
+	for i, k := range keys {
+		c.Key, c.Version = k, hlc.Timestamp{Wall: 1, Counter: uint32(i), Node: "n"}
+		m.Apply(&c, nil)
+	}
+	i := 0
+	for b.Loop() {
+		if _, _, ok := m.Get(keys[i%len(keys)], 1); !ok {
+			b.Fatal("missing key")
+		}
+		i++
+	}
+}
