@@ -82,6 +82,9 @@ type Config struct {
 	// Warmup runs before the measured window and is not measured. Default
 	// 2s; negative means none.
 	Warmup time.Duration
+	// Requests, when not 0, ends the run after this many requests
+	// instead of after Duration; the whole run is measured then.
+	Requests int64
 	// Workload is what to send. Default set.
 	Workload Workload
 	// Keys is the size of the key space. Default 10,000.
@@ -165,6 +168,8 @@ func (c *Config) Validate() error {
 		return errors.New("bench: --clients must be positive")
 	case c.Inflight < 0 || c.Inflight > maxInflight:
 		return fmt.Errorf("bench: --inflight must be from 1 to %d", maxInflight)
+	case c.Requests < 0:
+		return errors.New("bench: --requests may not be negative")
 	case c.Duration < 0:
 		return errors.New("bench: --duration may not be negative")
 	case c.Keys < 0:

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -105,6 +106,9 @@ func runRequests(ctx context.Context, cfg *Config, progress io.Writer) (*Report,
 		seqBase: 1 << 40,
 	}
 	ph.verb = map[string]verb{"set": opSet, "get": opGet, "del": opDel, "vdel": opVDel}[w.Verb]
+	if cfg.Requests > 0 {
+		return runCounted(ctx, ph, conns, rep, seed+1, progress)
+	}
 	fmt.Fprintf(progress, "running %s: %v warm-up, %v measured\n", w, cfg.Warmup, cfg.Duration)
 	sampled := make(chan [2]usage, 1)
 	var wg sync.WaitGroup
@@ -123,6 +127,27 @@ func runRequests(ctx context.Context, cfg *Config, progress io.Writer) (*Report,
 	}
 	rep.Latency = latencyOf(ph.hist.merged())
 	rep.addUsage(u[0], u[1], rep.Requests)
+	return rep, nil
+}
+
+// runCounted measures the whole run of cfg.Requests requests.
+func runCounted(ctx context.Context, ph *phase, conns []*conn, rep *Report, seed uint64, progress io.Writer) (*Report, error) {
+	fmt.Fprintf(progress, "running %s: %d requests\n", ph.cfg.Workload, ph.cfg.Requests)
+	ph.t0, ph.t1 = 0, math.MaxInt64
+	ph.seconds = 0
+	ph.budget = new(atomic.Int64)
+	ph.budget.Store(ph.cfg.Requests)
+	rep.WarmupSeconds = 0
+	u0, _ := readUsage(ph.cfg.ServerPID)
+	cnt := runPhase(ctx, ph, conns, seed)
+	u1, _ := readUsage(ph.cfg.ServerPID)
+	rep.addCounters(&cnt)
+	rep.Seconds = u1.at.Sub(u0.at).Seconds()
+	if rep.Seconds > 0 {
+		rep.Throughput = float64(rep.Requests) / rep.Seconds
+	}
+	rep.Latency = latencyOf(ph.hist.merged())
+	rep.addUsage(u0, u1, rep.Requests)
 	return rep, nil
 }
 

@@ -225,3 +225,12 @@ func TestCancelStopsTheRun(t *testing.T) {
 		t.Fatalf("stopping is not an error: %v %v", rep.ErrorsByKind, rep.ErrorSamples)
 	}
 }
+
+func TestCountedRunSendsExactlyThatMany(t *testing.T) {
+	rep := run(t, "mix:0.5", bench.Config{Clients: 3, Requests: 500})
+	clean(t, rep)
+	measured(t, rep)
+	if rep.Requests != 500 || rep.Sent != 500+100 { // 100 preloaded keys
+		t.Fatalf("requests %d, sent %d; want 500 and 600", rep.Requests, rep.Sent)
+	}
+}

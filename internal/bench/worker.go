@@ -30,7 +30,9 @@ type phase struct {
 	getRatio   float64
 	seconds    int    // length of the timeline
 	seqBase    uint64 // first sequence number of the phase
-	stopped    atomic.Bool
+	// budget, when not nil, holds how many requests may still be sent.
+	budget  *atomic.Int64
+	stopped atomic.Bool
 }
 
 func (ph *phase) now() int64 { return int64(time.Since(ph.base)) }
@@ -171,6 +173,9 @@ func (w *worker) issuing(now int64) bool {
 	if w.ph.stopped.Load() || now >= w.ph.t1 {
 		return false
 	}
+	if w.ph.budget != nil && w.ph.budget.Load() <= 0 {
+		return false
+	}
 	return !w.ph.sequential || w.nextKey < w.endKey
 }
 
@@ -178,6 +183,9 @@ func (w *worker) issuing(now int64) bool {
 // the phase goes on.
 func (w *worker) issue(now int64) bool {
 	if len(w.free) == 0 || !w.issuing(now) {
+		return false
+	}
+	if w.ph.budget != nil && w.ph.budget.Add(-1) < 0 {
 		return false
 	}
 	i := w.free[len(w.free)-1]
