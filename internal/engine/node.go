@@ -138,6 +138,14 @@ func (n *Node) Close() error {
 	return n.failed
 }
 
+// Err returns the journal error that stopped the node, or nil while it
+// serves.
+func (n *Node) Err() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.failed
+}
+
 // Submit carries out op: it checks and applies it now, and calls op.Done
 // once its result may be seen, on the delivery goroutine (or at once, on
 // the caller's, when the node is closed). Submit never blocks on I/O.

@@ -100,6 +100,10 @@ func New(cfg Config) (*Server, error) {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+			if err := s.node.Err(); err != nil {
+				http.Error(w, "failing: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
 			_, _ = w.Write([]byte("ok\n"))
 		})
 		s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
