@@ -28,6 +28,12 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	if progress == nil {
 		progress = io.Discard
 	}
+	if cfg.ServerPID != 0 {
+		// Fail now rather than report no server figures at the end.
+		if _, err := readUsage(cfg.ServerPID); err != nil {
+			return nil, err
+		}
+	}
 	switch cfg.Workload.Mode {
 	case ModeKeyNotify:
 		return runKeyNotify(ctx, &cfg, progress)

@@ -1,0 +1,476 @@
+#!/usr/bin/env bash
+# Reproduces the performance figures of docs/benchmarks.md: dss against
+# redis-server on the same machine, each server pinned to one CPU and the
+# load generator to another.
+#
+#   scripts/bench.sh                 the default set (a few minutes)
+#   scripts/bench.sh --full          every scenario (tens of minutes)
+#   scripts/bench.sh --only "throughput fanout"
+#
+# Options:
+#   --full             run every scenario
+#   --only LIST        run only these scenarios (see SCENARIOS below)
+#   --runs N           repetitions of each measurement; medians are reported (default 3)
+#   --duration D       measured seconds per run (default 10)
+#   --out FILE         also write the markdown table to FILE
+#   --keep             keep the work directory (raw JSON and CSV of every run)
+#
+# Environment: SERVER_CPU (default 0), LOAD_CPU (default 1), DSS_PORT
+# (default 18830), REDIS_PORT (default 16380), WORK (default a new
+# temporary directory).
+#
+# It installs redis-server, redis-tools and jq with apt-get when they are
+# missing (as root), and builds dss with the Go toolchain on PATH.
+#
+# Adding a scenario: write a function scenario_NAME that calls row (or
+# rows) for every line of the table, and add NAME to SCENARIOS or FULL.
+set -euo pipefail
+
+SCENARIOS="throughput single_client fanout"
+FULL="$SCENARIOS fsync connections_4096 idle_10k rss_1m keys_10m expiry_spike"
+
+RUNS=3
+DURATION=10
+OUT=""
+KEEP=0
+ONLY=""
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--full) ONLY="$FULL" ;;
+	--only) ONLY="$2"; shift ;;
+	--runs) RUNS="$2"; shift ;;
+	--duration) DURATION="$2"; shift ;;
+	--out) OUT="$2"; shift ;;
+	--keep) KEEP=1 ;;
+	-h | --help) sed -n '2,26p' "$0"; exit 0 ;;
+	*) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+ONLY="${ONLY:-$SCENARIOS}"
+
+SERVER_CPU="${SERVER_CPU:-0}"
+LOAD_CPU="${LOAD_CPU:-1}"
+DSS_PORT="${DSS_PORT:-18830}"
+REDIS_PORT="${REDIS_PORT:-16380}"
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+WORK="${WORK:-$(mktemp -d /tmp/dss-bench.XXXXXX)}"
+DSS="$WORK/dss"
+DSS_PID=""
+REDIS_PID=""
+
+log() { echo "bench.sh: $*" >&2; }
+
+cleanup() {
+	stop_dss
+	stop_redis
+	if [ "$KEEP" = 0 ]; then rm -rf "$WORK"; else log "raw results kept in $WORK"; fi
+}
+trap cleanup EXIT
+
+# ---------------------------------------------------------------- setup
+
+setup() {
+	local missing=()
+	command -v redis-server >/dev/null || missing+=(redis-server)
+	command -v redis-benchmark >/dev/null || missing+=(redis-tools)
+	command -v jq >/dev/null || missing+=(jq)
+	command -v taskset >/dev/null || missing+=(util-linux)
+	if [ ${#missing[@]} -gt 0 ]; then
+		log "installing ${missing[*]}"
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+	fi
+	# A packaged redis may run as a service on the default port: ours use
+	# their own port, so it does not matter, but it must not steal CPU.
+	if [ "$(nproc)" -lt 2 ]; then
+		log "warning: fewer than 2 CPUs; server and load share one"
+	fi
+	ulimit -n "$(ulimit -Hn)" || true
+	log "building dss"
+	(cd "$ROOT" && go build -o "$DSS" ./cmd/dss)
+	log "work directory $WORK; server on CPU $SERVER_CPU, load on CPU $LOAD_CPU"
+}
+
+port_free() {
+	if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then
+		log "port $1 is taken by another process: set DSS_PORT or REDIS_PORT"
+		exit 1
+	fi
+}
+
+wait_port() {
+	local port=$1
+	for _ in $(seq 1 200); do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+		sleep 0.05
+	done
+	log "nothing listens on port $port"
+	return 1
+}
+
+# start_dss [serve flags...]: a fresh server; in memory unless the flags say
+# otherwise.
+start_dss() {
+	stop_dss
+	local flags=("$@")
+	[ ${#flags[@]} -gt 0 ] || flags=(--in-memory)
+	rm -rf "$WORK/dss-data"
+	port_free "$DSS_PORT"
+	taskset -c "$SERVER_CPU" "$DSS" serve --listen "127.0.0.1:$DSS_PORT" --log-level warn \
+		--data "$WORK/dss-data" "${flags[@]}" 2>>"$WORK/dss.log" &
+	DSS_PID=$!
+	wait_port "$DSS_PORT"
+}
+
+stop_dss() {
+	if [ -n "$DSS_PID" ]; then
+		kill "$DSS_PID" 2>/dev/null || true
+		wait "$DSS_PID" 2>/dev/null || true
+		DSS_PID=""
+	fi
+}
+
+# start_redis [redis-server flags...]: a fresh redis without persistence
+# unless the flags ask for it.
+start_redis() {
+	stop_redis
+	rm -rf "$WORK/redis"
+	mkdir -p "$WORK/redis"
+	port_free "$REDIS_PORT"
+	taskset -c "$SERVER_CPU" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' \
+		--appendonly no --dir "$WORK/redis" --maxclients 20000 "$@" >>"$WORK/redis.log" 2>&1 &
+	REDIS_PID=$!
+	wait_port "$REDIS_PORT"
+}
+
+stop_redis() {
+	if [ -n "$REDIS_PID" ]; then
+		kill "$REDIS_PID" 2>/dev/null || true
+		wait "$REDIS_PID" 2>/dev/null || true
+		REDIS_PID=""
+	fi
+}
+
+# dss_bench NAME [bench flags...]: runs dss bench on the load CPU against
+# the running dss and leaves its JSON report in $WORK/NAME.json.
+dss_bench() {
+	local name=$1
+	shift
+	taskset -c "$LOAD_CPU" "$DSS" bench --server "127.0.0.1:$DSS_PORT" --server-pid "$DSS_PID" \
+		--json "$@" >"$WORK/$name.json" 2>>"$WORK/bench.log" || {
+		log "dss bench $name reported errors or timeouts: $(jq -c '{errors,timeouts,errors_by_kind}' "$WORK/$name.json" 2>/dev/null)"
+	}
+}
+
+# j NAME FILTER: a number from a dss bench report.
+j() { jq -r "$2 // empty" "$WORK/$1.json"; }
+
+# cpu_ticks PID: utime + stime of a process, in clock ticks.
+cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+hz() { getconf CLK_TCK; }
+
+# redis_bench NAME [redis-benchmark flags...]: runs redis-benchmark on the
+# load CPU with --csv, and leaves the CSV in $WORK/NAME.csv and the redis
+# server's CPU µs per request in $WORK/NAME.cpu. The flags must include -n.
+redis_bench() {
+	local name=$1
+	shift
+	local t0 t1 n
+	n=$(printf '%s\n' "$@" | awk 'prev == "-n" { print } { prev = $0 }')
+	local c0 c1
+	times >"$WORK/times" # in this shell: a subshell would see no children
+	c0=$(children_cpu)
+	t0=$(cpu_ticks "$REDIS_PID")
+	taskset -c "$LOAD_CPU" redis-benchmark -p "$REDIS_PORT" --csv "$@" >"$WORK/$name.csv" 2>/dev/null
+	t1=$(cpu_ticks "$REDIS_PID")
+	times >"$WORK/times"
+	c1=$(children_cpu)
+	awk -v d=$((t1 - t0)) -v hz="$(hz)" -v n="$n" 'BEGIN { printf "%.2f\n", d * 1e6 / hz / n }' >"$WORK/$name.cpu"
+	# The CPU time redis-benchmark itself used, for comparison with dss bench.
+	awk -v a="$c0" -v b="$c1" -v n="$n" 'BEGIN { printf "%.2f\n", (b - a) * 1e6 / n }' >"$WORK/$name.selfcpu"
+}
+
+# children_cpu: user + system seconds of the finished child processes of
+# the shell, from the output of bash's times builtin (its second line).
+children_cpu() {
+	awk 'NR == 2 { s = 0; for (i = 1; i <= 2; i++) { split($i, p, /[ms]/); s += p[1] * 60 + p[2] } print s }' "$WORK/times"
+}
+
+# c NAME COLUMN: a field of the last line of a redis-benchmark CSV
+# (rps, p50_latency_ms, p99_latency_ms, ...), latencies in µs.
+c() {
+	awk -F'","' -v col="$2" 'NR == 1 { for (i = 1; i <= NF; i++) { h = $i; gsub(/"/, "", h); idx[h] = i } }
+		NR > 1 { last = $0 } END { split(last, f, "\",\""); v = f[idx[col]]; gsub(/"/, "", v);
+		if (col ~ /latency/) v = v * 1000; print v }' "$WORK/$1.csv"
+}
+
+# redis_rate: requests per second that redis-benchmark reaches for SET here,
+# so that its runs last about as long as dss's.
+redis_rate() {
+	redis_bench calibrate -c 64 -P 1 -d 100 -r 10000 -t set -n 20000
+	c calibrate rps | awk '{ printf "%d\n", $1 }'
+}
+
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# ---------------------------------------------------------------- table
+
+TABLE="$WORK/table.md"
+
+# row SCENARIO METRIC DSS REDIS [LOWER_IS_BETTER]: one line of the table.
+row() {
+	local ratio="n/a"
+	if [ -n "$3" ] && [ -n "$4" ] && awk -v r="$4" 'BEGIN { exit !(r > 0) }'; then
+		ratio=$(awk -v d="$3" -v r="$4" 'BEGIN { printf "%.2f", d / r }')
+	fi
+	printf '| %s | %s | %s | %s | %s |\n' "$1" "$2" "${3:-n/a}" "${4:-n/a}" "$ratio" >>"$TABLE"
+}
+
+fmt() { awk -v v="$1" -v p="${2:-1}" 'BEGIN { if (v == "") print ""; else printf "%.*f\n", p, v }'; }
+
+# ---------------------------------------------------------------- scenarios
+
+# SET and GET throughput, latency and server CPU per request: 64
+# connections, one request in flight each, 100-byte values, 10,000 keys.
+scenario_throughput() {
+	local n i
+	start_redis
+	n=$(($(redis_rate) * DURATION))
+	stop_redis
+	for i in $(seq 1 "$RUNS"); do
+		log "throughput run $i/$RUNS: dss"
+		start_dss
+		dss_bench "set.$i" --op set --clients 64 --inflight 1 --value-size 100 --keys 10000 --duration "${DURATION}s"
+		dss_bench "get.$i" --op get --clients 64 --inflight 1 --value-size 100 --keys 10000 --duration "${DURATION}s"
+		stop_dss
+		log "throughput run $i/$RUNS: redis ($n requests per test)"
+		start_redis
+		redis_bench "rset.$i" -c 64 -P 1 -d 100 -r 10000 -t set -n "$n"
+		redis_bench "rget.$i" -c 64 -P 1 -d 100 -r 10000 -t get -n "$n"
+		stop_redis
+	done
+	local op r
+	for op in set get; do
+		r="r$op"
+		local OP
+		OP=$(echo "$op" | tr a-z A-Z)
+		row "$OP, 64 conns" "requests/s" \
+			"$(fmt "$(for i in $(seq 1 "$RUNS"); do j "$op.$i" .requests_per_second; done | median)" 0)" \
+			"$(fmt "$(for i in $(seq 1 "$RUNS"); do c "$r.$i" rps; done | median)" 0)"
+		row "$OP, 64 conns" "p50 latency µs" \
+			"$(fmt "$(for i in $(seq 1 "$RUNS"); do j "$op.$i" .latency_us.p50; done | median)")" \
+			"$(fmt "$(for i in $(seq 1 "$RUNS"); do c "$r.$i" p50_latency_ms; done | median)")"
+		row "$OP, 64 conns" "p99 latency µs" \
+			"$(fmt "$(for i in $(seq 1 "$RUNS"); do j "$op.$i" .latency_us.p99; done | median)")" \
+			"$(fmt "$(for i in $(seq 1 "$RUNS"); do c "$r.$i" p99_latency_ms; done | median)")"
+		row "$OP, 64 conns" "p99.9 / max latency µs (dss)" \
+			"$(fmt "$(for i in $(seq 1 "$RUNS"); do j "$op.$i" '.latency_us."p99_9"'; done | median)") / $(fmt "$(for i in $(seq 1 "$RUNS"); do j "$op.$i" .latency_us.max; done | median)")" ""
+		row "$OP, 64 conns" "server CPU µs/request" \
+			"$(fmt "$(for i in $(seq 1 "$RUNS"); do j "$op.$i" .server_cpu_us_per_request; done | median)")" \
+			"$(fmt "$(for i in $(seq 1 "$RUNS"); do cat "$WORK/$r.$i.cpu"; done | median)")"
+		row "$OP, 64 conns" "load generator CPU µs/request (dss bench; redis-benchmark)" \
+			"$(fmt "$(for i in $(seq 1 "$RUNS"); do j "$op.$i" .client_cpu_us_per_request; done | median)")" \
+			"$(fmt "$(for i in $(seq 1 "$RUNS"); do cat "$WORK/$r.$i.selfcpu"; done | median)")"
+		row "$OP, 64 conns" "errors + timeouts (dss, all runs)" \
+			"$(for i in $(seq 1 "$RUNS"); do j "$op.$i" '.errors + .timeouts'; done | awk '{ s += $1 } END { print s + 0 }')" ""
+	done
+}
+
+# The round trip of one client with one request at a time.
+scenario_single_client() {
+	local i
+	for i in $(seq 1 "$RUNS"); do
+		log "single client run $i/$RUNS"
+		start_dss
+		dss_bench "one.$i" --op get --clients 1 --keys 10000 --duration 5s --warmup 1s
+		stop_dss
+		start_redis
+		redis_bench "rone.$i" -c 1 -P 1 -d 100 -r 10000 -t set -n 10000
+		redis_bench "rone.$i" -c 1 -P 1 -d 100 -r 10000 -t get -n 20000
+		stop_redis
+	done
+	row "GET, 1 conn" "p50 round trip µs" \
+		"$(fmt "$(for i in $(seq 1 "$RUNS"); do j "one.$i" .latency_us.p50; done | median)")" \
+		"$(fmt "$(for i in $(seq 1 "$RUNS"); do c "rone.$i" p50_latency_ms; done | median)")"
+	row "GET, 1 conn" "requests/s" \
+		"$(fmt "$(for i in $(seq 1 "$RUNS"); do j "one.$i" .requests_per_second; done | median)" 0)" \
+		"$(fmt "$(for i in $(seq 1 "$RUNS"); do c "rone.$i" rps; done | median)" 0)"
+}
+
+# One SET reaching 1,000 watchers of the key (target: 50 ms median).
+scenario_fanout() {
+	local i
+	for i in $(seq 1 "$RUNS"); do
+		log "fan-out run $i/$RUNS"
+		start_dss
+		dss_bench "fan.$i" --op keynotify --watchers 1000 --duration 5s --warmup 1s
+		stop_dss
+	done
+	row "KEYNOTIFY, 1000 watchers" "all watchers notified, p50 ms" \
+		"$(fmt "$(for i in $(seq 1 "$RUNS"); do j "fan.$i" '.keynotify.all_watchers_us.p50 / 1000'; done | median)" 2)" ""
+	row "KEYNOTIFY, 1000 watchers" "all watchers notified, p99 ms" \
+		"$(fmt "$(for i in $(seq 1 "$RUNS"); do j "fan.$i" '.keynotify.all_watchers_us.p99 / 1000'; done | median)" 2)" ""
+	row "KEYNOTIFY, 1000 watchers" "deliveries/s" \
+		"$(fmt "$(for i in $(seq 1 "$RUNS"); do j "fan.$i" '.keynotify.deliveries / .seconds'; done | median)" 0)" ""
+}
+
+# SET with every change on disk before the response, and once a second.
+scenario_fsync() {
+	local mode rmode i
+	for mode in always everysec; do
+		for i in $(seq 1 "$RUNS"); do
+			log "fsync $mode run $i/$RUNS"
+			start_dss --fsync "$mode"
+			dss_bench "fsync-$mode.$i" --op set --clients 64 --duration "${DURATION}s"
+			stop_dss
+			start_redis --appendonly yes --appendfsync "$mode"
+			redis_bench "rfsync-$mode.$i" -c 64 -P 1 -d 100 -r 10000 -t set -n 100000
+			stop_redis
+		done
+		row "SET, fsync $mode" "requests/s" \
+			"$(fmt "$(for i in $(seq 1 "$RUNS"); do j "fsync-$mode.$i" .requests_per_second; done | median)" 0)" \
+			"$(fmt "$(for i in $(seq 1 "$RUNS"); do c "rfsync-$mode.$i" rps; done | median)" 0)"
+		row "SET, fsync $mode" "p99 latency µs" \
+			"$(fmt "$(for i in $(seq 1 "$RUNS"); do j "fsync-$mode.$i" .latency_us.p99; done | median)")" \
+			"$(fmt "$(for i in $(seq 1 "$RUNS"); do c "rfsync-$mode.$i" p99_latency_ms; done | median)")"
+	done
+}
+
+# Many busy connections.
+scenario_connections_4096() {
+	log "4,096 connections"
+	start_dss
+	dss_bench conns --op set --clients 4096 --duration "${DURATION}s" --warmup 5s --timeout 30s
+	stop_dss
+	start_redis
+	redis_bench rconns -c 4096 -P 1 -d 100 -r 10000 -t set -n 300000
+	stop_redis
+	row "SET, 4096 conns" "requests/s" "$(fmt "$(j conns .requests_per_second)" 0)" "$(fmt "$(c rconns rps)" 0)"
+	row "SET, 4096 conns" "p99 latency µs" "$(fmt "$(j conns .latency_us.p99)")" "$(fmt "$(c rconns p99_latency_ms)")"
+}
+
+# Memory of 10,000 idle connections.
+scenario_idle_10k() {
+	log "10,000 idle connections"
+	start_dss
+	dss_bench idle --op idle --clients 10000 --duration 5s --timeout 30s
+	local d0 d1
+	d0=$(j idle .server_rss_start_bytes)
+	d1=$(j idle .server_rss_end_bytes)
+	stop_dss
+	start_redis
+	local r0 r1 rb
+	r0=$(rss_kb "$REDIS_PID")
+	taskset -c "$LOAD_CPU" redis-benchmark -p "$REDIS_PORT" -c 10000 -I >/dev/null 2>&1 &
+	rb=$!
+	sleep 8
+	r1=$(rss_kb "$REDIS_PID")
+	kill "$rb" 2>/dev/null || true
+	wait "$rb" 2>/dev/null || true
+	stop_redis
+	row "10,000 idle conns" "server RSS growth MiB" \
+		"$(awk -v a="$d0" -v b="$d1" 'BEGIN { printf "%.1f", (b - a) / 1048576 }')" \
+		"$(awk -v a="$r0" -v b="$r1" 'BEGIN { printf "%.1f", (b - a) / 1024 }')"
+}
+
+# redis_fill COUNT PREFIX [PX_MS]: stores COUNT keys PREFIX%012d with
+# 100-byte values through redis-cli --pipe.
+redis_fill() {
+	local v
+	v=$(printf 'v%.0s' $(seq 1 100))
+	awk -v n="$1" -v p="$2" -v v="$v" -v px="${3:-}" 'BEGIN {
+		for (i = 0; i < n; i++) {
+			k = sprintf("%s%012d", p, i)
+			if (px != "") printf "*5\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$100\r\n%s\r\n$2\r\nPX\r\n$%d\r\n%s\r\n", length(k), k, v, length(px), px
+			else printf "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$100\r\n%s\r\n", length(k), k, v
+		}
+	}' | taskset -c "$LOAD_CPU" redis-cli -p "$REDIS_PORT" --pipe >/dev/null
+}
+
+# Resident memory with 1,000,000 keys of 100 bytes.
+scenario_rss_1m() {
+	log "1,000,000 keys: memory"
+	start_dss
+	local d0
+	d0=$(rss_kb "$DSS_PID")
+	dss_bench fill1m --op fill --keys 1000000 --clients 64 --timeout 30s
+	local d1
+	d1=$(rss_kb "$DSS_PID")
+	stop_dss
+	start_redis
+	local r0 r1
+	r0=$(rss_kb "$REDIS_PID")
+	redis_fill 1000000 "key:"
+	r1=$(rss_kb "$REDIS_PID")
+	stop_redis
+	row "1M keys, 100 B values" "server RSS MiB (empty server)" \
+		"$(awk -v b="$d1" -v a="$d0" 'BEGIN { printf "%.0f (%.0f)", b / 1024, a / 1024 }')" \
+		"$(awk -v b="$r1" -v a="$r0" 'BEGIN { printf "%.0f (%.0f)", b / 1024, a / 1024 }')"
+	row "1M keys, 100 B values" "fill requests/s (dss bench fill; redis-cli --pipe)" "$(fmt "$(j fill1m .requests_per_second)" 0)" ""
+}
+
+# GET latency over 10,000,000 keys.
+scenario_keys_10m() {
+	log "10,000,000 keys: filling dss (slow: one request at a time per connection)"
+	start_dss
+	dss_bench fill10m --op fill --keys 10000000 --key-prefix key: --clients 64 --inflight 1 --timeout 60s
+	dss_bench get10m --op get --keys 10000000 --key-prefix key: --no-preload --clients 64 --duration "${DURATION}s"
+	local rss
+	rss=$(rss_kb "$DSS_PID")
+	stop_dss
+	log "10,000,000 keys: filling redis"
+	start_redis
+	redis_fill 10000000 "key:"
+	redis_bench rget10m -c 64 -P 1 -r 10000000 -n 300000 GET 'key:__rand_int__'
+	local rrss
+	rrss=$(rss_kb "$REDIS_PID")
+	stop_redis
+	row "GET, 10M keys" "requests/s" "$(fmt "$(j get10m .requests_per_second)" 0)" "$(fmt "$(c rget10m rps)" 0)"
+	row "GET, 10M keys" "p50 / p99 latency µs" "$(fmt "$(j get10m .latency_us.p50)") / $(fmt "$(j get10m .latency_us.p99)")" \
+		"$(fmt "$(c rget10m p50_latency_ms)") / $(fmt "$(c rget10m p99_latency_ms)")"
+	row "GET, 10M keys" "hits (dss)" "$(j get10m '.outcomes.GET.ok')/$(j get10m .requests)" ""
+	row "GET, 10M keys" "server RSS MiB" "$(awk -v v="$rss" 'BEGIN { printf "%.0f", v / 1024 }')" "$(awk -v v="$rrss" 'BEGIN { printf "%.0f", v / 1024 }')"
+}
+
+# GET latency while 100,000 keys expire within a few seconds: they are
+# stored with PX 8s as fast as the server takes them, then GETs on other
+# keys run for 15 seconds; the timeline's worst second shows the spike.
+scenario_expiry_spike() {
+	log "expiry spike"
+	start_dss
+	dss_bench exp-base --op get --keys 10000 --clients 64 --duration 5s --warmup 1s
+	dss_bench exp-fill --op fill --keys 100000 --key-prefix exp: --px 8s --clients 64 --timeout 30s
+	dss_bench exp-spike --op get --keys 10000 --no-preload --clients 64 --duration 15s --warmup 0s
+	stop_dss
+	row "GET while 100k keys expire" "p99.9 / max latency µs, before" \
+		"$(fmt "$(j exp-base '.latency_us."p99_9"')") / $(fmt "$(j exp-base .latency_us.max)")" ""
+	row "GET while 100k keys expire" "p99.9 / max latency µs, while expiring" \
+		"$(fmt "$(j exp-spike '.latency_us."p99_9"')") / $(fmt "$(j exp-spike .latency_us.max)")" ""
+	row "GET while 100k keys expire" "worst second: max latency ms" \
+		"$(jq -r '[.timeline[].max_ns] | max / 1e6' "$WORK/exp-spike.json" | xargs -I{} awk 'BEGIN { printf "%.1f", {} }')" ""
+}
+
+# ---------------------------------------------------------------- main
+
+setup
+{
+	echo "| scenario | metric | dss | redis | dss/redis |"
+	echo "|---|---|---|---|---|"
+} >"$TABLE"
+for s in $ONLY; do
+	if ! declare -F "scenario_$s" >/dev/null; then
+		log "unknown scenario $s (known: $FULL)"
+		exit 2
+	fi
+	"scenario_$s"
+done
+{
+	echo
+	echo "$(nproc) CPUs ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)), $(uname -sr);" \
+		"server on CPU $SERVER_CPU, load on CPU $LOAD_CPU; medians of $RUNS runs of ${DURATION}s;" \
+		"$(redis-server --version | awk '{ print $1, $3 }'); dss $(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo unknown)."
+} >>"$TABLE"
+cat "$TABLE"
+if [ -n "$OUT" ]; then cp "$TABLE" "$OUT"; fi
