@@ -81,6 +81,8 @@ name in upper case with '-' as '_', e.g. DSS_LISTEN=:1884.`,
 	}
 	root.AddCommand(newServeCmd(stdio))
 	root.AddCommand(newRecoverCmd(stdio))
+	root.AddCommand(newSetCmd(stdio), newGetCmd(stdio), newDelCmd(stdio), newVDelCmd(stdio))
+	root.AddCommand(newWatchCmd(stdio), newLockCmd(stdio))
 	root.AddCommand(newBenchCmd(stdio))
 	return root
 }

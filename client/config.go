@@ -1,0 +1,131 @@
+package client
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/dssio/dss/hlc"
+)
+
+// DefaultPort is the port of a server address given without one.
+const DefaultPort = "1883"
+
+// Config configures a Client. Only Servers is required; every other field
+// has a working default.
+type Config struct {
+	// Servers lists the servers, each "host:port", "host" (port 1883) or
+	// "mqtt://host:port" ("tcp://" works too). The client connects to the
+	// first one that answers. When a connection drops it tries the next
+	// server in the list, wrapping around, and waits between rounds.
+	Servers []string
+	// ClientID is the MQTT client id. Default: "dss-" and 16 random hex
+	// digits. Two clients must not share an id: the server drops the older
+	// connection, and with it its watches.
+	ClientID string
+	// Username and Password are sent in the MQTT CONNECT when set.
+	Username string
+	Password []byte
+	// KeepAlive is the MQTT keep alive interval; it bounds how long a dead
+	// connection goes unnoticed. Default 30 s.
+	KeepAlive time.Duration
+	// ConnectTimeout bounds one connection attempt to one server.
+	// Default 5 s.
+	ConnectTimeout time.Duration
+	// MinBackoff is the wait after the first round of failed connection
+	// attempts; it doubles each round up to MaxBackoff, with jitter.
+	// Defaults 100 ms and 5 s.
+	MinBackoff time.Duration
+	MaxBackoff time.Duration
+	// ResyncTimeout bounds each request that re-registers a watch after a
+	// reconnect. Default 10 s.
+	ResyncTimeout time.Duration
+	// Clock stamps requests (__ts). Default: a clock whose node id is the
+	// client id. Versions in responses advance it.
+	Clock *hlc.Clock
+	// Logger receives the client's log lines (connections, failovers).
+	// Default: none.
+	Logger *slog.Logger
+}
+
+// withDefaults returns a copy of c with every unset field filled in, or
+// the first setting that cannot work.
+func (c Config) withDefaults() (Config, error) {
+	if len(c.Servers) == 0 {
+		return c, errors.New("dss client: no server address")
+	}
+	addrs := make([]string, len(c.Servers))
+	for i, s := range c.Servers {
+		a, err := parseAddr(s)
+		if err != nil {
+			return c, err
+		}
+		addrs[i] = a
+	}
+	c.Servers = addrs
+	if c.ClientID == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		c.ClientID = "dss-" + hex.EncodeToString(b[:])
+	}
+	if c.KeepAlive == 0 {
+		c.KeepAlive = 30 * time.Second
+	}
+	if c.KeepAlive < time.Second || c.KeepAlive > 65535*time.Second {
+		return c, fmt.Errorf("dss client: keep alive %v: want between 1s and 65535s", c.KeepAlive)
+	}
+	if c.ConnectTimeout <= 0 {
+		c.ConnectTimeout = 5 * time.Second
+	}
+	if c.MinBackoff <= 0 {
+		c.MinBackoff = 100 * time.Millisecond
+	}
+	if c.MaxBackoff <= 0 {
+		c.MaxBackoff = 5 * time.Second
+	}
+	c.MaxBackoff = max(c.MaxBackoff, c.MinBackoff)
+	if c.ResyncTimeout <= 0 {
+		c.ResyncTimeout = 10 * time.Second
+	}
+	if c.Clock == nil {
+		// A node id may not hold ':', which separates the parts of a
+		// version.
+		c.Clock = hlc.NewClock(strings.ReplaceAll(c.ClientID, ":", "-"), nil)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return c, nil
+}
+
+// parseAddr turns a server address as users write it into host:port.
+func parseAddr(s string) (string, error) {
+	addr := s
+	if i := strings.Index(s, "://"); i >= 0 {
+		switch scheme := strings.ToLower(s[:i]); scheme {
+		case "mqtt", "tcp":
+			addr = strings.TrimSuffix(s[i+3:], "/")
+		default:
+			return "", fmt.Errorf("dss client: server %q: scheme %q not supported (want mqtt:// or tcp://)", s, scheme)
+		}
+	}
+	if addr == "" {
+		return "", fmt.Errorf("dss client: empty server address")
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		// No port: the whole is a host name or an IP address (an IPv6
+		// address may come in brackets).
+		host := strings.TrimSuffix(strings.TrimPrefix(addr, "["), "]")
+		if strings.ContainsAny(host, "/[]") || host == "" {
+			return "", fmt.Errorf("dss client: server %q: %w", s, err)
+		}
+		addr = net.JoinHostPort(host, DefaultPort)
+	}
+	return addr, nil
+}

@@ -1,0 +1,40 @@
+package client
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/dssio/dss/hlc"
+	"github.com/dssio/dss/internal/resp"
+)
+
+// Entry is a stored value and its version.
+type Entry struct {
+	Value   []byte
+	Version hlc.Timestamp
+}
+
+// Get returns the value and version of key. found is false when the key
+// does not exist (or has expired); that is not an error.
+func (c *Client) Get(ctx context.Context, key string) (e Entry, found bool, err error) {
+	res, err := c.call(ctx, &request{payload: resp.AppendArray(nil, []byte("GET"), []byte(key)), readOnly: true})
+	if err == nil {
+		e, found, err = getResult(res)
+		if err == nil {
+			return e, found, nil
+		}
+	}
+	return Entry{}, false, fmt.Errorf("get %q: %w", key, err)
+}
+
+func getResult(res response) (Entry, bool, error) {
+	r := res.reply
+	switch {
+	case r.Kind == resp.KindBulk:
+		return Entry{Value: r.Text, Version: res.version}, true, nil
+	case r.Kind == resp.KindNull, r.Kind == resp.KindInteger && r.Int == -1:
+		// "$-1"; ":-1" is the null of the vendor's .NET client.
+		return Entry{}, false, nil
+	}
+	return Entry{}, false, unexpected(r)
+}

@@ -1,0 +1,143 @@
+package cli
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dssio/dss/client"
+	"github.com/dssio/dss/hlc"
+)
+
+// clientFlags are the flags that every client command has.
+type clientFlags struct {
+	server  string
+	timeout time.Duration
+	json    bool
+}
+
+// addClientFlags adds --server and --timeout to cmd, and --json when
+// withJSON is set. timeoutUsage says what the timeout bounds.
+func addClientFlags(cmd *cobra.Command, f *clientFlags, withJSON bool, timeoutUsage string) {
+	cmd.Flags().StringVar(&f.server, "server", "localhost:1883", "server address HOST:PORT, or a comma-separated list to fail over between")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", 10*time.Second, timeoutUsage+" (0: no limit)")
+	if withJSON {
+		cmd.Flags().BoolVar(&f.json, "json", false, "print the result as JSON, with the version")
+	}
+}
+
+// servers splits the --server list.
+func (f *clientFlags) servers() []string {
+	var out []string
+	for _, s := range strings.Split(f.server, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// withTimeout bounds ctx by --timeout.
+func (f *clientFlags) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if f.timeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, f.timeout)
+}
+
+// dial connects to the --server list.
+func (f *clientFlags) dial(ctx context.Context) (*client.Client, error) {
+	c, err := client.Dial(ctx, client.Config{Servers: f.servers()})
+	return c, f.explain(err)
+}
+
+// explain adds the flag to blame to a timeout.
+func (f *clientFlags) explain(err error) error {
+	if err != nil && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w (--timeout %v)", err, f.timeout)
+	}
+	return err
+}
+
+// runClient dials, runs do with the client under --timeout, and closes
+// the client.
+func (f *clientFlags) runClient(ctx context.Context, do func(context.Context, *client.Client) error) error {
+	ctx, cancel := f.withTimeout(ctx)
+	defer cancel()
+	c, err := f.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return f.explain(do(ctx, c))
+}
+
+// readValue returns a value argument: the argument itself, or all of
+// standard input for "-".
+func readValue(arg string, in io.Reader) ([]byte, error) {
+	if arg != "-" {
+		return []byte(arg), nil
+	}
+	if in == nil {
+		return nil, errors.New("value '-': no standard input")
+	}
+	b, err := io.ReadAll(in)
+	if err != nil {
+		return nil, fmt.Errorf("read the value from standard input: %w", err)
+	}
+	return b, nil
+}
+
+// parseFencingToken reads --fencing-token; empty means none.
+func parseFencingToken(s string) (hlc.Timestamp, error) {
+	if s == "" {
+		return hlc.Timestamp{}, nil
+	}
+	ts, err := hlc.Parse(s)
+	if err != nil {
+		return ts, fmt.Errorf("--fencing-token %q: want wall:counter:node, as a lock prints it", s)
+	}
+	return ts, nil
+}
+
+// jsonObject is one line of --json output. Keys and values are binary:
+// text that is valid UTF-8 is written as a string under its name, anything
+// else base64-encoded under name_base64.
+type jsonObject map[string]any
+
+func (o jsonObject) bytes(name string, b []byte) jsonObject {
+	if utf8.Valid(b) {
+		o[name] = string(b)
+	} else {
+		o[name+"_base64"] = base64.StdEncoding.EncodeToString(b)
+	}
+	return o
+}
+
+func (o jsonObject) version(v hlc.Timestamp) jsonObject {
+	if !v.IsZero() {
+		o["version"] = v.String()
+	}
+	return o
+}
+
+func (o jsonObject) write(w io.Writer) error {
+	b, err := json.Marshal(o)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// errFalse is the exit status 1 without a message: the key is missing or a
+// condition was not met.
+var errFalse = &exitError{code: ExitFalse}

@@ -1,0 +1,60 @@
+package cli
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"testing"
+)
+
+func TestGetCmd(t *testing.T) {
+	addr, c := startServer(t)
+	value := "line 1\nline 2\x00\xff"
+	res, err := c.Set(testCtx(t), "k", []byte(value))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, "", "get", "--server", addr, "k").expectCode(t, ExitOK)
+	if r.out != value || r.err != "" {
+		t.Fatalf("stdout %q stderr %q, want exactly %q", r.out, r.err, value)
+	}
+
+	r = runCLI(t, "", "get", "--server", addr, "--json", "k").expectCode(t, ExitOK)
+	var out map[string]any
+	if err := json.Unmarshal([]byte(r.out), &out); err != nil {
+		t.Fatalf("json %q: %v", r.out, err)
+	}
+	raw, _ := base64.StdEncoding.DecodeString(out["value_base64"].(string))
+	if out["found"] != true || out["key"] != "k" || string(raw) != value || out["version"] != res.Version.String() {
+		t.Fatalf("json %v", out)
+	}
+
+	if _, err := c.Set(testCtx(t), "text", []byte("plain")); err != nil {
+		t.Fatal(err)
+	}
+	r = runCLI(t, "", "get", "--server", addr, "--json", "text").expectCode(t, ExitOK)
+	if err := json.Unmarshal([]byte(r.out), &out); err != nil || out["value"] != "plain" {
+		t.Fatalf("json %q", r.out)
+	}
+}
+
+func TestGetCmdMissing(t *testing.T) {
+	addr, _ := startServer(t)
+	r := runCLI(t, "", "get", "--server", addr, "nope").expectCode(t, ExitFalse)
+	if r.out != "" || r.err != "" {
+		t.Fatalf("stdout %q stderr %q, want none", r.out, r.err)
+	}
+	r = runCLI(t, "", "get", "--server", addr, "--json", "nope").expectCode(t, ExitFalse)
+	if r.out != `{"found":false,"key":"nope"}`+"\n" {
+		t.Fatalf("json %q", r.out)
+	}
+}
+
+func TestGetCmdErrors(t *testing.T) {
+	addr, _ := startServer(t)
+	r := runCLI(t, "", "get", "--server", addr, "").expectCode(t, ExitError)
+	if r.err != "dss: get \"\": the key length is zero\n" {
+		t.Fatalf("stderr %q", r.err)
+	}
+	runCLI(t, "", "get", "--server", addr).expectCode(t, ExitError)
+	runCLI(t, "", "get", "--server", addr, "a", "b").expectCode(t, ExitError)
+}

@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dssio/dss/client"
+)
+
+func newSetCmd(stdio Stdio) *cobra.Command {
+	var (
+		f       clientFlags
+		nx, nex bool
+		px      int64
+		fencing string
+	)
+	cmd := &cobra.Command{
+		Use:   "set KEY VALUE",
+		Short: "Store a value under a key",
+		Long: `Store VALUE under KEY. A VALUE of - reads the value from standard input, so
+any bytes can be stored: dss set photo - < photo.jpg. A value that starts
+with '-' goes after --: dss set temp -- -5.
+
+--nx stores only if the key does not exist, --nex only if it does not exist
+or already holds VALUE. --px gives the key a time to live in milliseconds.
+--fencing-token writes a key that a lock protects (see dss lock, which
+passes the token to its command in DSS_FENCING_TOKEN, where this flag
+picks it up).
+
+Exit status: 0 stored, 1 not stored because of --nx or --nex, 2 error.`,
+		Example: `  dss set greeting hello
+  dss set --nx --px 10000 leader node-1
+  echo '{"on":true}' | dss set config -`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := bindEnv(cmd); err != nil {
+				return err
+			}
+			if nx && nex {
+				return errors.New("--nx and --nex exclude each other")
+			}
+			if px < 0 {
+				return errors.New("--px must be a positive number of milliseconds")
+			}
+			fence, err := parseFencingToken(fencing)
+			if err != nil {
+				return err
+			}
+			value, err := readValue(args[1], stdio.In)
+			if err != nil {
+				return err
+			}
+			var opts []client.SetOption
+			switch {
+			case nx:
+				opts = append(opts, client.IfMissing)
+			case nex:
+				opts = append(opts, client.IfMissingOrEqual)
+			}
+			if px > 0 {
+				opts = append(opts, client.TTL(time.Duration(px)*time.Millisecond))
+			}
+			if !fence.IsZero() {
+				opts = append(opts, client.FencingToken(fence))
+			}
+			key := args[0]
+			return f.runClient(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				res, err := c.Set(ctx, key, value, opts...)
+				if err != nil {
+					return err
+				}
+				if f.json {
+					if err := (jsonObject{"applied": res.Applied}).bytes("key", []byte(key)).version(res.Version).write(stdio.Out); err != nil {
+						return err
+					}
+				}
+				if !res.Applied {
+					return errFalse
+				}
+				return nil
+			})
+		},
+	}
+	addClientFlags(cmd, &f, true, "how long to wait for the server and its answer")
+	cmd.Flags().BoolVar(&nx, "nx", false, "store only if the key does not exist")
+	cmd.Flags().BoolVar(&nex, "nex", false, "store only if the key does not exist or already holds VALUE")
+	cmd.Flags().Int64Var(&px, "px", 0, "time to live in milliseconds (0: none; removes an earlier one)")
+	cmd.Flags().StringVar(&fencing, "fencing-token", "", "fencing token (a lock's version) for a protected key")
+	return cmd
+}

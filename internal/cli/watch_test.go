@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestWatchCmd(t *testing.T) {
+	addr, c := startServer(t)
+	w := startCLI(t, "watch", "--server", addr, "--current", "a", "b")
+	// --current reports the state first, which also says the watch is
+	// registered.
+	w.waitOutput(t, "a DELETE\n")
+	w.waitOutput(t, "b DELETE\n")
+	if _, err := c.Set(testCtx(t), "a", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	w.waitOutput(t, "a SET 1\n")
+	if _, err := c.Set(testCtx(t), "b", []byte("two words")); err != nil {
+		t.Fatal(err)
+	}
+	w.waitOutput(t, "b SET two words\n")
+	if _, err := c.Set(testCtx(t), "c", []byte("unwatched")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Del(testCtx(t), "a"); err != nil {
+		t.Fatal(err)
+	}
+	w.waitOutput(t, "a SET 1\nb SET two words\na DELETE\n")
+	if code := w.stop(t); code != ExitOK {
+		t.Fatalf("exit status %d after interrupt; stderr %q", code, w.err.String())
+	}
+	if strings.Contains(w.out.String(), "unwatched") {
+		t.Fatalf("printed an unwatched key: %q", w.out.String())
+	}
+}
+
+func TestWatchCmdJSON(t *testing.T) {
+	addr, c := startServer(t)
+	w := startCLI(t, "watch", "--server", addr, "--json", "--current", "k")
+	w.waitOutput(t, `{"key":"k","op":"DELETE","resync":true}`+"\n")
+	res, err := c.Set(testCtx(t), "k", []byte{0xff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.waitOutput(t, `"op":"SET"`)
+	if code := w.stop(t); code != ExitOK {
+		t.Fatalf("exit status %d", code)
+	}
+	lines := strings.Split(strings.TrimSpace(w.out.String()), "\n")
+	var e map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &e); err != nil {
+		t.Fatal(err)
+	}
+	if e["key"] != "k" || e["value_base64"] != "/w==" || e["version"] != res.Version.String() || e["resync"] != false {
+		t.Fatalf("event %v", e)
+	}
+}
+
+func TestWatchCmdErrors(t *testing.T) {
+	addr, _ := startServer(t)
+	r := runCLI(t, "", "watch", "--server", addr, "")
+	r.expectCode(t, ExitError)
+	if !strings.Contains(r.err, "the key length is zero") {
+		t.Fatalf("stderr %q", r.err)
+	}
+	runCLI(t, "", "watch", "--server", addr).expectCode(t, ExitError)
+	runCLI(t, "", "watch", "--server", "127.0.0.1:1", "--timeout", "100ms", "k").expectCode(t, ExitError)
+}
