@@ -3,7 +3,6 @@ package broker
 import (
 	"bytes"
 	"strings"
-	"time"
 
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
@@ -24,52 +23,8 @@ func (h *hook) Provides(b byte) bool {
 		mqtt.OnConnectAuthenticate,
 		mqtt.OnACLCheck,
 		mqtt.OnPublish,
-		mqtt.OnSessionEstablish,
 		mqtt.OnDisconnect,
 	}, []byte{b})
-}
-
-// OnSessionEstablish runs before the broker library looks for an earlier
-// connection with the same client id. The library ends such a connection
-// and, on the old connection's goroutine, then removes the client id's
-// subscriptions and its entry in the client list, unless it noticed the
-// takeover first. When the new connection registered in between, it loses
-// both and never receives a message again. So end the old connection here
-// and wait until its cleanup is done, before the new one is registered.
-func (h *hook) OnSessionEstablish(cl *mqtt.Client, pk packets.Packet) {
-	srv := h.b.srv
-	old, ok := srv.Clients.Get(cl.ID)
-	if !ok || old == cl || !sessionEndsWithConnection(old) {
-		return
-	}
-	if !old.Closed() {
-		_ = srv.DisconnectClient(old, packets.ErrSessionTakenOver)
-	}
-	deadline := time.Now().Add(takeoverWait)
-	for {
-		cur, ok := srv.Clients.Get(cl.ID)
-		if !ok || cur != old {
-			return
-		}
-		if time.Now().After(deadline) {
-			h.b.log.Warn("earlier connection did not end in time; continuing with the takeover", "client", cl.ID)
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// takeoverWait bounds how long a new connection waits for the cleanup of
-// an earlier one with the same client id.
-const takeoverWait = 5 * time.Second
-
-// sessionEndsWithConnection reports whether the broker library discards
-// the client's session when its connection ends.
-func sessionEndsWithConnection(cl *mqtt.Client) bool {
-	if cl.Properties.ProtocolVersion == 5 {
-		return cl.Properties.Props.SessionExpiryInterval == 0
-	}
-	return cl.Properties.Clean
 }
 
 // OnConnectAuthenticate admits every client.
