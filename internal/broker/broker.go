@@ -19,8 +19,9 @@ import (
 // Store carries out state store requests; *engine.Node is one.
 type Store interface {
 	// Submit carries out op and calls op.Done once the result may be
-	// sent.
-	Submit(op *engine.Op)
+	// sent. It reports whether Done was called before it returned, on the
+	// caller's goroutine.
+	Submit(op *engine.Op) (inline bool)
 }
 
 // Config configures a Broker.
@@ -50,7 +51,11 @@ type Broker struct {
 	listener *listeners.TCP
 	inline   *mqtt.Client
 	watches  *registry
+	routes   *routes
 	store    Store
+	// completeFn is complete as a func value, bound once: a method value
+	// taken per request would allocate.
+	completeFn func(*engine.Op)
 
 	// refuseLog limits the log lines about refused requests, so that a
 	// misbehaving client cannot flood the log.
@@ -92,6 +97,8 @@ func New(cfg Config) (*Broker, error) {
 		refuseLog: rate.NewLimiter(rate.Every(time.Second), 10),
 	}
 	b.watches = newRegistry(cfg.Metrics, b.publish)
+	b.routes = newRoutes(srv)
+	b.completeFn = b.complete
 	b.inline = srv.NewClient(nil, mqtt.LocalListener, inlineClientID, true)
 	b.inline.Properties.ProtocolVersion = 5
 	if err := srv.AddHook(&hook{b: b}, nil); err != nil {
@@ -142,11 +149,55 @@ func (b *Broker) Close(grace time.Duration) error {
 }
 
 // publish routes a message from the broker itself to the topic's
-// subscribers.
-func (b *Broker) publish(pk packets.Packet) {
+// subscribers; their write loops send it.
+func (b *Broker) publish(pk packets.Packet) { b.publishWithAck(pk, nil, nil) }
+
+// publishWithAck publishes pk. When requester is among the subscribers,
+// ack (a PUBACK for the requester's request) goes out with pk in one write;
+// otherwise ack is written alone. Both run on the caller's goroutine.
+func (b *Broker) publishWithAck(pk packets.Packet, requester *mqtt.Client, ack *packets.Packet) {
 	pk.FixedHeader.Type = packets.Publish
-	pk.PacketID = 1 // any non-zero id; the broker's own publishes are never acknowledged
-	if err := b.srv.InjectPacket(b.inline, pk); err != nil {
-		b.log.Warn("publish failed", "topic", pk.TopicName, "err", err)
+	pk.Origin = inlineClientID
+	pk.Created = time.Now().Unix()
+	rt := b.routes.lookup(pk.TopicName)
+	if rt.general {
+		b.writeAck(requester, ack)
+		pk.PacketID = 1 // any non-zero id; the broker's own publishes are never acknowledged
+		if err := b.srv.InjectPacket(b.inline, pk); err != nil {
+			b.log.Warn("publish failed", "topic", pk.TopicName, "err", err)
+		}
+		return
+	}
+	// The targets share pk's property slices; nothing on the way
+	// modifies them.
+	for _, t := range rt.targets {
+		cl, ok := b.srv.Clients.Get(t.clientID)
+		if !ok {
+			continue
+		}
+		if ack != nil && cl == requester {
+			out, send, err := b.srv.PrepareDelivery(cl, t.sub, pk)
+			if send && err == nil {
+				err = cl.WritePackets(*ack, out)
+				ack = nil
+			}
+			if err != nil {
+				b.log.Debug("response not delivered", "client", cl.ID, "err", err)
+			}
+			continue
+		}
+		if err := b.srv.PublishToClient(cl, t.sub, pk); err != nil {
+			b.log.Debug("message not delivered", "client", cl.ID, "topic", pk.TopicName, "err", err)
+		}
+	}
+	b.writeAck(requester, ack)
+}
+
+func (b *Broker) writeAck(cl *mqtt.Client, ack *packets.Packet) {
+	if ack == nil {
+		return
+	}
+	if err := cl.WritePacket(*ack); err != nil {
+		b.log.Debug("acknowledgement not sent", "client", cl.ID, "err", err)
 	}
 }

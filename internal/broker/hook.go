@@ -24,8 +24,21 @@ func (h *hook) Provides(b byte) bool {
 		mqtt.OnACLCheck,
 		mqtt.OnPublish,
 		mqtt.OnDisconnect,
+		mqtt.OnSubscribed,
+		mqtt.OnUnsubscribed,
+		mqtt.OnSessionEstablished,
 	}, []byte{b})
 }
+
+// OnSubscribed, OnUnsubscribed and OnSessionEstablished (which may inherit
+// an earlier session's subscriptions) change who receives what.
+func (h *hook) OnSubscribed(cl *mqtt.Client, pk packets.Packet, reasonCodes []byte) {
+	h.b.routes.invalidate()
+}
+
+func (h *hook) OnUnsubscribed(cl *mqtt.Client, pk packets.Packet) { h.b.routes.invalidate() }
+
+func (h *hook) OnSessionEstablished(cl *mqtt.Client, pk packets.Packet) { h.b.routes.invalidate() }
 
 // OnConnectAuthenticate admits every client.
 func (h *hook) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool { return true }
@@ -49,8 +62,12 @@ func (h *hook) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, er
 	h.b.handleRequest(cl, &pk)
 	// The request is answered; the broker must neither route nor
 	// acknowledge it.
-	return pk, packets.ErrRejectPacket
+	return pk, errHandled
 }
+
+// errHandled tells the broker library that the hook took care of a
+// publish; boxed once, as an error value would otherwise be per request.
+var errHandled error = packets.ErrRejectPacket
 
 // OnDisconnect drops the connection's KEYNOTIFY registrations.
 func (h *hook) OnDisconnect(cl *mqtt.Client, err error, expire bool) {

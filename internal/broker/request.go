@@ -16,8 +16,20 @@ type call struct {
 	op            engine.Op
 	b             *Broker
 	client        *mqtt.Client
+	packetID      uint16 // of the request, for its PUBACK
 	responseTopic string
 	correlation   []byte
+	args          [6][]byte // room for the arguments of any valid request
+
+	// Room for the response's envelope and for a payload that is not a
+	// value, so that a response costs no allocations of its own.
+	user  [3]packets.UserProperty
+	small [24]byte
+}
+
+// puback is the acknowledgement of an accepted request.
+func (c *call) puback() packets.Packet {
+	return packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback}, PacketID: c.packetID}
 }
 
 // Reason codes the binding sends. Every one is valid in the packet it is
@@ -69,13 +81,12 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 		b.ack(cl, pk, packets.Puback, codeDraining)
 		return
 	}
-	// The store is the receiver of the request: it is accepted, whether or
-	// not anyone subscribes to the topic.
-	b.ack(cl, pk, packets.Puback, packets.CodeSuccess)
-
-	c := &call{b: b, client: cl, responseTopic: props.ResponseTopic, correlation: props.CorrelationData}
+	// The store is the receiver of the request: it is accepted (PUBACK
+	// 0x00), whether or not anyone subscribes to the topic. When the
+	// result is ready at once, the PUBACK goes out with the response.
+	c := &call{b: b, client: cl, packetID: pk.PacketID, responseTopic: props.ResponseTopic, correlation: props.CorrelationData}
 	c.op.Caller = c
-	c.op.Done = b.complete
+	c.op.Done = b.completeFn
 
 	var ts, ft, version string
 	var hasTs, hasFt bool
@@ -98,7 +109,7 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 		b.respondUnsupportedVersion(c, version)
 		return
 	}
-	req, _, perr := proto.ParseRequest(pk.Payload, nil)
+	req, _, perr := proto.ParseRequest(pk.Payload, c.args[:0])
 	switch {
 	case perr != nil:
 	case req.Verb == proto.VerbSet && !hasTs:
@@ -108,12 +119,18 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 	}
 	if perr != nil {
 		c.op.Result = engine.Result{Err: perr}
+		c.op.Inline = true
 		b.complete(&c.op)
 		return
 	}
 	c.op.Request = req
 	b.metrics.Requests.WithLabelValues(req.Verb.String()).Inc()
-	b.store.Submit(&c.op)
+	if !b.store.Submit(&c.op) {
+		// The response comes later, from the engine's delivery goroutine
+		// (maybe even before this PUBACK: clients match by correlation).
+		ack := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback}, PacketID: pk.PacketID}
+		b.writeAck(cl, &ack)
+	}
 }
 
 func (c *call) readTimestamps(ts string, hasTs bool, ft string, hasFt bool) *proto.Error {

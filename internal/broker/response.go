@@ -14,7 +14,7 @@ import (
 func (b *Broker) complete(op *engine.Op) {
 	c := op.Caller.(*call)
 	r := &op.Result
-	var payload []byte
+	payload := c.small[:0]
 	switch {
 	case r.Err != nil:
 		b.metrics.Errors.WithLabelValues(r.Err.Text()).Inc()
@@ -23,30 +23,34 @@ func (b *Broker) complete(op *engine.Op) {
 		if r.Found {
 			payload = resp.AppendBulk(make([]byte, 0, len(r.Value)+16), r.Value)
 		} else {
-			payload = resp.AppendNull(nil)
+			payload = resp.AppendNull(payload)
 		}
 	case op.Request.Verb == proto.VerbKeyNotify:
 		if op.Request.Stop && !r.Watched {
-			payload = resp.AppendInt(nil, 0)
+			payload = resp.AppendInt(payload, 0)
 		} else {
-			payload = resp.AppendSimple(nil, "OK")
+			payload = resp.AppendSimple(payload, "OK")
 		}
 	case op.Request.Verb == proto.VerbSet && r.Outcome == store.Applied:
-		payload = resp.AppendSimple(nil, "OK")
+		payload = resp.AppendSimple(payload, "OK")
 	case r.Outcome == store.Applied:
-		payload = resp.AppendInt(nil, 1)
+		payload = resp.AppendInt(payload, 1)
 	case r.Outcome == store.NotMet:
-		payload = resp.AppendInt(nil, -1)
+		payload = resp.AppendInt(payload, -1)
 	default: // store.Missing
-		payload = resp.AppendInt(nil, 0)
+		payload = resp.AppendInt(payload, 0)
 	}
-	user := make([]packets.UserProperty, 2, 3)
-	user[0] = packets.UserProperty{Key: proto.PropStatus, Val: proto.StatusOK}
-	user[1] = packets.UserProperty{Key: proto.PropProtocolVersion, Val: proto.ProtocolVersion}
+	user := append(c.user[:0], okNoVersion...)
 	if r.HasVersion && r.Err == nil {
 		user = append(user, packets.UserProperty{Key: proto.PropTimestamp, Val: r.Version.String()})
 	}
-	b.respond(c, payload, user)
+	b.respond(c, payload, user, op.Inline)
+}
+
+// okNoVersion is the envelope of a response without a version.
+var okNoVersion = []packets.UserProperty{
+	{Key: proto.PropStatus, Val: proto.StatusOK},
+	{Key: proto.PropProtocolVersion, Val: proto.ProtocolVersion},
 }
 
 // respondUnsupportedVersion answers a request of an RPC protocol major
@@ -59,11 +63,13 @@ func (b *Broker) respondUnsupportedVersion(c *call, version string) {
 		{Key: proto.PropProtocolVersion, Val: proto.ProtocolVersion},
 		{Key: proto.PropSupportedMajor, Val: proto.SupportedMajor},
 		{Key: proto.PropRequestProtocol, Val: version},
-	})
+	}, true)
 }
 
-func (b *Broker) respond(c *call, payload []byte, user []packets.UserProperty) {
-	b.publish(packets.Packet{
+// respond publishes a response. withAck sends the request's PUBACK with
+// it, in one write when the requester subscribed to its response topic.
+func (b *Broker) respond(c *call, payload []byte, user []packets.UserProperty, withAck bool) {
+	pk := packets.Packet{
 		FixedHeader: packets.FixedHeader{Qos: 1},
 		TopicName:   c.responseTopic,
 		Payload:     payload,
@@ -72,5 +78,11 @@ func (b *Broker) respond(c *call, payload []byte, user []packets.UserProperty) {
 			ContentType:     proto.ContentType,
 			User:            user,
 		},
-	})
+	}
+	if !withAck {
+		b.publish(pk)
+		return
+	}
+	ack := c.puback()
+	b.publishWithAck(pk, c.client, &ack)
 }

@@ -55,6 +55,7 @@ accepted request is answered, and the process exits with status 0.`,
 	f := cmd.Flags()
 	f.StringVar(&cfg.Listen, "listen", ":1883", "MQTT listener address (HOST:PORT)")
 	f.StringVar(&cfg.HTTPListen, "http-listen", "", "address of the HTTP endpoint with /metrics and /healthz (HOST:PORT); empty turns it off")
+	f.BoolVar(&cfg.Pprof, "pprof", false, "serve the Go profiler under /debug/pprof/ on the HTTP endpoint")
 	f.StringVar(&cfg.NodeID, "node-id", "", "node id stamped on every version this node issues (default: the host name)")
 	f.DurationVar(&cfg.MaxClockSkew, "max-clock-skew", time.Minute, "how far ahead of the server clock a request's __ts or __ft may be")
 	f.Uint32Var(&cfg.MaxPacketSize, "max-packet-size", 0, "largest MQTT packet accepted, in bytes (0: no limit below the protocol's 256 MiB)")

@@ -61,7 +61,7 @@ func (n *Node) expireRound() (wait time.Duration, more bool) {
 		if journaled {
 			// The expiries must reach the journal even when nobody is
 			// told of them.
-			n.queue = append(n.queue, item{journaled: true})
+			n.enqueueLocked(item{journaled: true})
 		}
 		n.signal()
 	}

@@ -56,7 +56,11 @@ type Node struct {
 	changes []store.Change // guarded by mu; scratch for Apply
 	closing bool           // guarded by mu
 	failed  error          // guarded by mu; the journal error that stopped writes
-	timerAt int64          // guarded by mu; when the expiry timer fires, 0 if idle
+	// undelivered counts the items queued or being delivered. While it is
+	// zero and a request needs no journal write, its result is ready at
+	// once and is handed back on the submitter's goroutine.
+	undelivered int   // guarded by mu
+	timerAt     int64 // guarded by mu; when the expiry timer fires, 0 if idle
 
 	wake       chan struct{} // delivery goroutine: the queue is not empty
 	expiryWake chan struct{} // expiry goroutine: an earlier deadline exists
@@ -147,16 +151,21 @@ func (n *Node) Err() error {
 }
 
 // Submit carries out op: it checks and applies it now, and calls op.Done
-// once its result may be seen, on the delivery goroutine (or at once, on
-// the caller's, when the node is closed). Submit never blocks on I/O.
-func (n *Node) Submit(op *Op) {
+// once its result may be seen. When that is at once (nothing applied
+// earlier waits for delivery, and op needs no journal write), Done is
+// called before Submit returns, on the caller's goroutine, with op.Inline
+// set, and Submit reports true; otherwise Done is called later on the
+// delivery goroutine. Submit never blocks on I/O.
+func (n *Node) Submit(op *Op) (inline bool) {
 	op.Result = Result{}
+	op.Inline = false
 	n.mu.Lock()
 	if n.closing || n.failed != nil {
 		n.mu.Unlock()
 		op.Result.Err = errUnavailable
+		op.Inline = true
 		op.Done(op)
-		return
+		return true
 	}
 	now := n.clock.PhysicalNow()
 	journaled := false
@@ -176,9 +185,22 @@ func (n *Node) Submit(op *Op) {
 	default:
 		op.Result.Err = proto.ErrUnknownCommand
 	}
-	n.queue = append(n.queue, item{op: op, journaled: journaled})
+	if n.undelivered == 0 && !journaled {
+		n.mu.Unlock()
+		op.Inline = true
+		op.Done(op)
+		return true
+	}
+	n.enqueueLocked(item{op: op, journaled: journaled})
 	n.mu.Unlock()
 	n.signal()
+	return false
+}
+
+// enqueueLocked queues an item for the delivery goroutine.
+func (n *Node) enqueueLocked(it item) {
+	n.queue = append(n.queue, it)
+	n.undelivered++
 }
 
 // checkClock refuses a request whose __ts or __ft is too far ahead.
@@ -260,7 +282,7 @@ func (n *Node) applyLocked(c *store.Command) (store.Result, bool) {
 	if n.notifier != nil {
 		for i := range changes {
 			if d := n.notifier.Changed(&changes[i]); d != nil {
-				n.queue = append(n.queue, item{deliver: d, journaled: journaled})
+				n.enqueueLocked(item{deliver: d, journaled: journaled})
 			}
 		}
 	}
@@ -348,5 +370,8 @@ func (n *Node) deliverBatch(batch *[]item) {
 		}
 		*it = item{}
 	}
+	n.mu.Lock()
+	n.undelivered -= len(b)
+	n.mu.Unlock()
 	*batch = b
 }

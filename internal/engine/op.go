@@ -22,10 +22,14 @@ type Op struct {
 	// Caller identifies the requesting connection to the Notifier.
 	Caller any
 
-	// Done is called exactly once, on the delivery goroutine, when the
-	// result may be sent. It must not block for long: the deliveries of
-	// all other requests wait behind it.
+	// Done is called exactly once, when the result may be sent: on the
+	// delivery goroutine, or on the submitter's inside Submit (then Inline
+	// is set). It must not block for long: the deliveries of all other
+	// requests may wait behind it.
 	Done func(*Op)
+	// Inline reports that Done runs inside Submit, on the submitter's
+	// goroutine.
+	Inline bool
 
 	Result Result
 }

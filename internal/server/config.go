@@ -19,6 +19,9 @@ type Config struct {
 	// HTTPListen is the address of the metrics and health endpoint;
 	// empty turns it off.
 	HTTPListen string
+	// Pprof serves the Go profiler under /debug/pprof/ on the HTTP
+	// endpoint.
+	Pprof bool
 	// NodeID is stamped on every version this node issues. Default: the
 	// host name.
 	NodeID string

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"time"
 
@@ -106,6 +107,13 @@ func New(cfg Config) (*Server, error) {
 			}
 			_, _ = w.Write([]byte("ok\n"))
 		})
+		if cfg.Pprof {
+			mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+			mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+			mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+			mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+			mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+		}
 		s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	}
 	return s, nil

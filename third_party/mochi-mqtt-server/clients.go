@@ -18,6 +18,7 @@ import (
 
 	"github.com/rs/xid"
 
+	"github.com/mochi-mqtt/server/v2/mempool"
 	"github.com/mochi-mqtt/server/v2/packets"
 )
 
@@ -121,6 +122,9 @@ type ClientConnection struct {
 	Remote   string        // the remote address of the client
 	Listener string        // listener id of the client
 	Inline   bool          // if true, the client is the built-in 'inline' embedded client
+
+	deadlineAt  time.Time // dss: the read and write deadline last set, by the read goroutine
+	deadlineSet bool
 }
 
 // ClientProperties contains the properties which define the client behaviour.
@@ -222,7 +226,9 @@ func (cl *Client) ParseConnect(lid string, pk packets.Packet) {
 	}
 
 	if pk.Connect.Keepalive <= minimumKeepalive {
-		cl.ops.log.Warn(
+		// dss: a Debug line, not a Warn line per connection: a short or
+		// disabled (0) keep alive is the client's legitimate choice.
+		cl.ops.log.Debug(
 			ErrMinimumKeepalive.Error(),
 			"client", cl.ID,
 			"keepalive", pk.Connect.Keepalive,
@@ -261,15 +267,30 @@ func (cl *Client) ParseConnect(lid string, pk packets.Packet) {
 }
 
 // refreshDeadline refreshes the read/write deadline for the net.Conn connection.
+//
+// dss: the deadline was set before every packet, which costs a timer
+// update each time. It is now moved only when it has come closer than
+// 1.5×keepalive by more than keepalive/8 (and set once when there is
+// none), so it never comes closer than 1.375×keepalive while packets
+// arrive.
 func (cl *Client) refreshDeadline(keepalive uint16) {
-	var expiry time.Time // nil time can be used to disable deadline if keepalive = 0
-	if keepalive > 0 {
-		expiry = time.Now().Add(time.Duration(keepalive+(keepalive/2)) * time.Second) // [MQTT-3.1.2-22]
+	if cl.Net.Conn == nil {
+		return
 	}
-
-	if cl.Net.Conn != nil {
-		_ = cl.Net.Conn.SetDeadline(expiry) // [MQTT-3.1.2-22]
+	if keepalive == 0 {
+		if !cl.Net.deadlineAt.IsZero() || !cl.Net.deadlineSet {
+			cl.Net.deadlineAt, cl.Net.deadlineSet = time.Time{}, true
+			_ = cl.Net.Conn.SetDeadline(time.Time{}) // nil time disables the deadline
+		}
+		return
 	}
+	full := time.Duration(keepalive+(keepalive/2)) * time.Second // [MQTT-3.1.2-22]
+	now := time.Now()
+	if cl.Net.deadlineSet && cl.Net.deadlineAt.Sub(now) > full-time.Duration(keepalive)*time.Second/8 {
+		return
+	}
+	cl.Net.deadlineAt, cl.Net.deadlineSet = now.Add(full), true
+	_ = cl.Net.Conn.SetDeadline(cl.Net.deadlineAt) // [MQTT-3.1.2-22]
 }
 
 // NextPacketID returns the next available (unused) packet id for the client.
@@ -373,13 +394,13 @@ func (cl *Client) Read(packetHandler ReadFn) error {
 		}
 
 		cl.refreshDeadline(cl.State.Keepalive)
-		fh := new(packets.FixedHeader)
-		err = cl.ReadFixedHeader(fh)
+		var fh packets.FixedHeader
+		err = cl.ReadFixedHeader(&fh)
 		if err != nil {
 			return err
 		}
 
-		pk, err := cl.ReadPacket(fh)
+		pk, err := cl.ReadPacket(&fh)
 		if err != nil {
 			return err
 		}
@@ -477,9 +498,9 @@ func (cl *Client) ReadPacket(fh *packets.FixedHeader) (pk packets.Packet, err er
 
 	atomic.AddInt64(&cl.ops.info.BytesReceived, int64(n))
 
-	// Decode the remaining packet values using a fresh copy of the bytes,
-	// otherwise the next packet will change the data of this one.
-	px := append([]byte{}, p[:]...)
+	// dss: p is allocated for this packet alone, so the decoded values
+	// may alias it; the second copy that was made here is gone.
+	px := p
 	switch pk.FixedHeader.Type {
 	case packets.Connect:
 		err = pk.ConnectDecode(px)
@@ -526,6 +547,15 @@ func (cl *Client) ReadPacket(fh *packets.FixedHeader) (pk packets.Packet, err er
 
 // WritePacket encodes and writes a packet to the client.
 func (cl *Client) WritePacket(pk packets.Packet) error {
+	return cl.WritePackets(pk)
+}
+
+// WritePackets encodes packets and writes them to the client with one
+// write, in order.
+//
+// dss: WritePacket made one write per packet; the state store writes the
+// PUBACK of a request and its response together.
+func (cl *Client) WritePackets(pks ...packets.Packet) error {
 	if cl.Closed() {
 		return ErrConnectionClosed
 	}
@@ -534,6 +564,81 @@ func (cl *Client) WritePacket(pk packets.Packet) error {
 		return nil
 	}
 
+	buf := mempool.GetBuffer()
+	defer mempool.PutBuffer(buf)
+	sizes := make([]int, len(pks))
+	var encodeErr error
+	for i := range pks {
+		before := buf.Len()
+		if err := cl.encodePacket(&pks[i], buf); err != nil {
+			// Leave this one out (too large for the client, say) and
+			// still write the others.
+			buf.Truncate(before)
+			sizes[i] = -1
+			if encodeErr == nil {
+				encodeErr = err
+			}
+			continue
+		}
+		sizes[i] = buf.Len() - before
+	}
+	if buf.Len() == 0 {
+		return encodeErr
+	}
+	data := buf.Bytes()
+
+	n, err := func() (int64, error) {
+		cl.Lock()
+		defer cl.Unlock()
+		if len(cl.State.outbound) == 0 {
+			if cl.Net.outbuf == nil {
+				return buf.WriteTo(cl.Net.Conn)
+			}
+
+			// first write to buffer, then flush buffer
+			n, _ := cl.Net.outbuf.Write(buf.Bytes()) // will always be successful
+			err := cl.flushOutbuf()
+			return int64(n), err
+		}
+
+		// there are more writes in the queue
+		if cl.Net.outbuf == nil {
+			if buf.Len() >= cl.ops.options.ClientNetWriteBufferSize {
+				return buf.WriteTo(cl.Net.Conn)
+			}
+			cl.Net.outbuf = new(bytes.Buffer)
+		}
+
+		n, _ := cl.Net.outbuf.Write(buf.Bytes()) // will always be successful
+		if cl.Net.outbuf.Len() < cl.ops.options.ClientNetWriteBufferSize {
+			return int64(n), nil
+		}
+
+		err := cl.flushOutbuf()
+		return int64(n), err
+	}()
+	if err != nil {
+		return err
+	}
+
+	atomic.AddInt64(&cl.ops.info.BytesSent, n)
+	for i := range pks {
+		if sizes[i] < 0 {
+			continue
+		}
+		atomic.AddInt64(&cl.ops.info.PacketsSent, 1)
+		if pks[i].FixedHeader.Type == packets.Publish {
+			atomic.AddInt64(&cl.ops.info.MessagesSent, 1)
+		}
+		cl.ops.hooks.OnPacketSent(cl, pks[i], data[:sizes[i]])
+		data = data[sizes[i]:]
+	}
+
+	return encodeErr
+}
+
+// encodePacket prepares pk for this client and appends its encoding to buf.
+func (cl *Client) encodePacket(pk *packets.Packet, buf *bytes.Buffer) error {
 	if pk.Expiry > 0 {
 		expiry := pk.Expiry - time.Now().Unix()
 		if expiry < 1 {
@@ -555,10 +660,10 @@ func (cl *Client) WritePacket(pk packets.Packet) error {
 		pk.Mods.AllowResponseInfo = true // [MQTT-3.1.2-28] we need to know which properties we can encode
 	}
 
-	pk = cl.ops.hooks.OnPacketEncode(cl, pk)
+	*pk = cl.ops.hooks.OnPacketEncode(cl, *pk)
 
+	before := buf.Len()
 	var err error
-	buf := new(bytes.Buffer)
 	switch pk.FixedHeader.Type {
 	case packets.Connect:
 		err = pk.ConnectEncode(buf)
@@ -597,53 +702,10 @@ func (cl *Client) WritePacket(pk packets.Packet) error {
 		return err
 	}
 
-	if pk.Mods.MaxSize > 0 && uint32(buf.Len()) > pk.Mods.MaxSize {
+	if pk.Mods.MaxSize > 0 && uint32(buf.Len()-before) > pk.Mods.MaxSize {
 		return packets.ErrPacketTooLarge // [MQTT-3.1.2-24] [MQTT-3.1.2-25]
 	}
-
-	n, err := func() (int64, error) {
-		cl.Lock()
-		defer cl.Unlock()
-		if len(cl.State.outbound) == 0 {
-			if cl.Net.outbuf == nil {
-				return buf.WriteTo(cl.Net.Conn)
-			}
-
-			// first write to buffer, then flush buffer
-			n, _ := cl.Net.outbuf.Write(buf.Bytes()) // will always be successful
-			err = cl.flushOutbuf()
-			return int64(n), err
-		}
-
-		// there are more writes in the queue
-		if cl.Net.outbuf == nil {
-			if buf.Len() >= cl.ops.options.ClientNetWriteBufferSize {
-				return buf.WriteTo(cl.Net.Conn)
-			}
-			cl.Net.outbuf = new(bytes.Buffer)
-		}
-
-		n, _ := cl.Net.outbuf.Write(buf.Bytes()) // will always be successful
-		if cl.Net.outbuf.Len() < cl.ops.options.ClientNetWriteBufferSize {
-			return int64(n), nil
-		}
-
-		err = cl.flushOutbuf()
-		return int64(n), err
-	}()
-	if err != nil {
-		return err
-	}
-
-	atomic.AddInt64(&cl.ops.info.BytesSent, n)
-	atomic.AddInt64(&cl.ops.info.PacketsSent, 1)
-	if pk.FixedHeader.Type == packets.Publish {
-		atomic.AddInt64(&cl.ops.info.MessagesSent, 1)
-	}
-
-	cl.ops.hooks.OnPacketSent(cl, pk, buf.Bytes())
-
-	return err
+	return nil
 }
 
 func (cl *Client) flushOutbuf() (err error) {

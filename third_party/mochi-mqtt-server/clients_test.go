@@ -258,7 +258,8 @@ func TestClientParseConnectBelowMinimumKeepalive(t *testing.T) {
 	cl, _, _ := newTestClient()
 	var b bytes.Buffer
 	x := bufio.NewWriter(&b)
-	cl.ops.log = slog.New(slog.NewTextHandler(x, nil))
+	// dss: the line is logged at Debug level.
+	cl.ops.log = slog.New(slog.NewTextHandler(x, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
 	pk := packets.Packet{
 		ProtocolVersion: 4,
@@ -935,3 +936,34 @@ var (
 		packets.TPacketData[packets.Auth].Get(packets.TAuth),
 	}
 )
+
+// dss: WritePackets writes several packets with one write, in order, and
+// still writes the others when one of them cannot be encoded.
+func TestClientWritePackets(t *testing.T) {
+	cl, r, _ := newTestClient()
+	defer cl.Stop(errClientStop)
+	cl.Properties.ProtocolVersion = 5
+
+	o := make(chan []byte)
+	go func() {
+		buf, err := io.ReadAll(r)
+		require.NoError(t, err)
+		o <- buf
+	}()
+
+	puback := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback}, PacketID: 7}
+	pub := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 1}, TopicName: "a/b", PacketID: 9, Payload: []byte("hello")}
+	tooLarge := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish}, TopicName: "a/b", Payload: make([]byte, 100), Mods: packets.Mods{MaxSize: 20}}
+	err := cl.WritePackets(puback, tooLarge, pub)
+	require.ErrorIs(t, err, packets.ErrPacketTooLarge)
+
+	time.Sleep(2 * time.Millisecond)
+	_ = cl.Net.Conn.Close()
+
+	var want bytes.Buffer
+	puback.ProtocolVersion, pub.ProtocolVersion = 5, 5
+	pub.Mods.AllowResponseInfo, puback.Mods.AllowResponseInfo = true, true
+	require.NoError(t, puback.PubackEncode(&want))
+	require.NoError(t, pub.PublishEncode(&want))
+	require.Equal(t, want.Bytes(), <-o)
+}

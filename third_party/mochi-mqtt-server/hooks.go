@@ -5,6 +5,7 @@
 package mqtt
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -390,6 +391,12 @@ func (h *Hooks) OnUnsubscribed(cl *Client, pk packets.Packet) {
 	}
 }
 
+// errRejectPacket and errSuccessIgnore are the codes as errors, boxed once.
+var (
+	errRejectPacket  error = packets.ErrRejectPacket
+	errSuccessIgnore error = packets.CodeSuccessIgnore
+)
+
 // OnPublish is called when a client publishes a message. This method differs from OnPublished
 // in that it allows you to modify you to modify the incoming packet before it is processed.
 // The return values of the hook methods are passed-through in the order the hooks were attached.
@@ -399,13 +406,18 @@ func (h *Hooks) OnPublish(cl *Client, pk packets.Packet) (pkx packets.Packet, er
 		if hook.Provides(OnPublish) {
 			npk, err := hook.OnPublish(cl, pkx)
 			if err != nil {
-				if errors.Is(err, packets.ErrRejectPacket) {
-					h.Log.Debug("publish packet rejected",
-						"error", err,
-						"hook", hook.ID(),
-						"packet", pkx)
+				// dss: compared with errors boxed once, and the debug line
+				// built only when it is logged: each cost allocations on
+				// every rejected publish.
+				if errors.Is(err, errRejectPacket) {
+					if h.Log.Enabled(context.Background(), slog.LevelDebug) {
+						h.Log.Debug("publish packet rejected",
+							"error", err,
+							"hook", hook.ID(),
+							"packet", pkx)
+					}
 					return pk, err
-				} else if errors.Is(err, packets.CodeSuccessIgnore) {
+				} else if errors.Is(err, errSuccessIgnore) {
 					return pk, err
 				}
 				h.Log.Error("publish packet error",

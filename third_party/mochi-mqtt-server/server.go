@@ -934,9 +934,9 @@ func (s *Server) processPublish(cl *Client, pk packets.Packet) error {
 	pkx, err := s.hooks.OnPublish(cl, pk)
 	if err == nil {
 		pk = pkx
-	} else if errors.Is(err, packets.ErrRejectPacket) {
+	} else if errors.Is(err, errRejectPacket) {
 		return nil
-	} else if errors.Is(err, packets.CodeSuccessIgnore) {
+	} else if errors.Is(err, errSuccessIgnore) {
 		pk.Ignore = true
 	} else if cl.Properties.ProtocolVersion == 5 && pk.FixedHeader.Qos > 0 && errors.As(err, new(packets.Code)) {
 		err = cl.WritePacket(s.buildAck(pk.PacketID, packets.Puback, 0, pk.Properties, err.(packets.Code)))
@@ -1043,13 +1043,45 @@ func (s *Server) publishToSubscribers(pk packets.Packet) {
 }
 
 func (s *Server) publishToClient(cl *Client, sub packets.Subscription, pk packets.Packet) (packets.Packet, error) {
+	out, send, err := s.PrepareDelivery(cl, sub, pk.Copy(false))
+	if !send || err != nil {
+		return out, err
+	}
+	return out, s.enqueue(cl, pk, out)
+}
+
+// PublishToClient delivers pk to cl as routing does for a subscription
+// sub of cl that matches pk's topic: it is written by the client's write
+// loop. The caller must not use pk's properties afterwards.
+//
+// dss: exported so that the state store can deliver a response to the
+// subscribers of its response topic without the topic trie scan.
+func (s *Server) PublishToClient(cl *Client, sub packets.Subscription, pk packets.Packet) error {
+	out, send, err := s.PrepareDelivery(cl, sub, pk)
+	if !send || err != nil {
+		return err
+	}
+	return s.enqueue(cl, pk, out)
+}
+
+// PrepareDelivery does for a delivery of pk to cl through the subscription
+// sub what routing does before the write: the no-local rule, the ACL
+// check, the retain flag, subscription identifiers, the QoS, the topic
+// alias, the packet identifier and the inflight entry. It returns the
+// packet to write and whether it is to be written now (false for no-local,
+// or when the client's send quota is exhausted: the packet is then parked
+// and sent later). pk is used as is, not copied.
+//
+// dss: split out of publishToClient so that the state store can write a
+// response together with the PUBACK of its request, in one write.
+func (s *Server) PrepareDelivery(cl *Client, sub packets.Subscription, pk packets.Packet) (packets.Packet, bool, error) {
 	if sub.NoLocal && pk.Origin == cl.ID {
-		return pk, nil // [MQTT-3.8.3-3]
+		return pk, false, nil // [MQTT-3.8.3-3]
 	}
 
-	out := pk.Copy(false)
+	out := pk
 	if !s.hooks.OnACLCheck(cl, pk.TopicName, false) {
-		return out, packets.ErrNotAuthorized
+		return out, false, packets.ErrNotAuthorized
 	}
 	if !sub.FwdRetainedFlag && ((cl.Properties.ProtocolVersion == 5 && !sub.RetainAsPublished) || cl.Properties.ProtocolVersion < 5) { // ![MQTT-3.3.1-13] [v3 MQTT-3.3.1-9]
 		out.FixedHeader.Retain = false // [MQTT-3.3.1-12]
@@ -1087,7 +1119,7 @@ func (s *Server) publishToClient(cl *Client, sub packets.Subscription, pk packet
 			// add hook?
 			atomic.AddInt64(&s.Info.InflightDropped, 1)
 			s.Log.Warn("client store quota reached", "client", cl.ID, "listener", cl.Net.Listener)
-			return out, packets.ErrQuotaExceeded
+			return out, false, packets.ErrQuotaExceeded
 		}
 
 		i, err := cl.NextPacketID() // [MQTT-4.3.2-1] [MQTT-4.3.3-1]
@@ -1095,7 +1127,7 @@ func (s *Server) publishToClient(cl *Client, sub packets.Subscription, pk packet
 			s.hooks.OnPacketIDExhausted(cl, pk)
 			atomic.AddInt64(&s.Info.InflightDropped, 1)
 			s.Log.Warn("packet ids exhausted", "error", err, "client", cl.ID, "listener", cl.Net.Listener)
-			return out, packets.ErrQuotaExceeded
+			return out, false, packets.ErrQuotaExceeded
 		}
 
 		out.PacketID = uint16(i) // [MQTT-2.2.1-4]
@@ -1110,14 +1142,18 @@ func (s *Server) publishToClient(cl *Client, sub packets.Subscription, pk packet
 		if sentQuota == 0 && atomic.LoadInt32(&cl.State.Inflight.maximumSendQuota) > 0 {
 			out.Expiry = -1
 			cl.State.Inflight.Set(out)
-			return out, nil
+			return out, false, nil
 		}
 	}
 
 	if cl.Net.Conn == nil || cl.Closed() {
-		return out, packets.CodeDisconnect
+		return out, false, packets.CodeDisconnect
 	}
+	return out, true, nil
+}
 
+// enqueue hands a prepared delivery to the client's write loop.
+func (s *Server) enqueue(cl *Client, pk, out packets.Packet) error {
 	select {
 	case cl.State.outbound <- &out:
 		atomic.AddInt32(&cl.State.outboundQty, 1)
@@ -1128,10 +1164,9 @@ func (s *Server) publishToClient(cl *Client, sub packets.Subscription, pk packet
 			cl.State.Inflight.Delete(out.PacketID) // packet was dropped due to irregular circumstances, so rollback inflight.
 			cl.State.Inflight.IncreaseSendQuota()
 		}
-		return out, packets.ErrPendingClientWritesExceeded
+		return packets.ErrPendingClientWritesExceeded
 	}
-
-	return out, nil
+	return nil
 }
 
 func (s *Server) publishRetainedToClient(cl *Client, sub packets.Subscription, existed bool) {

@@ -103,6 +103,23 @@ func encodeBytes(val []byte) []byte {
 	return append(buf, val...)
 }
 
+// writeString writes a length-prefixed string to b.
+//
+// dss: encodeString allocated whenever the string was longer than 30
+// bytes (topics, user properties) just to be copied into a buffer.
+func writeString(b *bytes.Buffer, val string) {
+	b.WriteByte(byte(len(val) >> 8))
+	b.WriteByte(byte(len(val)))
+	b.WriteString(val)
+}
+
+// writeBytes writes length-prefixed bytes to b.
+func writeBytes(b *bytes.Buffer, val []byte) {
+	b.WriteByte(byte(len(val) >> 8))
+	b.WriteByte(byte(len(val)))
+	b.Write(val)
+}
+
 // encodeUint16 encodes a uint16 value to a byte array.
 func encodeUint16(val uint16) []byte {
 	buf := make([]byte, 2)

@@ -302,7 +302,7 @@ func (s *Subscription) decode(b byte) {
 func (pk *Packet) ConnectEncode(buf *bytes.Buffer) error {
 	nb := mempool.GetBuffer()
 	defer mempool.PutBuffer(nb)
-	nb.Write(encodeBytes(pk.Connect.ProtocolName))
+	writeBytes(nb, pk.Connect.ProtocolName)
 	nb.WriteByte(pk.ProtocolVersion)
 
 	nb.WriteByte(
@@ -324,7 +324,7 @@ func (pk *Packet) ConnectEncode(buf *bytes.Buffer) error {
 		nb.Write(pb.Bytes())
 	}
 
-	nb.Write(encodeString(pk.Connect.ClientIdentifier))
+	writeString(nb, pk.Connect.ClientIdentifier)
 
 	if pk.Connect.WillFlag {
 		if pk.ProtocolVersion == 5 {
@@ -334,16 +334,16 @@ func (pk *Packet) ConnectEncode(buf *bytes.Buffer) error {
 			nb.Write(pb.Bytes())
 		}
 
-		nb.Write(encodeString(pk.Connect.WillTopic))
-		nb.Write(encodeBytes(pk.Connect.WillPayload))
+		writeString(nb, pk.Connect.WillTopic)
+		writeBytes(nb, pk.Connect.WillPayload)
 	}
 
 	if pk.Connect.UsernameFlag {
-		nb.Write(encodeBytes(pk.Connect.Username))
+		writeBytes(nb, pk.Connect.Username)
 	}
 
 	if pk.Connect.PasswordFlag {
-		nb.Write(encodeBytes(pk.Connect.Password))
+		writeBytes(nb, pk.Connect.Password)
 	}
 
 	pk.FixedHeader.Remaining = nb.Len()
@@ -611,7 +611,7 @@ func (pk *Packet) PublishEncode(buf *bytes.Buffer) error {
 	nb := mempool.GetBuffer()
 	defer mempool.PutBuffer(nb)
 
-	nb.Write(encodeString(pk.TopicName)) // [MQTT-3.3.2-1]
+	writeString(nb, pk.TopicName) // [MQTT-3.3.2-1]
 
 	if pk.FixedHeader.Qos > 0 {
 		if pk.PacketID == 0 {
@@ -900,7 +900,7 @@ func (pk *Packet) SubscribeEncode(buf *bytes.Buffer) error {
 	xb := mempool.GetBuffer() // capture and write filters after length checks
 	defer mempool.PutBuffer(xb)
 	for _, opts := range pk.Filters {
-		xb.Write(encodeString(opts.Filter)) // [MQTT-3.8.3-1]
+		writeString(xb, opts.Filter) // [MQTT-3.8.3-1]
 		if pk.ProtocolVersion == 5 {
 			xb.WriteByte(opts.encode())
 		} else {
@@ -1057,7 +1057,7 @@ func (pk *Packet) UnsubscribeEncode(buf *bytes.Buffer) error {
 	xb := mempool.GetBuffer() // capture filters and write after length checks
 	defer mempool.PutBuffer(xb)
 	for _, sub := range pk.Filters {
-		xb.Write(encodeString(sub.Filter)) // [MQTT-3.10.3-1]
+		writeString(xb, sub.Filter) // [MQTT-3.10.3-1]
 	}
 
 	if pk.ProtocolVersion == 5 {

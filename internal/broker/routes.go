@@ -1,0 +1,67 @@
+package broker
+
+import (
+	"sync"
+	"sync/atomic"
+
+	mqtt "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/packets"
+)
+
+// routes caches, by topic, who subscribed to it, so that the broker's
+// topic trie is not walked (and its result maps not allocated) for every
+// response. Any subscription change anywhere invalidates every entry: they
+// are rare next to requests.
+type routes struct {
+	srv *mqtt.Server
+	gen atomic.Uint64 // bumped on every subscription change
+
+	mu     sync.RWMutex
+	byName map[string]route // guarded by mu
+}
+
+// route is who receives a message on one topic.
+type route struct {
+	gen uint64
+	// general marks topics with shared or inline subscriptions: those go
+	// through the broker's own routing.
+	general bool
+	targets []target
+}
+
+type target struct {
+	clientID string
+	sub      packets.Subscription
+}
+
+// maxRoutes bounds the cache; past it, the cache starts over.
+const maxRoutes = 1 << 16
+
+func newRoutes(srv *mqtt.Server) *routes {
+	return &routes{srv: srv, byName: make(map[string]route)}
+}
+
+// invalidate forgets every cached route.
+func (r *routes) invalidate() { r.gen.Add(1) }
+
+func (r *routes) lookup(topic string) route {
+	gen := r.gen.Load()
+	r.mu.RLock()
+	rt, ok := r.byName[topic]
+	r.mu.RUnlock()
+	if ok && rt.gen == gen {
+		return rt
+	}
+	subs := r.srv.Topics.Subscribers(topic)
+	rt = route{gen: gen, general: len(subs.Shared) > 0 || len(subs.InlineSubscriptions) > 0}
+	for id, sub := range subs.Subscriptions {
+		rt.targets = append(rt.targets, target{clientID: id, sub: sub})
+	}
+	r.mu.Lock()
+	if len(r.byName) >= maxRoutes {
+		r.byName = make(map[string]route)
+	}
+	r.byName[topic] = rt
+	r.mu.Unlock()
+	return rt
+}
