@@ -150,18 +150,20 @@ func (b *Broker) Close(grace time.Duration) error {
 
 // publish routes a message from the broker itself to the topic's
 // subscribers; their write loops send it.
-func (b *Broker) publish(pk packets.Packet) { b.publishWithAck(pk, nil, nil) }
+func (b *Broker) publish(pk packets.Packet) { b.publishWithAck(pk, nil, nil, false) }
 
-// publishWithAck publishes pk. When requester is among the subscribers,
-// ack (a PUBACK for the requester's request) goes out with pk in one write;
-// otherwise ack is written alone. Both run on the caller's goroutine.
-func (b *Broker) publishWithAck(pk packets.Packet, requester *mqtt.Client, ack *packets.Packet) {
+// publishWithAck publishes pk, and ack (the PUBACK of requester's request)
+// with it: when requester is among the subscribers, both go out in one
+// write; otherwise ack goes alone. With now set, the caller's goroutine
+// writes them (it is the requester's reader, and the result was ready at
+// once); otherwise the subscribers' write loops do.
+func (b *Broker) publishWithAck(pk packets.Packet, requester *mqtt.Client, ack *packets.Packet, now bool) {
 	pk.FixedHeader.Type = packets.Publish
 	pk.Origin = inlineClientID
 	pk.Created = time.Now().Unix()
 	rt := b.routes.lookup(pk.TopicName)
 	if rt.general {
-		b.writeAck(requester, ack)
+		b.sendAck(requester, ack, now)
 		pk.PacketID = 1 // any non-zero id; the broker's own publishes are never acknowledged
 		if err := b.srv.InjectPacket(b.inline, pk); err != nil {
 			b.log.Warn("publish failed", "topic", pk.TopicName, "err", err)
@@ -175,22 +177,44 @@ func (b *Broker) publishWithAck(pk packets.Packet, requester *mqtt.Client, ack *
 		if !ok {
 			continue
 		}
-		if ack != nil && cl == requester {
-			out, send, err := b.srv.PrepareDelivery(cl, t.sub, pk)
+		var err error
+		switch {
+		case ack != nil && cl == requester && now:
+			var out packets.Packet
+			var send bool
+			out, send, err = b.srv.PrepareDelivery(cl, t.sub, pk)
 			if send && err == nil {
 				err = cl.WritePackets(*ack, out)
 				ack = nil
 			}
-			if err != nil {
-				b.log.Debug("response not delivered", "client", cl.ID, "err", err)
+		case ack != nil && cl == requester:
+			var queued bool
+			queued, err = b.srv.PublishToClientWithAck(cl, t.sub, pk, ack)
+			if queued {
+				ack = nil
 			}
-			continue
+		default:
+			err = b.srv.PublishToClient(cl, t.sub, pk)
 		}
-		if err := b.srv.PublishToClient(cl, t.sub, pk); err != nil {
+		if err != nil {
 			b.log.Debug("message not delivered", "client", cl.ID, "topic", pk.TopicName, "err", err)
 		}
 	}
-	b.writeAck(requester, ack)
+	b.sendAck(requester, ack, now)
+}
+
+// sendAck writes ack to cl now, or queues it for cl's write loop.
+func (b *Broker) sendAck(cl *mqtt.Client, ack *packets.Packet, now bool) {
+	if ack == nil {
+		return
+	}
+	if !now {
+		if cl.WriteLater(*ack) {
+			return
+		}
+		// The client's queue is full: write it here rather than lose it.
+	}
+	b.writeAck(cl, ack)
 }
 
 func (b *Broker) writeAck(cl *mqtt.Client, ack *packets.Packet) {

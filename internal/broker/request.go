@@ -82,8 +82,8 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 		return
 	}
 	// The store is the receiver of the request: it is accepted (PUBACK
-	// 0x00), whether or not anyone subscribes to the topic. When the
-	// result is ready at once, the PUBACK goes out with the response.
+	// 0x00), whether or not anyone subscribes to the topic. The PUBACK goes
+	// out with the response.
 	c := &call{b: b, client: cl, packetID: pk.PacketID, responseTopic: props.ResponseTopic, correlation: props.CorrelationData}
 	c.op.Caller = c
 	c.op.Done = b.completeFn
@@ -125,12 +125,9 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 	}
 	c.op.Request = req
 	b.metrics.Requests.WithLabelValues(req.Verb.String()).Inc()
-	if !b.store.Submit(&c.op) {
-		// The response comes later, from the engine's delivery goroutine
-		// (maybe even before this PUBACK: clients match by correlation).
-		ack := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback}, PacketID: pk.PacketID}
-		b.writeAck(cl, &ack)
-	}
+	// When the result is not ready at once (it waits for the journal, or
+	// for earlier deliveries), the PUBACK goes out later with the response.
+	b.store.Submit(&c.op)
 }
 
 func (c *call) readTimestamps(ts string, hasTs bool, ft string, hasFt bool) *proto.Error {

@@ -66,9 +66,11 @@ func (b *Broker) respondUnsupportedVersion(c *call, version string) {
 	}, true)
 }
 
-// respond publishes a response. withAck sends the request's PUBACK with
-// it, in one write when the requester subscribed to its response topic.
-func (b *Broker) respond(c *call, payload []byte, user []packets.UserProperty, withAck bool) {
+// respond publishes a response with the PUBACK of its request: in one
+// write when the requester subscribed to its response topic. now says
+// that the caller is the requester's reader goroutine (the result was
+// ready at once); otherwise the write loops send them.
+func (b *Broker) respond(c *call, payload []byte, user []packets.UserProperty, now bool) {
 	pk := packets.Packet{
 		FixedHeader: packets.FixedHeader{Qos: 1},
 		TopicName:   c.responseTopic,
@@ -79,10 +81,6 @@ func (b *Broker) respond(c *call, payload []byte, user []packets.UserProperty, w
 			User:            user,
 		},
 	}
-	if !withAck {
-		b.publish(pk)
-		return
-	}
 	ack := c.puback()
-	b.publishWithAck(pk, c.client, &ack)
+	b.publishWithAck(pk, c.client, &ack, now)
 }

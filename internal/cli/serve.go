@@ -3,6 +3,8 @@ package cli
 import (
 	"fmt"
 	"log/slog"
+	"os"
+	"runtime"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -45,6 +47,9 @@ accepted request is answered, and the process exits with status 0.`,
 			} else if cfg.DataDir == "" {
 				return fmt.Errorf("--data: a data directory is required unless --in-memory is given")
 			}
+			if cfg.DataDir != "" {
+				ensureTwoProcs(logger)
+			}
 			srv, err := server.New(cfg)
 			if err != nil {
 				return err
@@ -82,4 +87,18 @@ func newLogger(stdio Stdio, level, format string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(stdio.Err, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+// ensureTwoProcs runs Go code on at least two threads at a time, even on
+// one CPU (unless GOMAXPROCS is set): with one, every fsync of the journal
+// holds the only one, and nothing else runs until the runtime notices the
+// thread is blocked. On one CPU, SET throughput with --fsync always is
+// several times higher this way. (Without a journal one thread is better:
+// two threads time-sliced on one CPU double the tail latency.)
+func ensureTwoProcs(log *slog.Logger) {
+	if os.Getenv("GOMAXPROCS") != "" || runtime.GOMAXPROCS(0) >= 2 {
+		return
+	}
+	runtime.GOMAXPROCS(2)
+	log.Debug("one CPU: running Go code on two threads", "gomaxprocs", 2)
 }

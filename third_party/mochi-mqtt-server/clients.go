@@ -149,20 +149,20 @@ type Will struct {
 
 // ClientState tracks the state of the client.
 type ClientState struct {
-	TopicAliases    TopicAliases         // a map of topic aliases
-	stopCause       atomic.Value         // reason for stopping
-	Inflight        *Inflight            // a map of in-flight qos messages
-	Subscriptions   *Subscriptions       // a map of the subscription filters a client maintains
-	disconnected    int64                // the time the client disconnected in unix time, for calculating expiry
-	outbound        chan *packets.Packet // queue for pending outbound packets
-	endOnce         sync.Once            // only end once
-	isTakenOver     atomic.Bool          // used to identify orphaned clients
-	packetID        uint32               // the current highest packetID
-	open            context.Context      // indicate that the client is open for packet exchange
-	cancelOpen      context.CancelFunc   // cancel function for open context
-	outboundQty     int32                // number of messages currently in the outbound queue
-	Keepalive       uint16               // the number of seconds the connection can wait
-	ServerKeepalive bool                 // keepalive was set by the server
+	TopicAliases    TopicAliases       // a map of topic aliases
+	stopCause       atomic.Value       // reason for stopping
+	Inflight        *Inflight          // a map of in-flight qos messages
+	Subscriptions   *Subscriptions     // a map of the subscription filters a client maintains
+	disconnected    int64              // the time the client disconnected in unix time, for calculating expiry
+	outbound        chan pendingWrite  // queue for pending outbound packets
+	endOnce         sync.Once          // only end once
+	isTakenOver     atomic.Bool        // used to identify orphaned clients
+	packetID        uint32             // the current highest packetID
+	open            context.Context    // indicate that the client is open for packet exchange
+	cancelOpen      context.CancelFunc // cancel function for open context
+	outboundQty     int32              // number of messages currently in the outbound queue
+	Keepalive       uint16             // the number of seconds the connection can wait
+	ServerKeepalive bool               // keepalive was set by the server
 }
 
 // newClient returns a new instance of Client. This is almost exclusively used by Server
@@ -177,7 +177,7 @@ func newClient(c net.Conn, o *ops) *Client {
 			open:          ctx,
 			cancelOpen:    cancel,
 			Keepalive:     defaultKeepalive,
-			outbound:      make(chan *packets.Packet, o.options.Capabilities.MaximumClientWritesPending),
+			outbound:      make(chan pendingWrite, o.options.Capabilities.MaximumClientWritesPending),
 		},
 		Properties: ClientProperties{
 			ProtocolVersion: defaultClientProtocolVersion, // default protocol version
@@ -196,19 +196,48 @@ func newClient(c net.Conn, o *ops) *Client {
 	return cl
 }
 
+// pendingWrite is one entry of a client's outbound queue.
+//
+// dss: ack, when set, is written just before pk, in the same write: the
+// state store answers a request with its PUBACK and its response together.
+type pendingWrite struct {
+	pk  *packets.Packet
+	ack *packets.Packet
+}
+
 // WriteLoop ranges over pending outbound messages and writes them to the client connection.
 func (cl *Client) WriteLoop() {
 	for {
 		select {
-		case pk := <-cl.State.outbound:
-			if err := cl.WritePacket(*pk); err != nil {
+		case w := <-cl.State.outbound:
+			var err error
+			if w.ack != nil {
+				err = cl.WritePackets(*w.ack, *w.pk)
+			} else {
+				err = cl.WritePacket(*w.pk)
+			}
+			if err != nil {
 				// TODO : Figure out what to do with error
-				cl.ops.log.Debug("failed publishing packet", "error", err, "client", cl.ID, "packet", pk)
+				cl.ops.log.Debug("failed publishing packet", "error", err, "client", cl.ID, "packet", w.pk)
 			}
 			atomic.AddInt32(&cl.State.outboundQty, -1)
 		case <-cl.State.open.Done():
 			return
 		}
+	}
+}
+
+// WriteLater queues pk for the client's write loop. It reports false when
+// the queue is full.
+//
+// dss: for a PUBACK that goes out later than the publish was read.
+func (cl *Client) WriteLater(pk packets.Packet) bool {
+	select {
+	case cl.State.outbound <- pendingWrite{pk: &pk}:
+		atomic.AddInt32(&cl.State.outboundQty, 1)
+		return true
+	default:
+		return false
 	}
 }
 

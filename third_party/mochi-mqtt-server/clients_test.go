@@ -790,7 +790,7 @@ func TestClientWritePacketBuffer(t *testing.T) {
 	small := packets.TPacketData[packets.Publish].Get(packets.TPublishNoPayload).Packet
 	large := packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
 
-	cl.State.outbound <- small
+	cl.State.outbound <- pendingWrite{pk: small}
 
 	tt := []struct {
 		pks  []*packets.Packet

@@ -1047,7 +1047,7 @@ func (s *Server) publishToClient(cl *Client, sub packets.Subscription, pk packet
 	if !send || err != nil {
 		return out, err
 	}
-	return out, s.enqueue(cl, pk, out)
+	return out, s.enqueue(cl, pk, out, nil)
 }
 
 // PublishToClient delivers pk to cl as routing does for a subscription
@@ -1057,11 +1057,26 @@ func (s *Server) publishToClient(cl *Client, sub packets.Subscription, pk packet
 // dss: exported so that the state store can deliver a response to the
 // subscribers of its response topic without the topic trie scan.
 func (s *Server) PublishToClient(cl *Client, sub packets.Subscription, pk packets.Packet) error {
+	_, err := s.PublishToClientWithAck(cl, sub, pk, nil)
+	return err
+}
+
+// PublishToClientWithAck is PublishToClient, with ack written just before
+// the delivery, in the same write. It reports whether ack was queued; when
+// it was not (the delivery was not due now or failed), the caller must
+// see to it.
+//
+// dss: the state store answers a request whose result had to wait with
+// its PUBACK and its response together.
+func (s *Server) PublishToClientWithAck(cl *Client, sub packets.Subscription, pk packets.Packet, ack *packets.Packet) (bool, error) {
 	out, send, err := s.PrepareDelivery(cl, sub, pk)
 	if !send || err != nil {
-		return err
+		return false, err
 	}
-	return s.enqueue(cl, pk, out)
+	if err := s.enqueue(cl, pk, out, ack); err != nil {
+		return false, err
+	}
+	return ack != nil, nil
 }
 
 // PrepareDelivery does for a delivery of pk to cl through the subscription
@@ -1152,10 +1167,11 @@ func (s *Server) PrepareDelivery(cl *Client, sub packets.Subscription, pk packet
 	return out, true, nil
 }
 
-// enqueue hands a prepared delivery to the client's write loop.
-func (s *Server) enqueue(cl *Client, pk, out packets.Packet) error {
+// enqueue hands a prepared delivery, and the acknowledgement to write
+// before it, if any, to the client's write loop.
+func (s *Server) enqueue(cl *Client, pk, out packets.Packet, ack *packets.Packet) error {
 	select {
-	case cl.State.outbound <- &out:
+	case cl.State.outbound <- pendingWrite{pk: &out, ack: ack}:
 		atomic.AddInt32(&cl.State.outboundQty, 1)
 	default:
 		atomic.AddInt64(&s.Info.MessagesDropped, 1)
