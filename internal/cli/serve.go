@@ -50,6 +50,7 @@ accepted request is answered, and the process exits with status 0.`,
 			if cfg.DataDir != "" {
 				ensureTwoProcs(logger)
 			}
+			cfg.TuneGC = true
 			srv, err := server.New(cfg)
 			if err != nil {
 				return err

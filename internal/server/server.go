@@ -33,6 +33,7 @@ type Server struct {
 	journal *journal.Journal // nil in memory
 	http    *http.Server
 	httpLn  net.Listener
+	gc      *gcTuner
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -133,6 +134,9 @@ func (s *Server) HTTPAddr() string {
 
 // Start starts serving.
 func (s *Server) Start() error {
+	if s.cfg.TuneGC {
+		s.gc = startGCTuner()
+	}
 	s.node.Start()
 	if err := s.broker.Start(s.node); err != nil {
 		_ = s.node.Close()
@@ -173,6 +177,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 	if s.http != nil {
 		httpErr = s.http.Shutdown(ctx)
 	}
+	s.gc.Stop()
 	return errors.Join(nodeErr, brokerErr, journalErr, httpErr)
 }
 

@@ -1,13 +1,20 @@
 package store
 
-// deadlineHeap is a binary min-heap of entries by deadline. Each entry
-// knows its position, so a new deadline or a deletion costs O(log n).
-type deadlineHeap []*entry
+// deadline is the expiry deadline of one key.
+type deadline struct {
+	key   string
+	at    int64
+	index int // position in the heap
+}
 
-func (h *deadlineHeap) push(e *entry) {
-	e.heapIndex = len(*h)
-	*h = append(*h, e)
-	h.up(e.heapIndex)
+// deadlineHeap is a binary min-heap of deadlines. Each entry knows its
+// position, so a new deadline or a deletion costs O(log n).
+type deadlineHeap []*deadline
+
+func (h *deadlineHeap) push(d *deadline) {
+	d.index = len(*h)
+	*h = append(*h, d)
+	h.up(d.index)
 }
 
 func (h *deadlineHeap) remove(i int) {
@@ -19,7 +26,7 @@ func (h *deadlineHeap) remove(i int) {
 	}
 	s[last] = nil
 	*h = s[:last]
-	removed.heapIndex = -1
+	removed.index = -1
 	if i != last {
 		h.fix(i)
 	}
@@ -33,14 +40,14 @@ func (h deadlineHeap) fix(i int) {
 
 func (h deadlineHeap) swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].heapIndex = i
-	h[j].heapIndex = j
+	h[i].index = i
+	h[j].index = j
 }
 
 func (h deadlineHeap) up(i int) {
 	for i > 0 {
 		parent := (i - 1) / 2
-		if h[parent].expiresAt <= h[i].expiresAt {
+		if h[parent].at <= h[i].at {
 			return
 		}
 		h.swap(i, parent)
@@ -56,10 +63,10 @@ func (h deadlineHeap) down(i int) bool {
 		if child >= len(h) {
 			break
 		}
-		if r := child + 1; r < len(h) && h[r].expiresAt < h[child].expiresAt {
+		if r := child + 1; r < len(h) && h[r].at < h[child].at {
 			child = r
 		}
-		if h[i].expiresAt <= h[child].expiresAt {
+		if h[i].at <= h[child].at {
 			break
 		}
 		h.swap(i, child)

@@ -7,25 +7,19 @@ import (
 	"github.com/dssio/dss/internal/proto"
 )
 
-// entry is one stored key.
-type entry struct {
-	key       string
-	value     []byte // never modified after it is stored
-	version   hlc.Timestamp
-	fence     hlc.Timestamp
-	fenced    bool
-	volatile  bool
-	expiresAt int64  // 0: no deadline
-	seq       uint64 // Seq of the key's last change
-	heapIndex int    // position in Machine.deadlines; -1 when not there
-}
-
-func (e *entry) expiredAt(now int64) bool { return e.expiresAt != 0 && e.expiresAt <= now }
-
 // Machine is the state machine. The zero value is not usable; call New.
 type Machine struct {
-	keys      map[string]*entry
-	deadlines deadlineHeap
+	// keys finds each key's record.
+	keys index
+	// fences holds the tokens of the keys flagged fenced.
+	fences map[string]hlc.Timestamp
+	// deadlines orders the keys flagged with a deadline; deadlineOf finds
+	// a key's entry in it.
+	deadlines  deadlineHeap
+	deadlineOf map[string]*deadline
+	// nodes interns the node ids of versions: a record holds an index.
+	nodes     []string
+	nodeIndex map[string]uint32
 	// maxVersion is the highest version any applied command carried, so
 	// that a clock restored from the machine never issues an older one.
 	maxVersion hlc.Timestamp
@@ -35,12 +29,17 @@ type Machine struct {
 
 // New returns an empty machine.
 func New() *Machine {
-	return &Machine{keys: make(map[string]*entry)}
+	return &Machine{
+		keys:       newIndex(),
+		fences:     make(map[string]hlc.Timestamp),
+		deadlineOf: make(map[string]*deadline),
+		nodeIndex:  make(map[string]uint32),
+	}
 }
 
 // Len returns the number of stored keys, including expired keys that no
 // expiry command removed yet.
-func (m *Machine) Len() int { return len(m.keys) }
+func (m *Machine) Len() int { return m.keys.len() }
 
 // DataBytes returns the total length of the stored keys and values.
 func (m *Machine) DataBytes() int64 { return m.dataBytes }
@@ -51,21 +50,54 @@ func (m *Machine) MaxVersion() hlc.Timestamp { return m.maxVersion }
 // Seq returns the number of the last change.
 func (m *Machine) Seq() uint64 { return m.seq }
 
+// node returns the index of a node id, interning it.
+func (m *Machine) node(id string) uint32 {
+	if i, ok := m.nodeIndex[id]; ok {
+		return i
+	}
+	i := uint32(len(m.nodes))
+	m.nodes = append(m.nodes, id)
+	m.nodeIndex[id] = i
+	return i
+}
+
+func (m *Machine) version(h recordHeader) hlc.Timestamp {
+	return hlc.Timestamp{Wall: h.wall, Counter: h.counter, Node: m.nodes[h.node]}
+}
+
+// lookup returns the record of key and the key as the record holds it.
+func (m *Machine) lookup(key []byte) (record, string, bool) {
+	r, ok := m.keys.get(key)
+	if !ok {
+		return "", "", false
+	}
+	return r, r.key(), true
+}
+
+// expiredAt reports whether the key of r, whose stored key is key, is past
+// its deadline at now.
+func (m *Machine) expiredAt(r record, key string, now int64) bool {
+	if r.flags()&flagDeadline == 0 {
+		return false
+	}
+	return m.deadlineOf[key].at <= now
+}
+
 // Get returns the value and version of key as a reader at time now sees it.
 // The value must not be modified.
 func (m *Machine) Get(key []byte, now int64) (value []byte, version hlc.Timestamp, ok bool) {
-	e := m.keys[string(key)]
-	if e == nil || e.expiredAt(now) {
+	r, k, found := m.lookup(key)
+	if !found || m.expiredAt(r, k, now) {
 		return nil, hlc.Timestamp{}, false
 	}
-	return e.value, e.version, true
+	return r.value(), m.version(r.header()), true
 }
 
 // Expired reports whether key is stored but past its deadline at now, so
 // that a proposer can expire it before it proposes another command on it.
 func (m *Machine) Expired(key []byte, now int64) bool {
-	e := m.keys[string(key)]
-	return e != nil && e.expiredAt(now)
+	r, k, found := m.lookup(key)
+	return found && m.expiredAt(r, k, now)
 }
 
 // Apply applies c and appends the changes it made to changes.
@@ -73,120 +105,146 @@ func (m *Machine) Apply(c *Command, changes []Change) (Result, []Change) {
 	if m.maxVersion.Before(c.Version) {
 		m.maxVersion = c.Version
 	}
-	e := m.keys[string(c.Key)]
-	if e != nil && e.expiredAt(c.Time) {
+	r, key, found := m.lookup(c.Key)
+	if found && m.expiredAt(r, key, c.Time) {
 		// The key is gone from the moment of its deadline: remove it as an
 		// expiry would, before the command sees the keyspace.
-		m.remove(e)
-		changes = append(changes, m.deletion(e, c.Version))
-		e = nil
+		changes = append(changes, m.remove(r, key, c.Version))
+		found = false
 	}
 	switch c.Op {
 	case OpSet:
-		return m.set(c, e, changes)
+		return m.set(c, r, key, found, changes)
 	case OpDel, OpVDel:
-		return m.del(c, e, changes)
+		return m.del(c, r, key, found, changes)
 	case OpExpire:
 		// A live key is not expired: its deadline moved or went away.
-		if e == nil {
+		if !found {
 			return Result{Outcome: Missing}, changes
 		}
-		return Result{Outcome: NotMet, Version: e.version}, changes
+		return Result{Outcome: NotMet, Version: m.version(r.header())}, changes
 	}
 	return Result{Outcome: Refused, Err: proto.ErrUnknownCommand}, changes
 }
 
-func (m *Machine) set(c *Command, e *entry, changes []Change) (Result, []Change) {
-	if e != nil {
-		if err := checkFence(c, e); err != nil {
+func (m *Machine) set(c *Command, r record, key string, found bool, changes []Change) (Result, []Change) {
+	var fence hlc.Timestamp
+	fenced, wasDurable := false, false
+	if found {
+		h := r.header()
+		if err := m.checkFence(c, r, key); err != nil {
 			return Result{Outcome: Refused, Err: err}, changes
 		}
 		switch c.Cond {
 		case proto.IfMissing:
-			return Result{Outcome: NotMet, Version: e.version}, changes
+			return Result{Outcome: NotMet, Version: m.version(h)}, changes
 		case proto.IfMissingOrEqual:
-			if !bytes.Equal(e.value, c.Value) {
-				return Result{Outcome: NotMet, Version: e.version}, changes
+			if !bytes.Equal(r.value(), c.Value) {
+				return Result{Outcome: NotMet, Version: m.version(h)}, changes
 			}
 		}
+		fence, fenced = m.fences[key]
+		wasDurable = h.flags&flagVolatile == 0
+		m.dataBytes -= int64(len(key) + len(r.value()))
 	}
-	wasDurable := e != nil && !e.volatile
-	if e == nil {
-		e = &entry{key: string(c.Key), heapIndex: -1}
-		m.keys[e.key] = e
-		m.dataBytes += int64(len(e.key))
+	if c.HasFence && (!fenced || fence.Before(c.Fence)) {
+		fence, fenced = c.Fence, true
 	}
-	m.dataBytes += int64(len(c.Value) - len(e.value))
-	if bytes.Equal(e.value, c.Value) && e.value != nil {
-		// Keep the stored copy: a renewal (NEX) rewrites the same value.
-	} else {
-		e.value = append(make([]byte, 0, len(c.Value)), c.Value...)
-	}
-	e.version = c.Version
-	e.volatile = c.Volatile
-	if c.HasFence && (!e.fenced || e.fence.Before(c.Fence)) {
-		e.fence, e.fenced = c.Fence, true
-	}
-	m.setDeadline(e, c.ExpiresAt)
 	m.seq++
-	e.seq = m.seq
+	h := recordHeader{wall: c.Version.Wall, counter: c.Version.Counter, seq: m.seq, node: m.node(c.Version.Node)}
+	if fenced {
+		h.flags |= flagFenced
+	}
+	if c.Volatile {
+		h.flags |= flagVolatile
+	}
+	if c.ExpiresAt != 0 {
+		h.flags |= flagDeadline
+	}
+	nr, nkey := makeRecord(h, string(c.Key), c.Value)
+	m.store(nkey, nr, fence, c.ExpiresAt)
+	value := nr.value()
 	changes = append(changes, Change{
-		Seq: m.seq, Key: e.key, Version: c.Version, Value: e.value,
-		Fence: e.fence, Fenced: e.fenced, ExpiresAt: e.expiresAt, Volatile: e.volatile,
+		Seq: m.seq, Key: nkey, Version: c.Version, Value: value,
+		Fence: fence, Fenced: fenced, ExpiresAt: c.ExpiresAt, Volatile: c.Volatile,
 		WasDurable: wasDurable,
 	})
 	return Result{Outcome: Applied, Version: c.Version}, changes
 }
 
-// deletion numbers and describes the removal of e.
-func (m *Machine) deletion(e *entry, version hlc.Timestamp) Change {
-	m.seq++
-	return Change{Seq: m.seq, Key: e.key, Deleted: true, Version: version, WasDurable: !e.volatile}
+// store puts a new record for key in place, with its side tables. The
+// maps take nkey as their key, so no old record stays referenced.
+func (m *Machine) store(nkey string, nr record, fence hlc.Timestamp, expiresAt int64) {
+	m.keys.put(nr)
+	m.dataBytes += int64(len(nkey) + len(nr.value()))
+	if nr.flags()&flagFenced != 0 {
+		m.fences[nkey] = fence
+	} else {
+		delete(m.fences, nkey)
+	}
+	m.setDeadline(nkey, expiresAt)
 }
 
-func (m *Machine) del(c *Command, e *entry, changes []Change) (Result, []Change) {
-	if e == nil {
+func (m *Machine) del(c *Command, r record, key string, found bool, changes []Change) (Result, []Change) {
+	if !found {
 		return Result{Outcome: Missing}, changes
 	}
-	if err := checkFence(c, e); err != nil {
+	if err := m.checkFence(c, r, key); err != nil {
 		return Result{Outcome: Refused, Err: err}, changes
 	}
-	if c.Op == OpVDel && !bytes.Equal(e.value, c.Value) {
-		return Result{Outcome: NotMet, Version: e.version}, changes
+	h := r.header()
+	if c.Op == OpVDel && !bytes.Equal(r.value(), c.Value) {
+		return Result{Outcome: NotMet, Version: m.version(h)}, changes
 	}
-	m.remove(e)
-	changes = append(changes, m.deletion(e, c.Version))
-	return Result{Outcome: Applied, Version: e.version}, changes
+	changes = append(changes, m.remove(r, key, c.Version))
+	return Result{Outcome: Applied, Version: m.version(h)}, changes
 }
 
-// checkFence applies the fencing rules to a command on the live entry e.
-func checkFence(c *Command, e *entry) *proto.Error {
-	switch {
-	case !e.fenced:
+// checkFence applies the fencing rules to a command on the live record r.
+func (m *Machine) checkFence(c *Command, r record, key string) *proto.Error {
+	if r.flags()&flagFenced == 0 {
 		return nil
+	}
+	switch {
 	case !c.HasFence:
 		return proto.ErrFencingRequired
-	case c.Fence.Before(e.fence):
+	case c.Fence.Before(m.fences[key]):
 		return proto.ErrFencingLower
 	}
 	return nil
 }
 
-func (m *Machine) remove(e *entry) {
-	delete(m.keys, e.key)
-	m.dataBytes -= int64(len(e.key) + len(e.value))
-	m.setDeadline(e, 0)
+// remove deletes key and returns the change, numbered, with version as the
+// version of the deletion.
+func (m *Machine) remove(r record, key string, version hlc.Timestamp) Change {
+	m.drop(r, key)
+	m.seq++
+	return Change{Seq: m.seq, Key: key, Deleted: true, Version: version, WasDurable: r.flags()&flagVolatile == 0}
 }
 
-func (m *Machine) setDeadline(e *entry, at int64) {
-	e.expiresAt = at
+// drop deletes key, whose record is r, with its side tables.
+func (m *Machine) drop(r record, key string) {
+	m.keys.delete(key)
+	delete(m.fences, key)
+	m.setDeadline(key, 0)
+	m.dataBytes -= int64(len(key) + len(r.value()))
+}
+
+// setDeadline gives key a deadline (0: none).
+func (m *Machine) setDeadline(key string, at int64) {
+	d := m.deadlineOf[key]
 	switch {
-	case at == 0 && e.heapIndex >= 0:
-		m.deadlines.remove(e.heapIndex)
-	case at != 0 && e.heapIndex >= 0:
-		m.deadlines.fix(e.heapIndex)
+	case at == 0 && d != nil:
+		m.deadlines.remove(d.index)
+		delete(m.deadlineOf, key)
+	case at != 0 && d != nil:
+		d.key, d.at = key, at
+		m.deadlineOf[key] = d // take the new record's key string
+		m.deadlines.fix(d.index)
 	case at != 0:
-		m.deadlines.push(e)
+		d = &deadline{key: key, at: at}
+		m.deadlineOf[key] = d
+		m.deadlines.push(d)
 	}
 }
 
@@ -195,7 +253,7 @@ func (m *Machine) NextDeadline() (int64, bool) {
 	if len(m.deadlines) == 0 {
 		return 0, false
 	}
-	return m.deadlines[0].expiresAt, true
+	return m.deadlines[0].at, true
 }
 
 // AppendExpired appends to keys up to limit keys whose deadline is at or
@@ -206,7 +264,7 @@ func (m *Machine) AppendExpired(keys []string, now int64, limit int) []string {
 	for len(stack) > 0 && limit > 0 {
 		i := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if i >= len(m.deadlines) || m.deadlines[i].expiresAt > now {
+		if i >= len(m.deadlines) || m.deadlines[i].at > now {
 			continue
 		}
 		keys = append(keys, m.deadlines[i].key)

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -299,17 +298,7 @@ func randomCommands(r *rand.Rand, n int) []*Command {
 }
 
 func sameState(a, b *Machine) bool {
-	if len(a.keys) != len(b.keys) || a.maxVersion != b.maxVersion || a.dataBytes != b.dataBytes || len(a.deadlines) != len(b.deadlines) {
-		return false
-	}
-	for k, ea := range a.keys {
-		eb := b.keys[k]
-		if eb == nil || !bytes.Equal(ea.value, eb.value) || ea.version != eb.version || ea.fence != eb.fence ||
-			ea.fenced != eb.fenced || ea.expiresAt != eb.expiresAt || ea.volatile != eb.volatile {
-			return false
-		}
-	}
-	return true
+	return a.maxVersion == b.maxVersion && sameKeys(a, b)
 }
 
 func TestDeadlineHeapStaysOrdered(t *testing.T) {
@@ -331,20 +320,23 @@ func TestDeadlineHeapStaysOrdered(t *testing.T) {
 			m.Apply(&Command{Op: OpDel, Key: []byte(key), Version: v(1, uint32(i))}, nil)
 		}
 		for j := range m.deadlines {
-			if m.deadlines[j].heapIndex != j {
-				t.Fatalf("entry at %d thinks it is at %d", j, m.deadlines[j].heapIndex)
+			if m.deadlines[j].index != j {
+				t.Fatalf("entry at %d thinks it is at %d", j, m.deadlines[j].index)
 			}
-			if j > 0 && m.deadlines[(j-1)/2].expiresAt > m.deadlines[j].expiresAt {
+			if j > 0 && m.deadlines[(j-1)/2].at > m.deadlines[j].at {
 				t.Fatalf("heap order broken at %d", j)
 			}
+		}
+		if len(m.deadlines) != len(m.deadlineOf) {
+			t.Fatalf("%d deadlines in the heap, %d in the index", len(m.deadlines), len(m.deadlineOf))
 		}
 	}
 	// AppendExpired finds exactly the keys due.
 	now := int64(5000)
 	got := m.AppendExpired(nil, now, 1<<30)
 	want := 0
-	for _, e := range m.keys {
-		if e.expiredAt(now) {
+	for _, d := range m.deadlineOf {
+		if d.at <= now {
 			want++
 		}
 	}

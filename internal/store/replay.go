@@ -1,6 +1,9 @@
 package store
 
-import "iter"
+import (
+	"iter"
+	"unsafe"
+)
 
 // Replay applies a change that a journal or a snapshot recorded. A change
 // that is not newer than the key's last change is skipped: a snapshot taken
@@ -8,8 +11,8 @@ import "iter"
 // replaying the journal over it must not take the key back.
 //
 // A change with an empty Key only raises the machine's maximum version: it
-// stands for versions the journal kept without their keys. Replay keeps
-// c.Value; the caller must not modify it afterwards.
+// stands for versions the journal kept without their keys. Replay copies
+// what it keeps.
 func (m *Machine) Replay(c *Change) {
 	if c.Seq > m.seq {
 		m.seq = c.Seq
@@ -20,28 +23,33 @@ func (m *Machine) Replay(c *Change) {
 	if c.Key == "" {
 		return
 	}
-	e := m.keys[c.Key]
-	if e != nil && e.seq >= c.Seq {
+	// The index reads the key, never writes it.
+	r, found := m.keys.get(unsafe.Slice(unsafe.StringData(c.Key), len(c.Key)))
+	if found && r.header().seq >= c.Seq {
 		return
 	}
-	if c.Deleted {
-		if e != nil {
-			m.remove(e)
+	if found {
+		key := r.key()
+		if c.Deleted {
+			m.drop(r, key)
+			return
 		}
+		m.dataBytes -= int64(len(key) + len(r.value()))
+	} else if c.Deleted {
 		return
 	}
-	if e == nil {
-		e = &entry{key: c.Key, heapIndex: -1}
-		m.keys[e.key] = e
-		m.dataBytes += int64(len(e.key))
+	h := recordHeader{wall: c.Version.Wall, counter: c.Version.Counter, seq: c.Seq, node: m.node(c.Version.Node)}
+	if c.Fenced {
+		h.flags |= flagFenced
 	}
-	m.dataBytes += int64(len(c.Value) - len(e.value))
-	e.value = c.Value
-	e.version = c.Version
-	e.fence, e.fenced = c.Fence, c.Fenced
-	e.volatile = c.Volatile
-	e.seq = c.Seq
-	m.setDeadline(e, c.ExpiresAt)
+	if c.Volatile {
+		h.flags |= flagVolatile
+	}
+	if c.ExpiresAt != 0 {
+		h.flags |= flagDeadline
+	}
+	nr, nkey := makeRecord(h, c.Key, c.Value)
+	m.store(nkey, nr, c.Fence, c.ExpiresAt)
 }
 
 // Entries yields the state of every stored key as a Change, for a
@@ -51,10 +59,18 @@ func (m *Machine) Replay(c *Change) {
 // Replay makes a journal replayed over such a snapshot exact.
 func (m *Machine) Entries() iter.Seq[Change] {
 	return func(yield func(Change) bool) {
-		for _, e := range m.keys {
+		for r := range m.keys.all() {
+			key := r.key()
+			h := r.header()
 			c := Change{
-				Seq: e.seq, Key: e.key, Version: e.version, Value: e.value,
-				Fence: e.fence, Fenced: e.fenced, ExpiresAt: e.expiresAt, Volatile: e.volatile,
+				Seq: h.seq, Key: key, Version: m.version(h), Value: r.value(),
+				Volatile: h.flags&flagVolatile != 0,
+			}
+			if h.flags&flagFenced != 0 {
+				c.Fence, c.Fenced = m.fences[key], true
+			}
+			if h.flags&flagDeadline != 0 {
+				c.ExpiresAt = m.deadlineOf[key].at
 			}
 			if !yield(c) {
 				return

@@ -58,13 +58,21 @@ func TestReplayOverFuzzySnapshot(t *testing.T) {
 // sameKeys compares the stored state of two machines (not the versions of
 // refused commands, which a journal does not see).
 func sameKeys(a, b *Machine) bool {
-	if len(a.keys) != len(b.keys) || a.dataBytes != b.dataBytes || len(a.deadlines) != len(b.deadlines) {
+	if a.keys.len() != b.keys.len() || a.dataBytes != b.dataBytes || len(a.deadlines) != len(b.deadlines) || len(a.fences) != len(b.fences) {
 		return false
 	}
-	for k, ea := range a.keys {
-		eb := b.keys[k]
-		if eb == nil || !bytes.Equal(ea.value, eb.value) || ea.version != eb.version || ea.fence != eb.fence ||
-			ea.fenced != eb.fenced || ea.expiresAt != eb.expiresAt || ea.volatile != eb.volatile || ea.seq != eb.seq {
+	entries := func(m *Machine) map[string]Change {
+		out := make(map[string]Change)
+		for c := range m.Entries() {
+			out[c.Key] = c
+		}
+		return out
+	}
+	ea, eb := entries(a), entries(b)
+	for k, x := range ea {
+		y, ok := eb[k]
+		if !ok || !bytes.Equal(x.Value, y.Value) || x.Version != y.Version || x.Fence != y.Fence ||
+			x.Fenced != y.Fenced || x.ExpiresAt != y.ExpiresAt || x.Volatile != y.Volatile || x.Seq != y.Seq {
 			return false
 		}
 	}
