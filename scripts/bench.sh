@@ -318,7 +318,13 @@ scenario_fanout() {
 
 # SET with every change on disk before the response, and once a second.
 scenario_fsync() {
-	local mode rmode i
+	local mode i
+	for i in $(seq 1 "$RUNS"); do
+		log "fsync reference (in memory) run $i/$RUNS"
+		start_dss
+		dss_bench "fsync-mem.$i" --op set --clients 64 --duration "${DURATION}s"
+		stop_dss
+	done
 	for mode in always everysec; do
 		for i in $(seq 1 "$RUNS"); do
 			log "fsync $mode run $i/$RUNS"
@@ -332,6 +338,10 @@ scenario_fsync() {
 		row "SET, fsync $mode" "requests/s" \
 			"$(fmt "$(for i in $(seq 1 "$RUNS"); do j "fsync-$mode.$i" .requests_per_second; done | median)" 0)" \
 			"$(fmt "$(for i in $(seq 1 "$RUNS"); do c "rfsync-$mode.$i" rps; done | median)" 0)"
+		row "SET, fsync $mode" "requests/s as a share of dss in memory, same runs" \
+			"$(awk -v a="$(for i in $(seq 1 "$RUNS"); do j "fsync-$mode.$i" .requests_per_second; done | median)" \
+				-v b="$(for i in $(seq 1 "$RUNS"); do j "fsync-mem.$i" .requests_per_second; done | median)" \
+				'BEGIN { printf "%.2f", a / b }')" ""
 		row "SET, fsync $mode" "p99 latency µs" \
 			"$(fmt "$(for i in $(seq 1 "$RUNS"); do j "fsync-$mode.$i" .latency_us.p99; done | median)")" \
 			"$(fmt "$(for i in $(seq 1 "$RUNS"); do c "rfsync-$mode.$i" p99_latency_ms; done | median)")"
@@ -393,19 +403,20 @@ redis_fill() {
 scenario_rss_1m() {
 	log "1,000,000 keys: memory"
 	start_dss
-	local d0
+	local d0 d1 r0 r1
 	d0=$(rss_kb "$DSS_PID")
-	dss_bench fill1m --op fill --keys 1000000 --clients 64 --timeout 30s
-	local d1
+	# 16-byte keys (key:000000 and six digits), as redis_fill writes them.
+	dss_bench fill1m --op fill --keys 1000000 --key-prefix key:000000 --clients 64 --timeout 30s
+	sleep 5
 	d1=$(rss_kb "$DSS_PID")
 	stop_dss
 	start_redis
-	local r0 r1
 	r0=$(rss_kb "$REDIS_PID")
 	redis_fill 1000000 "key:"
+	sleep 5
 	r1=$(rss_kb "$REDIS_PID")
 	stop_redis
-	row "1M keys, 100 B values" "server RSS MiB (empty server)" \
+	row "1M keys, 100 B values" "server RSS MiB, 5 s after the fill (empty server)" \
 		"$(awk -v b="$d1" -v a="$d0" 'BEGIN { printf "%.0f (%.0f)", b / 1024, a / 1024 }')" \
 		"$(awk -v b="$r1" -v a="$r0" 'BEGIN { printf "%.0f (%.0f)", b / 1024, a / 1024 }')"
 	row "1M keys, 100 B values" "fill requests/s (dss bench fill; redis-cli --pipe)" "$(fmt "$(j fill1m .requests_per_second)" 0)" ""
