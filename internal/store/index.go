@@ -3,66 +3,60 @@ package store
 import (
 	"hash/maphash"
 	"iter"
-	"unsafe"
+	"strings"
 )
 
 // index finds a key's record. It maps a 64-bit hash of the key to the
-// record (16 bytes a key, where a map from key strings to records takes
-// about 80); the rare key whose hash another key already holds goes to a
-// small map by the key itself.
+// record's place in the arena (16 bytes a key, and nothing for the garbage
+// collector to scan); the rare key whose hash another key already holds
+// goes to a small map by the key itself.
 type index struct {
 	seed     maphash.Seed
-	byHash   map[uint64]unsafe.Pointer
-	overflow map[string]unsafe.Pointer // keys alias their records
+	byHash   map[uint64]ref
+	overflow map[string]ref
 }
 
 func newIndex() index {
-	return index{seed: maphash.MakeSeed(), byHash: make(map[uint64]unsafe.Pointer)}
+	return index{seed: maphash.MakeSeed(), byHash: make(map[uint64]ref)}
 }
 
 func (x *index) len() int { return len(x.byHash) + len(x.overflow) }
 
-func (x *index) hash(key string) uint64 { return maphash.String(x.seed, key) }
-
-// get returns the record of key.
-func (x *index) get(key []byte) (record, bool) {
-	if p, ok := x.byHash[maphash.Bytes(x.seed, key)]; ok {
-		if r := recordAt(p); r.key() == string(key) {
-			return r, true
-		}
+// get returns where the record of key is.
+func (x *index) get(a *arena, key []byte) (ref, bool) {
+	if r, ok := x.byHash[maphash.Bytes(x.seed, key)]; ok && a.at(r).key() == string(key) {
+		return r, true
 	}
 	if x.overflow != nil {
-		if p, ok := x.overflow[string(key)]; ok {
-			return recordAt(p), true
-		}
+		r, ok := x.overflow[string(key)]
+		return r, ok
 	}
-	return "", false
+	return 0, false
 }
 
-// put makes r the record of its key.
-func (x *index) put(r record) {
-	key := r.key()
+// put makes r the place of the record of key.
+func (x *index) put(a *arena, key string, r ref) {
 	if x.overflow != nil {
 		if _, ok := x.overflow[key]; ok {
-			x.overflow[key] = r.pointer() // the map takes the new key string
+			x.overflow[key] = r
 			return
 		}
 	}
-	h := x.hash(key)
-	if p, ok := x.byHash[h]; !ok || recordAt(p).key() == key {
-		x.byHash[h] = r.pointer()
+	h := maphash.String(x.seed, key)
+	if old, ok := x.byHash[h]; !ok || a.at(old).key() == key {
+		x.byHash[h] = r
 		return
 	}
 	if x.overflow == nil {
-		x.overflow = make(map[string]unsafe.Pointer)
+		x.overflow = make(map[string]ref)
 	}
-	x.overflow[key] = r.pointer()
+	x.overflow[strings.Clone(key)] = r // key may alias a slab
 }
 
 // delete forgets key.
-func (x *index) delete(key string) {
-	h := x.hash(key)
-	if p, ok := x.byHash[h]; ok && recordAt(p).key() == key {
+func (x *index) delete(a *arena, key string) {
+	h := maphash.String(x.seed, key)
+	if r, ok := x.byHash[h]; ok && a.at(r).key() == key {
 		delete(x.byHash, h)
 		return
 	}
@@ -72,16 +66,16 @@ func (x *index) delete(key string) {
 	}
 }
 
-// all yields every record.
-func (x *index) all() iter.Seq[record] {
-	return func(yield func(record) bool) {
-		for _, p := range x.byHash {
-			if !yield(recordAt(p)) {
+// all yields where every record is.
+func (x *index) all() iter.Seq[ref] {
+	return func(yield func(ref) bool) {
+		for _, r := range x.byHash {
+			if !yield(r) {
 				return
 			}
 		}
-		for _, p := range x.overflow {
-			if !yield(recordAt(p)) {
+		for _, r := range x.overflow {
+			if !yield(r) {
 				return
 			}
 		}

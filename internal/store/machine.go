@@ -2,6 +2,8 @@ package store
 
 import (
 	"bytes"
+	"strings"
+	"unsafe"
 
 	"github.com/dssio/dss/hlc"
 	"github.com/dssio/dss/internal/proto"
@@ -9,7 +11,8 @@ import (
 
 // Machine is the state machine. The zero value is not usable; call New.
 type Machine struct {
-	// keys finds each key's record.
+	arena arena
+	// keys finds each key's record in the arena.
 	keys index
 	// fences holds the tokens of the keys flagged fenced.
 	fences map[string]hlc.Timestamp
@@ -65,39 +68,46 @@ func (m *Machine) version(h recordHeader) hlc.Timestamp {
 	return hlc.Timestamp{Wall: h.wall, Counter: h.counter, Node: m.nodes[h.node]}
 }
 
-// lookup returns the record of key and the key as the record holds it.
-func (m *Machine) lookup(key []byte) (record, string, bool) {
-	r, ok := m.keys.get(key)
-	if !ok {
-		return "", "", false
-	}
-	return r, r.key(), true
+// stored is a key as the machine holds it.
+type stored struct {
+	at  ref
+	rec record
+	key string // aliases the record
 }
 
-// expiredAt reports whether the key of r, whose stored key is key, is past
-// its deadline at now.
-func (m *Machine) expiredAt(r record, key string, now int64) bool {
-	if r.flags()&flagDeadline == 0 {
+// lookup finds key.
+func (m *Machine) lookup(key []byte) (stored, bool) {
+	at, ok := m.keys.get(&m.arena, key)
+	if !ok {
+		return stored{}, false
+	}
+	r := m.arena.at(at)
+	return stored{at: at, rec: r, key: r.key()}, true
+}
+
+// expiredAt reports whether s is past its deadline at now.
+func (m *Machine) expiredAt(s stored, now int64) bool {
+	if s.rec.flags()&flagDeadline == 0 {
 		return false
 	}
-	return m.deadlineOf[key].at <= now
+	return m.deadlineOf[s.key].at <= now
 }
 
 // Get returns the value and version of key as a reader at time now sees it.
 // The value must not be modified.
 func (m *Machine) Get(key []byte, now int64) (value []byte, version hlc.Timestamp, ok bool) {
-	r, k, found := m.lookup(key)
-	if !found || m.expiredAt(r, k, now) {
+	s, found := m.lookup(key)
+	if !found || m.expiredAt(s, now) {
 		return nil, hlc.Timestamp{}, false
 	}
-	return r.value(), m.version(r.header()), true
+	return s.rec.value(), m.version(s.rec.header()), true
 }
 
 // Expired reports whether key is stored but past its deadline at now, so
 // that a proposer can expire it before it proposes another command on it.
 func (m *Machine) Expired(key []byte, now int64) bool {
-	r, k, found := m.lookup(key)
-	return found && m.expiredAt(r, k, now)
+	s, found := m.lookup(key)
+	return found && m.expiredAt(s, now)
 }
 
 // Apply applies c and appends the changes it made to changes.
@@ -105,47 +115,50 @@ func (m *Machine) Apply(c *Command, changes []Change) (Result, []Change) {
 	if m.maxVersion.Before(c.Version) {
 		m.maxVersion = c.Version
 	}
-	r, key, found := m.lookup(c.Key)
-	if found && m.expiredAt(r, key, c.Time) {
+	s, found := m.lookup(c.Key)
+	if found && m.expiredAt(s, c.Time) {
 		// The key is gone from the moment of its deadline: remove it as an
 		// expiry would, before the command sees the keyspace.
-		changes = append(changes, m.remove(r, key, c.Version))
+		changes = append(changes, m.remove(s, c.Version))
 		found = false
 	}
+	var res Result
 	switch c.Op {
 	case OpSet:
-		return m.set(c, r, key, found, changes)
+		res, changes = m.set(c, s, found, changes)
 	case OpDel, OpVDel:
-		return m.del(c, r, key, found, changes)
+		res, changes = m.del(c, s, found, changes)
 	case OpExpire:
 		// A live key is not expired: its deadline moved or went away.
-		if !found {
-			return Result{Outcome: Missing}, changes
+		res = Result{Outcome: Missing}
+		if found {
+			res = Result{Outcome: NotMet, Version: m.version(s.rec.header())}
 		}
-		return Result{Outcome: NotMet, Version: m.version(r.header())}, changes
+	default:
+		res = Result{Outcome: Refused, Err: proto.ErrUnknownCommand}
 	}
-	return Result{Outcome: Refused, Err: proto.ErrUnknownCommand}, changes
+	m.compact()
+	return res, changes
 }
 
-func (m *Machine) set(c *Command, r record, key string, found bool, changes []Change) (Result, []Change) {
+func (m *Machine) set(c *Command, s stored, found bool, changes []Change) (Result, []Change) {
 	var fence hlc.Timestamp
 	fenced, wasDurable := false, false
 	if found {
-		h := r.header()
-		if err := m.checkFence(c, r, key); err != nil {
+		h := s.rec.header()
+		if err := m.checkFence(c, s); err != nil {
 			return Result{Outcome: Refused, Err: err}, changes
 		}
 		switch c.Cond {
 		case proto.IfMissing:
 			return Result{Outcome: NotMet, Version: m.version(h)}, changes
 		case proto.IfMissingOrEqual:
-			if !bytes.Equal(r.value(), c.Value) {
+			if !bytes.Equal(s.rec.value(), c.Value) {
 				return Result{Outcome: NotMet, Version: m.version(h)}, changes
 			}
 		}
-		fence, fenced = m.fences[key]
+		fence, fenced = m.fences[s.key]
 		wasDurable = h.flags&flagVolatile == 0
-		m.dataBytes -= int64(len(key) + len(r.value()))
 	}
 	if c.HasFence && (!fenced || fence.Before(c.Fence)) {
 		fence, fenced = c.Fence, true
@@ -161,73 +174,96 @@ func (m *Machine) set(c *Command, r record, key string, found bool, changes []Ch
 	if c.ExpiresAt != 0 {
 		h.flags |= flagDeadline
 	}
-	nr, nkey := makeRecord(h, string(c.Key), c.Value)
-	m.store(nkey, nr, fence, c.ExpiresAt)
-	value := nr.value()
+	var old *stored
+	if found {
+		old = &s
+	}
+	// store keeps no reference to the key it is given (side tables
+	// clone it), so the request's bytes can be lent without a copy.
+	ns := m.store(old, h, unsafe.String(unsafe.SliceData(c.Key), len(c.Key)), c.Value, fence, c.ExpiresAt)
 	changes = append(changes, Change{
-		Seq: m.seq, Key: nkey, Version: c.Version, Value: value,
+		Seq: m.seq, Key: ns.key, Version: c.Version, Value: ns.rec.value(),
 		Fence: fence, Fenced: fenced, ExpiresAt: c.ExpiresAt, Volatile: c.Volatile,
 		WasDurable: wasDurable,
 	})
 	return Result{Outcome: Applied, Version: c.Version}, changes
 }
 
-// store puts a new record for key in place, with its side tables. The
-// maps take nkey as their key, so no old record stays referenced.
-func (m *Machine) store(nkey string, nr record, fence hlc.Timestamp, expiresAt int64) {
-	m.keys.put(nr)
-	m.dataBytes += int64(len(nkey) + len(nr.value()))
-	if nr.flags()&flagFenced != 0 {
-		m.fences[nkey] = fence
-	} else {
-		delete(m.fences, nkey)
+// store writes a new record for key, in place of old if there is one,
+// with its side tables.
+func (m *Machine) store(old *stored, h recordHeader, key string, value []byte, fence hlc.Timestamp, expiresAt int64) stored {
+	n := recordSize(h, len(key), len(value))
+	at, b := m.arena.alloc(n)
+	r := writeRecord(b, h, key, value)
+	ns := stored{at: at, rec: r, key: r.key()}
+	m.keys.put(&m.arena, ns.key, at)
+	m.dataBytes += int64(len(key) + len(value))
+	if old != nil {
+		m.dataBytes -= int64(len(old.key) + len(old.rec.value()))
+		m.arena.release(old.at, len(old.rec))
 	}
-	m.setDeadline(nkey, expiresAt)
+	if h.flags&flagFenced != 0 {
+		m.fences[m.sideKey(key)] = fence
+	} else {
+		delete(m.fences, key)
+	}
+	m.setDeadline(key, expiresAt)
+	return ns
 }
 
-func (m *Machine) del(c *Command, r record, key string, found bool, changes []Change) (Result, []Change) {
+// sideKey returns key as the side tables may keep it: not aliasing a
+// slab, which it would keep from being freed.
+func (m *Machine) sideKey(key string) string {
+	if d, ok := m.deadlineOf[key]; ok {
+		return d.key
+	}
+	return strings.Clone(key)
+}
+
+func (m *Machine) del(c *Command, s stored, found bool, changes []Change) (Result, []Change) {
 	if !found {
 		return Result{Outcome: Missing}, changes
 	}
-	if err := m.checkFence(c, r, key); err != nil {
+	if err := m.checkFence(c, s); err != nil {
 		return Result{Outcome: Refused, Err: err}, changes
 	}
-	h := r.header()
-	if c.Op == OpVDel && !bytes.Equal(r.value(), c.Value) {
+	h := s.rec.header()
+	if c.Op == OpVDel && !bytes.Equal(s.rec.value(), c.Value) {
 		return Result{Outcome: NotMet, Version: m.version(h)}, changes
 	}
-	changes = append(changes, m.remove(r, key, c.Version))
+	changes = append(changes, m.remove(s, c.Version))
 	return Result{Outcome: Applied, Version: m.version(h)}, changes
 }
 
-// checkFence applies the fencing rules to a command on the live record r.
-func (m *Machine) checkFence(c *Command, r record, key string) *proto.Error {
-	if r.flags()&flagFenced == 0 {
+// checkFence applies the fencing rules to a command on the live key s.
+func (m *Machine) checkFence(c *Command, s stored) *proto.Error {
+	if s.rec.flags()&flagFenced == 0 {
 		return nil
 	}
 	switch {
 	case !c.HasFence:
 		return proto.ErrFencingRequired
-	case c.Fence.Before(m.fences[key]):
+	case c.Fence.Before(m.fences[s.key]):
 		return proto.ErrFencingLower
 	}
 	return nil
 }
 
-// remove deletes key and returns the change, numbered, with version as the
-// version of the deletion.
-func (m *Machine) remove(r record, key string, version hlc.Timestamp) Change {
-	m.drop(r, key)
+// remove deletes the key s and returns the change, numbered, with version
+// as the version of the deletion.
+func (m *Machine) remove(s stored, version hlc.Timestamp) Change {
+	m.drop(s)
 	m.seq++
-	return Change{Seq: m.seq, Key: key, Deleted: true, Version: version, WasDurable: r.flags()&flagVolatile == 0}
+	return Change{Seq: m.seq, Key: s.key, Deleted: true, Version: version, WasDurable: s.rec.flags()&flagVolatile == 0}
 }
 
-// drop deletes key, whose record is r, with its side tables.
-func (m *Machine) drop(r record, key string) {
-	m.keys.delete(key)
-	delete(m.fences, key)
-	m.setDeadline(key, 0)
-	m.dataBytes -= int64(len(key) + len(r.value()))
+// drop deletes the key s with its side tables.
+func (m *Machine) drop(s stored) {
+	m.keys.delete(&m.arena, s.key)
+	delete(m.fences, s.key)
+	m.setDeadline(s.key, 0)
+	m.dataBytes -= int64(len(s.key) + len(s.rec.value()))
+	m.arena.release(s.at, len(s.rec))
 }
 
 // setDeadline gives key a deadline (0: none).
@@ -238,13 +274,50 @@ func (m *Machine) setDeadline(key string, at int64) {
 		m.deadlines.remove(d.index)
 		delete(m.deadlineOf, key)
 	case at != 0 && d != nil:
-		d.key, d.at = key, at
-		m.deadlineOf[key] = d // take the new record's key string
+		d.at = at
 		m.deadlines.fix(d.index)
 	case at != 0:
-		d = &deadline{key: key, at: at}
-		m.deadlineOf[key] = d
+		d = &deadline{key: m.sideKey(key), at: at}
+		m.deadlineOf[d.key] = d
 		m.deadlines.push(d)
+	}
+}
+
+// compact moves a few live records out of the emptiest slab when enough
+// of the arena is garbage.
+func (m *Machine) compact() {
+	a := &m.arena
+	if !a.compactOn {
+		if !a.garbage() {
+			return
+		}
+		id, ok := a.emptiest()
+		if !ok {
+			return
+		}
+		a.victim, a.next, a.compactOn = id, 0, true
+	}
+	s := a.slabs[a.victim]
+	for moved := 0; moved < compactStep && a.compactOn; {
+		if a.next >= len(s.buf) {
+			// Every record in it is garbage or moved (then release has
+			// dropped it already); a slab that still counts live bytes
+			// here is kept, not lost.
+			a.compactOn = false
+			return
+		}
+		at := makeRef(a.victim, a.next)
+		r := a.at(at)
+		a.next += len(r)
+		key := r.key()
+		if cur, ok := m.keys.get(a, unsafe.Slice(unsafe.StringData(key), len(key))); !ok || cur != at {
+			continue // garbage
+		}
+		nat, b := a.alloc(len(r))
+		copy(b, r)
+		m.keys.put(a, key, nat)
+		a.release(at, len(r))
+		moved++
 	}
 }
 

@@ -5,10 +5,9 @@ import (
 	"unsafe"
 )
 
-// A record is one stored key with its value and metadata, in a single
-// allocation without pointers, so that a million keys cost the garbage
-// collector almost nothing to scan; the index holds a pointer to it.
-// Records never change: a new value, version or flag makes a new record.
+// A record is one stored key with its value and metadata, in a slab of
+// the arena. Records never change: a new value, version or flag makes a
+// new record.
 //
 // Layout:
 //
@@ -39,24 +38,31 @@ type recordHeader struct {
 	node    uint32
 }
 
-// makeRecord builds a record. It returns the record and its key, a
-// substring of it.
-func makeRecord(h recordHeader, key string, value []byte) (record, string) {
-	var vb [3 * binary.MaxVarintLen64]byte
-	v := binary.AppendUvarint(vb[:0], uint64(h.node))
-	v = binary.AppendUvarint(v, uint64(len(key)))
-	v = binary.AppendUvarint(v, uint64(len(value)))
-	b := make([]byte, recordFixed, recordFixed+len(v)+len(key)+len(value))
+// recordSize returns the size of a record for key and value.
+func recordSize(h recordHeader, keyLen, valueLen int) int {
+	return recordFixed + uvarintLen(uint64(h.node)) + uvarintLen(uint64(keyLen)) + uvarintLen(uint64(valueLen)) + keyLen + valueLen
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for ; v >= 0x80; v >>= 7 {
+		n++
+	}
+	return n
+}
+
+// writeRecord fills b, of recordSize bytes, with the record.
+func writeRecord(b []byte, h recordHeader, key string, value []byte) record {
 	binary.LittleEndian.PutUint64(b[0:8], uint64(h.wall))
 	binary.LittleEndian.PutUint32(b[8:12], h.counter)
 	b[12] = h.flags
 	binary.LittleEndian.PutUint64(b[13:21], h.seq)
-	b = append(b, v...)
-	keyOff := len(b)
-	b = append(b, key...)
-	b = append(b, value...)
-	r := record(unsafe.String(unsafe.SliceData(b), len(b)))
-	return r, string(r[keyOff : keyOff+len(key)])
+	v := binary.AppendUvarint(b[:recordFixed], uint64(h.node))
+	v = binary.AppendUvarint(v, uint64(len(key)))
+	v = binary.AppendUvarint(v, uint64(len(value)))
+	v = append(v, key...)
+	v = append(v, value...)
+	return record(unsafe.String(unsafe.SliceData(b), len(v)))
 }
 
 func (r record) header() recordHeader {
@@ -106,9 +112,6 @@ func (r record) value() []byte {
 	}
 	return unsafe.Slice(unsafe.StringData(string(r[off:])), vlen)
 }
-
-// pointer returns the address of the record, for the index.
-func (r record) pointer() unsafe.Pointer { return unsafe.Pointer(unsafe.StringData(string(r))) }
 
 // recordAt returns the record that starts at p. It reads the header byte
 // by byte, never past the record's end.

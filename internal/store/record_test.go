@@ -2,11 +2,16 @@ package store
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 	"unsafe"
 
 	"github.com/dssio/dss/hlc"
 )
+
+func testRecord(h recordHeader, key string, value []byte) record {
+	return writeRecord(make([]byte, recordSize(h, len(key), len(value))), h, key, value)
+}
 
 func TestRecordRoundTrip(t *testing.T) {
 	for _, tt := range []struct {
@@ -18,30 +23,25 @@ func TestRecordRoundTrip(t *testing.T) {
 		{recordHeader{wall: -1, counter: 1<<32 - 1, seq: 0, node: 1 << 20}, "k", nil},
 		{recordHeader{wall: 5}, string(bytes.Repeat([]byte{0xff, 0, '\r'}, 200)), []byte("\x00")},
 	} {
-		r, key := makeRecord(tt.h, tt.key, tt.value)
+		r := testRecord(tt.h, tt.key, tt.value)
+		if len(r) != recordSize(tt.h, len(tt.key), len(tt.value)) {
+			t.Errorf("record of %d bytes, want %d", len(r), recordSize(tt.h, len(tt.key), len(tt.value)))
+		}
 		if got := r.header(); got != tt.h {
 			t.Errorf("header %+v, want %+v", got, tt.h)
 		}
-		if key != tt.key || !bytes.Equal(r.value(), tt.value) {
-			t.Errorf("key %q value %q", key, r.value())
+		if r.key() != tt.key || !bytes.Equal(r.value(), tt.value) {
+			t.Errorf("key %q value %q", r.key(), r.value())
 		}
-		if !inside(key, r) {
-			t.Error("the key does not alias the record")
+		if back := recordAt(unsafe.Pointer(unsafe.StringData(string(r)))); back != r {
+			t.Error("recordAt does not find the record's end")
 		}
 	}
 }
 
-// inside reports whether s points into r.
-func inside(s string, r record) bool {
-	sp := uintptr(unsafe.Pointer(unsafe.StringData(s)))
-	rp := uintptr(unsafe.Pointer(unsafe.StringData(string(r))))
-	return sp >= rp && sp+uintptr(len(s)) <= rp+uintptr(len(r))
-}
-
-// TestOverwriteKeepsNoOldRecord: every key string the machine keeps must
-// point into the key's current record, or old records would never be
-// freed.
-func TestOverwriteKeepsNoOldRecord(t *testing.T) {
+// TestSideTablesKeepNoSlab: the keys the side tables keep must not alias a
+// slab, or a single fenced key would keep its whole slab from being freed.
+func TestSideTablesKeepNoSlab(t *testing.T) {
 	m := New()
 	for i := 0; i < 5; i++ {
 		c := set("k", string(rune('a'+i)), v(int64(100+i), 0))
@@ -51,18 +51,27 @@ func TestOverwriteKeepsNoOldRecord(t *testing.T) {
 			t.Fatalf("SET %d: %+v", i, res)
 		}
 	}
-	r, _ := m.keys.get([]byte("k"))
-	if m.keys.len() != 1 {
-		t.Fatalf("%d records indexed", m.keys.len())
+	inSlab := func(s string) bool {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		for _, sl := range m.arena.slabs {
+			if sl == nil {
+				continue
+			}
+			b := uintptr(unsafe.Pointer(unsafe.SliceData(sl.buf)))
+			if p >= b && p < b+uintptr(cap(sl.buf)) {
+				return true
+			}
+		}
+		return false
 	}
 	for key := range m.fences {
-		if !inside(key, r) {
-			t.Fatal("the fences keep an old record's key")
+		if inSlab(key) {
+			t.Fatal("the fences keep a key inside a slab")
 		}
 	}
 	for key, d := range m.deadlineOf {
-		if !inside(key, r) || !inside(d.key, r) {
-			t.Fatal("the deadlines keep an old record's key")
+		if inSlab(key) || inSlab(d.key) {
+			t.Fatal("the deadlines keep a key inside a slab")
 		}
 	}
 	if m.fences["k"] != v(1, 4) || m.deadlineOf["k"].at != 10_004 {
@@ -86,41 +95,97 @@ func TestNodesAreInterned(t *testing.T) {
 // TestIndexHashCollisions gives two keys the same hash: both must stay
 // reachable, through every change.
 func TestIndexHashCollisions(t *testing.T) {
+	var a arena
 	x := newIndex()
-	rec := func(key, value string) record {
-		r, _ := makeRecord(recordHeader{}, key, []byte(value))
-		return r
+	put := func(key, value string) ref {
+		h := recordHeader{}
+		at, b := a.alloc(recordSize(h, len(key), len(value)))
+		writeRecord(b, h, key, []byte(value))
+		return at
 	}
 	// Put a and b in the same hash slot by hand, as a collision would.
-	a, b := rec("a", "1"), rec("b", "2")
-	x.put(a)
-	x.overflow = map[string]unsafe.Pointer{"b": b.pointer()}
+	x.put(&a, "a", put("a", "1"))
+	x.overflow = map[string]ref{"b": put("b", "2")}
 	check := func(key, value string) {
 		t.Helper()
-		r, ok := x.get([]byte(key))
+		at, ok := x.get(&a, []byte(key))
 		if value == "" {
 			if ok {
 				t.Fatalf("%s still found", key)
 			}
 			return
 		}
-		if !ok || string(r.value()) != value {
-			t.Fatalf("%s = %q, %v; want %q", key, r.value(), ok, value)
+		if !ok || string(a.at(at).value()) != value {
+			t.Fatalf("%s = %q, %v; want %q", key, a.at(at).value(), ok, value)
 		}
 	}
 	check("a", "1")
 	check("b", "2")
-	x.put(rec("b", "3")) // an update of the overflowing key stays in overflow
+	x.put(&a, "b", put("b", "3")) // an update of the overflowing key stays in overflow
 	check("b", "3")
 	if x.len() != 2 {
 		t.Fatalf("len %d", x.len())
 	}
-	x.delete("a")
+	x.delete(&a, "a")
 	check("a", "")
 	check("b", "3")
-	x.delete("b")
+	x.delete(&a, "b")
 	check("b", "")
 	if x.len() != 0 || x.overflow != nil {
 		t.Fatalf("len %d, overflow %v", x.len(), x.overflow)
 	}
+}
+
+// TestCompaction overwrites keys until most of the slabs are garbage: the
+// arena must compact it away, and every key must keep its latest value.
+func TestCompaction(t *testing.T) {
+	m := New()
+	value := bytes.Repeat([]byte("x"), 200)
+	const keys = 40000
+	for round := 0; round < 10; round++ {
+		for i := 0; i < keys; i++ {
+			val := append([]byte(fmt.Sprint(round, "-")), value...)
+			m.Apply(set(fmt.Sprint("key", i), string(val), v(int64(round*keys+i), 0)), nil)
+		}
+	}
+	// Deleting half leaves garbage that later writes compact.
+	for i := 0; i < keys; i += 2 {
+		m.Apply(&Command{Op: OpDel, Key: []byte(fmt.Sprint("key", i)), Version: v(1<<40, uint32(i))}, nil)
+	}
+	for i := 0; i < 20*keys; i++ {
+		m.Apply(set(fmt.Sprint("other", i%100), "v", v(2<<40, uint32(i))), nil)
+	}
+	a := &m.arena
+	garbage := float64(a.used-a.live) / float64(a.used)
+	t.Logf("%d slabs, %d MiB used, %.0f%% garbage", len(a.slabs)-len(a.freeIDs), a.used>>20, 100*garbage)
+	if a.used-a.live > compactMin && garbage > 2*compactAbove {
+		t.Fatalf("%.0f%% of the arena is garbage", 100*garbage)
+	}
+	// Ten rounds of overwrites wrote ten times the live data.
+	if a.used > 2*a.live+compactMin {
+		t.Fatalf("%d MiB of slabs for %d MiB of records", a.used>>20, a.live>>20)
+	}
+	if a.live != int64(liveBytes(m)) {
+		t.Fatalf("the arena counts %d live bytes, the records take %d", a.live, liveBytes(m))
+	}
+	for i := 0; i < keys; i++ {
+		val, _, ok := m.Get([]byte(fmt.Sprint("key", i)), 0)
+		if i%2 == 0 {
+			if ok {
+				t.Fatalf("key%d survived its deletion", i)
+			}
+			continue
+		}
+		if !ok || !bytes.HasPrefix(val, []byte("9-")) {
+			t.Fatalf("key%d = %.10q, %v", i, val, ok)
+		}
+	}
+}
+
+func liveBytes(m *Machine) int {
+	n := 0
+	for at := range m.keys.all() {
+		n += len(m.arena.at(at))
+	}
+	return n
 }

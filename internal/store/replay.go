@@ -24,18 +24,14 @@ func (m *Machine) Replay(c *Change) {
 		return
 	}
 	// The index reads the key, never writes it.
-	r, found := m.keys.get(unsafe.Slice(unsafe.StringData(c.Key), len(c.Key)))
-	if found && r.header().seq >= c.Seq {
+	s, found := m.lookup(unsafe.Slice(unsafe.StringData(c.Key), len(c.Key)))
+	if found && s.rec.header().seq >= c.Seq {
 		return
 	}
-	if found {
-		key := r.key()
-		if c.Deleted {
-			m.drop(r, key)
-			return
+	if c.Deleted {
+		if found {
+			m.drop(s)
 		}
-		m.dataBytes -= int64(len(key) + len(r.value()))
-	} else if c.Deleted {
 		return
 	}
 	h := recordHeader{wall: c.Version.Wall, counter: c.Version.Counter, seq: c.Seq, node: m.node(c.Version.Node)}
@@ -48,8 +44,12 @@ func (m *Machine) Replay(c *Change) {
 	if c.ExpiresAt != 0 {
 		h.flags |= flagDeadline
 	}
-	nr, nkey := makeRecord(h, c.Key, c.Value)
-	m.store(nkey, nr, c.Fence, c.ExpiresAt)
+	var old *stored
+	if found {
+		old = &s
+	}
+	m.store(old, h, c.Key, c.Value, c.Fence, c.ExpiresAt)
+	m.compact()
 }
 
 // Entries yields the state of every stored key as a Change, for a
@@ -59,7 +59,8 @@ func (m *Machine) Replay(c *Change) {
 // Replay makes a journal replayed over such a snapshot exact.
 func (m *Machine) Entries() iter.Seq[Change] {
 	return func(yield func(Change) bool) {
-		for r := range m.keys.all() {
+		for at := range m.keys.all() {
+			r := m.arena.at(at)
 			key := r.key()
 			h := r.header()
 			c := Change{

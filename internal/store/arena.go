@@ -1,0 +1,139 @@
+package store
+
+import (
+	"unsafe"
+)
+
+// The records live in slabs: large byte slices that records are appended
+// to and never overwritten. The garbage collector sees a few objects per
+// gigabyte instead of one per key, and the index that refers to records
+// holds no pointers at all, so a full collection costs the same with ten
+// million keys as with ten thousand.
+//
+// A replaced or deleted record becomes garbage inside its slab. When a
+// tenth of the slab memory is garbage, the arena compacts: it copies the
+// live records of the emptiest slab to the current one, a few per
+// request, and then forgets the slab. Memory is never reused in place, so
+// a value that a caller still reads (a response, a notification, a
+// snapshot) stays intact: the slab is freed by the garbage collector once
+// nothing refers to it.
+
+const (
+	slabSize = 1 << 20
+	// bigRecord is the size from which a record gets a slab of its own.
+	bigRecord = slabSize / 8
+	// compactAbove starts compaction when garbage exceeds this share of
+	// the slab memory (and compactMin bytes).
+	compactAbove = 0.10
+	compactMin   = 4 * slabSize
+	// compactStep is how many records one call moves.
+	compactStep = 8
+)
+
+// ref locates a record: slab id in the high 32 bits, offset in the low.
+type ref uint64
+
+func makeRef(slab uint32, off int) ref { return ref(uint64(slab)<<32 | uint64(off)) }
+func (r ref) slab() uint32               { return uint32(r >> 32) }
+func (r ref) offset() int                { return int(uint32(r)) }
+
+type slab struct {
+	buf  []byte // records, appended; cap is the slab's size
+	live int    // bytes of records still in use
+}
+
+type arena struct {
+	slabs   []*slab // by id; nil for an id that is free
+	freeIDs []uint32
+	cur     uint32 // the slab new small records go to
+	hasCur  bool
+	used    int64 // bytes of all records in slabs, live or not
+	live    int64 // bytes of live records
+	// victim is the slab being compacted, when compacting; next is the
+	// offset of the next record to look at.
+	victim    uint32
+	compactOn bool
+	next      int
+}
+
+func (a *arena) slabID() uint32 {
+	if n := len(a.freeIDs); n > 0 {
+		id := a.freeIDs[n-1]
+		a.freeIDs = a.freeIDs[:n-1]
+		return id
+	}
+	a.slabs = append(a.slabs, nil)
+	return uint32(len(a.slabs) - 1)
+}
+
+// alloc returns room for a record of n bytes.
+func (a *arena) alloc(n int) (ref, []byte) {
+	if n >= bigRecord {
+		id := a.slabID()
+		s := &slab{buf: make([]byte, n), live: n}
+		a.slabs[id] = s
+		a.used += int64(n)
+		a.live += int64(n)
+		return makeRef(id, 0), s.buf
+	}
+	if !a.hasCur || len(a.slabs[a.cur].buf)+n > cap(a.slabs[a.cur].buf) {
+		id := a.slabID()
+		a.slabs[id] = &slab{buf: make([]byte, 0, slabSize)}
+		a.cur, a.hasCur = id, true
+	}
+	s := a.slabs[a.cur]
+	off := len(s.buf)
+	s.buf = s.buf[:off+n]
+	s.live += n
+	a.used += int64(n)
+	a.live += int64(n)
+	return makeRef(a.cur, off), s.buf[off : off+n : off+n]
+}
+
+// at returns the record at r.
+func (a *arena) at(r ref) record {
+	return recordAt(unsafe.Pointer(&a.slabs[r.slab()].buf[r.offset()]))
+}
+
+// release marks the record at r, of n bytes, as garbage.
+func (a *arena) release(r ref, n int) {
+	id := r.slab()
+	s := a.slabs[id]
+	s.live -= n
+	a.live -= int64(n)
+	if s.live == 0 && !(a.hasCur && id == a.cur) {
+		a.drop(id)
+	}
+}
+
+// drop forgets a slab whose records are all garbage or moved.
+func (a *arena) drop(id uint32) {
+	a.used -= int64(len(a.slabs[id].buf))
+	a.slabs[id] = nil
+	a.freeIDs = append(a.freeIDs, id)
+	if a.compactOn && a.victim == id {
+		a.compactOn = false
+	}
+}
+
+// garbage reports whether compaction is due.
+func (a *arena) garbage() bool {
+	g := a.used - a.live
+	return g > compactMin && float64(g) > compactAbove*float64(a.used)
+}
+
+// emptiest returns the slab, other than the current one, with the least
+// live data, and whether there is one worth compacting.
+func (a *arena) emptiest() (uint32, bool) {
+	best, found := uint32(0), false
+	bestLive := slabSize / 2 // a slab more than half live is not worth it
+	for id, s := range a.slabs {
+		if s == nil || (a.hasCur && uint32(id) == a.cur) || len(s.buf) < slabSize/2 {
+			continue
+		}
+		if s.live < bestLive {
+			best, bestLive, found = uint32(id), s.live, true
+		}
+	}
+	return best, found
+}
