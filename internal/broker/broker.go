@@ -150,14 +150,16 @@ func (b *Broker) Close(grace time.Duration) error {
 
 // publish routes a message from the broker itself to the topic's
 // subscribers; their write loops send it.
-func (b *Broker) publish(pk packets.Packet) { b.publishWithAck(pk, nil, nil, false) }
+func (b *Broker) publish(pk *packets.Packet) { b.publishWithAck(pk, nil, nil, false) }
 
 // publishWithAck publishes pk, and ack (the PUBACK of requester's request)
 // with it: when requester is among the subscribers, both go out in one
 // write; otherwise ack goes alone. With now set, the caller's goroutine
 // writes them (it is the requester's reader, and the result was ready at
-// once); otherwise the subscribers' write loops do.
-func (b *Broker) publishWithAck(pk packets.Packet, requester *mqtt.Client, ack *packets.Packet, now bool) {
+// once); otherwise the subscribers' write loops do. Packets are passed by
+// pointer: one is 800 bytes, and copies of it made the goroutine stacks of
+// the request path grow.
+func (b *Broker) publishWithAck(pk *packets.Packet, requester *mqtt.Client, ack *packets.Packet, now bool) {
 	pk.FixedHeader.Type = packets.Publish
 	pk.Origin = inlineClientID
 	pk.Created = time.Now().Unix()
@@ -165,7 +167,7 @@ func (b *Broker) publishWithAck(pk packets.Packet, requester *mqtt.Client, ack *
 	if rt.general {
 		b.sendAck(requester, ack, now)
 		pk.PacketID = 1 // any non-zero id; the broker's own publishes are never acknowledged
-		if err := b.srv.InjectPacket(b.inline, pk); err != nil {
+		if err := b.srv.InjectPacket(b.inline, *pk); err != nil {
 			b.log.Warn("publish failed", "topic", pk.TopicName, "err", err)
 		}
 		return
@@ -180,11 +182,11 @@ func (b *Broker) publishWithAck(pk packets.Packet, requester *mqtt.Client, ack *
 		var err error
 		switch {
 		case ack != nil && cl == requester && now:
-			var out packets.Packet
+			out := *pk
 			var send bool
-			out, send, err = b.srv.PrepareDelivery(cl, t.sub, pk)
+			send, err = b.srv.PrepareDelivery(cl, t.sub, &out)
 			if send && err == nil {
-				err = cl.WritePackets(*ack, out)
+				err = cl.WritePackets(ack, &out)
 				ack = nil
 			}
 		case ack != nil && cl == requester:

@@ -18,7 +18,7 @@ import (
 // and the new one's stay.
 type registry struct {
 	metrics *Metrics
-	publish func(packets.Packet)
+	publish func(*packets.Packet)
 
 	mu     sync.Mutex
 	byKey  map[string]map[*mqtt.Client]struct{} // guarded by mu
@@ -27,7 +27,7 @@ type registry struct {
 
 var _ engine.Notifier = (*registry)(nil)
 
-func newRegistry(m *Metrics, publish func(packets.Packet)) *registry {
+func newRegistry(m *Metrics, publish func(*packets.Packet)) *registry {
 	return &registry{
 		metrics: m,
 		publish: publish,
@@ -127,7 +127,7 @@ func (r *registry) deliver(c *store.Change, ids []string) {
 	version := c.Version.String()
 	key := []byte(c.Key)
 	for _, id := range ids {
-		r.publish(packets.Packet{
+		r.publish(&packets.Packet{
 			FixedHeader: packets.FixedHeader{Qos: 1},
 			TopicName:   proto.NotifyTopic(id, key),
 			Payload:     payload,

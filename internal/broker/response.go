@@ -82,5 +82,5 @@ func (b *Broker) respond(c *call, payload []byte, user []packets.UserProperty, n
 		},
 	}
 	ack := c.puback()
-	b.publishWithAck(pk, c.client, &ack, now)
+	b.publishWithAck(&pk, c.client, &ack, now)
 }

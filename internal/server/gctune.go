@@ -10,9 +10,10 @@ import (
 // gcTuner keeps the garbage collector's headroom in proportion to what a
 // store needs. Go's default (GOGC=100) lets the heap grow to twice the live
 // data before collecting: for a store whose live data is mostly its keys,
-// that doubles its memory. The tuner lets the heap grow by 32 MiB or a
-// tenth of the live data, whichever is more, instead. The keys are stored
-// in allocations without pointers, so collecting more often costs little.
+// that doubles its memory, while with little data (and many requests) it
+// collects far too often. The tuner lets the heap grow by 64 MiB or a
+// tenth of the live data, whichever is more, instead. The keys live in
+// slabs without pointers, so collecting a large heap costs little.
 // When the server has gone quiet after a burst of work, it also hands the
 // memory the heap no longer uses back to the operating system at once
 // rather than over minutes. It leaves the collector alone when GOGC or
@@ -23,7 +24,7 @@ type gcTuner struct {
 }
 
 const (
-	gcMinHeadroom  = 32 << 20
+	gcMinHeadroom  = 64 << 20
 	gcHeadroomPart = 0.10
 	gcTuneEvery    = 2 * time.Second
 	// gcQuiet is what the server may allocate between two ticks and still
@@ -77,12 +78,11 @@ func (t *gcTuner) run() {
 
 // gcPercent is the GOGC for a live heap of live bytes.
 func gcPercent(live uint64) int {
-	if live == 0 {
-		return 100
+	if live < 1<<20 {
+		live = 1 << 20 // an empty server: a GOGC of 100 times the minimum
 	}
 	headroom := max(float64(gcMinHeadroom), gcHeadroomPart*float64(live))
-	p := int(100 * headroom / float64(live))
-	return min(max(p, 10), 100)
+	return max(int(100*headroom/float64(live)), 10)
 }
 
 // Stop ends the tuner and gives the collector its default back.

@@ -118,7 +118,6 @@ type Client struct {
 type ClientConnection struct {
 	Conn     net.Conn      // the net.Conn used to establish the connection
 	bconn    *bufio.Reader // a buffered net.Conn for reading packets
-	outbuf   *bytes.Buffer // a buffer for writing packets
 	Remote   string        // the remote address of the client
 	Listener string        // listener id of the client
 	Inline   bool          // if true, the client is the built-in 'inline' embedded client
@@ -154,7 +153,7 @@ type ClientState struct {
 	Inflight        *Inflight          // a map of in-flight qos messages
 	Subscriptions   *Subscriptions     // a map of the subscription filters a client maintains
 	disconnected    int64              // the time the client disconnected in unix time, for calculating expiry
-	outbound        chan pendingWrite  // queue for pending outbound packets
+	outbound        outboundQueue      // queue for pending outbound packets
 	endOnce         sync.Once          // only end once
 	isTakenOver     atomic.Bool        // used to identify orphaned clients
 	packetID        uint32             // the current highest packetID
@@ -177,7 +176,7 @@ func newClient(c net.Conn, o *ops) *Client {
 			open:          ctx,
 			cancelOpen:    cancel,
 			Keepalive:     defaultKeepalive,
-			outbound:      make(chan pendingWrite, o.options.Capabilities.MaximumClientWritesPending),
+			outbound:      outboundQueue{ready: make(chan struct{}, 1)},
 		},
 		Properties: ClientProperties{
 			ProtocolVersion: defaultClientProtocolVersion, // default protocol version
@@ -205,22 +204,81 @@ type pendingWrite struct {
 	ack *packets.Packet
 }
 
+// outboundQueue holds the packets waiting for the client's write loop.
+//
+// dss: it was a channel with room for MaximumClientWritesPending entries,
+// allocated whole for every connection (128 KiB by default) and scanned by
+// every garbage collection even when empty. A slice that grows when
+// needed costs nothing while the connection is idle, and lets the write
+// loop send everything waiting with one write.
+type outboundQueue struct {
+	mu    sync.Mutex
+	items []pendingWrite
+	ready chan struct{} // has a token when items is not empty
+}
+
+// push queues w unless max entries are waiting.
+func (q *outboundQueue) push(w pendingWrite, max int) bool {
+	q.mu.Lock()
+	if max > 0 && len(q.items) >= max {
+		q.mu.Unlock()
+		return false
+	}
+	q.items = append(q.items, w)
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// take moves every waiting entry to into.
+func (q *outboundQueue) take(into []pendingWrite) []pendingWrite {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	into = append(into, q.items...)
+	clear(q.items)
+	if cap(q.items) > 64 {
+		q.items = nil // a burst is over: give its memory back
+	} else {
+		q.items = q.items[:0]
+	}
+	return into
+}
+
+// writeBatch bounds how many packets one write carries.
+const writeBatch = 64
+
 // WriteLoop ranges over pending outbound messages and writes them to the client connection.
 func (cl *Client) WriteLoop() {
+	var batch []pendingWrite
+	var pks []*packets.Packet
 	for {
 		select {
-		case w := <-cl.State.outbound:
-			var err error
-			if w.ack != nil {
-				err = cl.WritePackets(*w.ack, *w.pk)
-			} else {
-				err = cl.WritePacket(*w.pk)
+		case <-cl.State.outbound.ready:
+			batch = cl.State.outbound.take(batch[:0])
+			for len(batch) > 0 {
+				n := min(len(batch), writeBatch)
+				pks = pks[:0]
+				for _, w := range batch[:n] {
+					if w.ack != nil {
+						pks = append(pks, w.ack)
+					}
+					pks = append(pks, w.pk)
+				}
+				if err := cl.WritePackets(pks...); err != nil {
+					cl.ops.log.Debug("failed publishing packet", "error", err, "client", cl.ID)
+				}
+				atomic.AddInt32(&cl.State.outboundQty, -int32(n))
+				clear(batch[:n])
+				clear(pks)
+				batch = batch[n:]
 			}
-			if err != nil {
-				// TODO : Figure out what to do with error
-				cl.ops.log.Debug("failed publishing packet", "error", err, "client", cl.ID, "packet", w.pk)
+			batch, pks = batch[:0], pks[:0]
+			if cap(pks) > 2*writeBatch {
+				pks = nil
 			}
-			atomic.AddInt32(&cl.State.outboundQty, -1)
 		case <-cl.State.open.Done():
 			return
 		}
@@ -232,13 +290,16 @@ func (cl *Client) WriteLoop() {
 //
 // dss: for a PUBACK that goes out later than the publish was read.
 func (cl *Client) WriteLater(pk packets.Packet) bool {
-	select {
-	case cl.State.outbound <- pendingWrite{pk: &pk}:
-		atomic.AddInt32(&cl.State.outboundQty, 1)
-		return true
-	default:
+	return cl.enqueue(pendingWrite{pk: &pk})
+}
+
+// enqueue hands w to the client's write loop, unless the queue is full.
+func (cl *Client) enqueue(w pendingWrite) bool {
+	if !cl.State.outbound.push(w, int(cl.ops.options.Capabilities.MaximumClientWritesPending)) {
 		return false
 	}
+	atomic.AddInt32(&cl.State.outboundQty, 1)
+	return true
 }
 
 // ParseConnect parses the connect parameters and properties for a client.
@@ -576,7 +637,7 @@ func (cl *Client) ReadPacket(fh *packets.FixedHeader) (pk packets.Packet, err er
 
 // WritePacket encodes and writes a packet to the client.
 func (cl *Client) WritePacket(pk packets.Packet) error {
-	return cl.WritePackets(pk)
+	return cl.WritePackets(&pk)
 }
 
 // WritePackets encodes packets and writes them to the client with one
@@ -584,7 +645,8 @@ func (cl *Client) WritePacket(pk packets.Packet) error {
 //
 // dss: WritePacket made one write per packet; the state store writes the
 // PUBACK of a request and its response together.
-func (cl *Client) WritePackets(pks ...packets.Packet) error {
+// The packets are changed in place as they are prepared for this client.
+func (cl *Client) WritePackets(pks ...*packets.Packet) error {
 	if cl.Closed() {
 		return ErrConnectionClosed
 	}
@@ -599,7 +661,7 @@ func (cl *Client) WritePackets(pks ...packets.Packet) error {
 	var encodeErr error
 	for i := range pks {
 		before := buf.Len()
-		if err := cl.encodePacket(&pks[i], buf); err != nil {
+		if err := cl.encodePacket(pks[i], buf); err != nil {
 			// Leave this one out (too large for the client, say) and
 			// still write the others.
 			buf.Truncate(before)
@@ -619,32 +681,7 @@ func (cl *Client) WritePackets(pks ...packets.Packet) error {
 	n, err := func() (int64, error) {
 		cl.Lock()
 		defer cl.Unlock()
-		if len(cl.State.outbound) == 0 {
-			if cl.Net.outbuf == nil {
-				return buf.WriteTo(cl.Net.Conn)
-			}
-
-			// first write to buffer, then flush buffer
-			n, _ := cl.Net.outbuf.Write(buf.Bytes()) // will always be successful
-			err := cl.flushOutbuf()
-			return int64(n), err
-		}
-
-		// there are more writes in the queue
-		if cl.Net.outbuf == nil {
-			if buf.Len() >= cl.ops.options.ClientNetWriteBufferSize {
-				return buf.WriteTo(cl.Net.Conn)
-			}
-			cl.Net.outbuf = new(bytes.Buffer)
-		}
-
-		n, _ := cl.Net.outbuf.Write(buf.Bytes()) // will always be successful
-		if cl.Net.outbuf.Len() < cl.ops.options.ClientNetWriteBufferSize {
-			return int64(n), nil
-		}
-
-		err := cl.flushOutbuf()
-		return int64(n), err
+		return buf.WriteTo(cl.Net.Conn)
 	}()
 	if err != nil {
 		return err
@@ -659,7 +696,7 @@ func (cl *Client) WritePackets(pks ...packets.Packet) error {
 		if pks[i].FixedHeader.Type == packets.Publish {
 			atomic.AddInt64(&cl.ops.info.MessagesSent, 1)
 		}
-		cl.ops.hooks.OnPacketSent(cl, pks[i], data[:sizes[i]])
+		cl.ops.hooks.OnPacketSent(cl, *pks[i], data[:sizes[i]])
 		data = data[sizes[i]:]
 	}
 
@@ -735,16 +772,4 @@ func (cl *Client) encodePacket(pk *packets.Packet, buf *bytes.Buffer) error {
 		return packets.ErrPacketTooLarge // [MQTT-3.1.2-24] [MQTT-3.1.2-25]
 	}
 	return nil
-}
-
-func (cl *Client) flushOutbuf() (err error) {
-	if cl.Net.outbuf == nil {
-		return
-	}
-
-	_, err = cl.Net.outbuf.WriteTo(cl.Net.Conn)
-	if err == nil {
-		cl.Net.outbuf = nil
-	}
-	return
 }

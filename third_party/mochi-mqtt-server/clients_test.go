@@ -759,84 +759,52 @@ func TestClientWritePacket(t *testing.T) {
 	}
 }
 
-func TestClientWritePacketBuffer(t *testing.T) {
+// dss: the write loop sends everything queued with one write, packets
+// with their acknowledgements in order, and the queue holds no more than
+// MaximumClientWritesPending entries.
+func TestClientWriteLoopBatches(t *testing.T) {
 	r, w := net.Pipe()
-
 	cl := newClient(w, &ops{
 		info:  new(system.Info),
 		hooks: new(Hooks),
 		log:   logger,
 		options: &Options{
 			Capabilities: &Capabilities{
-				ReceiveMaximum:             10,
-				TopicAliasMaximum:          10000,
 				MaximumClientWritesPending: 3,
 				maximumPacketID:            10,
 			},
 		},
 	})
-
-	cl.ID = "mochi"
-	cl.State.Inflight.maximumSendQuota = 5
-	cl.State.Inflight.sendQuota = 5
-	cl.State.Inflight.maximumReceiveQuota = 10
-	cl.State.Inflight.receiveQuota = 10
-	cl.Properties.Props.TopicAliasMaximum = 0
-	cl.Properties.Props.RequestResponseInfo = 0x1
-
-	cl.ops.options.ClientNetWriteBufferSize = 10
 	defer cl.Stop(errClientStop)
+	cl.Properties.ProtocolVersion = 5
 
-	small := packets.TPacketData[packets.Publish].Get(packets.TPublishNoPayload).Packet
-	large := packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
+	small := *packets.TPacketData[packets.Publish].Get(packets.TPublishNoPayload).Packet
+	ack := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback}, PacketID: 7}
+	p1, p2, a := small, small, ack // the write loop prepares them in place
+	require.True(t, cl.enqueue(pendingWrite{pk: &p1}))
+	require.True(t, cl.enqueue(pendingWrite{pk: &p2, ack: &a}))
+	require.True(t, cl.WriteLater(small))
+	require.False(t, cl.WriteLater(small), "a fourth entry is over the limit")
+	require.Equal(t, int32(3), atomic.LoadInt32(&cl.State.outboundQty))
 
-	cl.State.outbound <- pendingWrite{pk: small}
-
-	tt := []struct {
-		pks  []*packets.Packet
-		size int
-	}{
-		{
-			pks:  []*packets.Packet{small, small},
-			size: 18,
-		},
-		{
-			pks:  []*packets.Packet{large},
-			size: 20,
-		},
-		{
-			pks:  []*packets.Packet{small},
-			size: 0,
-		},
+	var want bytes.Buffer
+	for _, pk := range []packets.Packet{small, ack, small, small} {
+		pk.ProtocolVersion, pk.Mods.AllowResponseInfo = 5, true
+		switch pk.FixedHeader.Type {
+		case packets.Puback:
+			require.NoError(t, pk.PubackEncode(&want))
+		default:
+			require.NoError(t, pk.PublishEncode(&want))
+		}
 	}
 
-	go func() {
-		for i, tx := range tt {
-			for _, pk := range tx.pks {
-				cl.Properties.ProtocolVersion = pk.ProtocolVersion
-				err := cl.WritePacket(*pk)
-				require.NoError(t, err, "index: %d", i)
-				if i == len(tt)-1 {
-					cl.Net.Conn.Close()
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
-		}
-	}()
-
-	var n int
-	var err error
-	for i, tx := range tt {
-		buf := make([]byte, 100)
-		if i == len(tt)-1 {
-			buf, err = io.ReadAll(r)
-			n = len(buf)
-		} else {
-			n, err = io.ReadAtLeast(r, buf, 1)
-		}
-		require.NoError(t, err, "index: %d", i)
-		require.Equal(t, tx.size, n, "index: %d", i)
-	}
+	go cl.WriteLoop()
+	got := make([]byte, want.Len())
+	n, err := io.ReadFull(r, got)
+	require.NoError(t, err)
+	require.Equal(t, want.Bytes(), got[:n])
+	require.Eventually(t, func() bool { return atomic.LoadInt32(&cl.State.outboundQty) == 0 }, time.Second, time.Millisecond)
+	require.True(t, cl.WriteLater(small), "the queue has room again")
 }
 
 func TestWriteClientOversizePacket(t *testing.T) {
@@ -954,15 +922,13 @@ func TestClientWritePackets(t *testing.T) {
 	puback := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback}, PacketID: 7}
 	pub := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 1}, TopicName: "a/b", PacketID: 9, Payload: []byte("hello")}
 	tooLarge := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish}, TopicName: "a/b", Payload: make([]byte, 100), Mods: packets.Mods{MaxSize: 20}}
-	err := cl.WritePackets(puback, tooLarge, pub)
+	err := cl.WritePackets(&puback, &tooLarge, &pub)
 	require.ErrorIs(t, err, packets.ErrPacketTooLarge)
 
 	time.Sleep(2 * time.Millisecond)
 	_ = cl.Net.Conn.Close()
 
 	var want bytes.Buffer
-	puback.ProtocolVersion, pub.ProtocolVersion = 5, 5
-	pub.Mods.AllowResponseInfo, puback.Mods.AllowResponseInfo = true, true
 	require.NoError(t, puback.PubackEncode(&want))
 	require.NoError(t, pub.PublishEncode(&want))
 	require.Equal(t, want.Bytes(), <-o)

@@ -1043,20 +1043,23 @@ func (s *Server) publishToSubscribers(pk packets.Packet) {
 }
 
 func (s *Server) publishToClient(cl *Client, sub packets.Subscription, pk packets.Packet) (packets.Packet, error) {
-	out, send, err := s.PrepareDelivery(cl, sub, pk.Copy(false))
+	out := new(packets.Packet)
+	*out = pk.Copy(false)
+	send, err := s.PrepareDelivery(cl, sub, out)
 	if !send || err != nil {
-		return out, err
+		return *out, err
 	}
-	return out, s.enqueue(cl, pk, out, nil)
+	ret := *out // the write loop changes *out once it is queued
+	return ret, s.enqueue(cl, out, nil)
 }
 
 // PublishToClient delivers pk to cl as routing does for a subscription
 // sub of cl that matches pk's topic: it is written by the client's write
-// loop. The caller must not use pk's properties afterwards.
+// loop. pk's properties are shared with the queued copy, not copied.
 //
 // dss: exported so that the state store can deliver a response to the
 // subscribers of its response topic without the topic trie scan.
-func (s *Server) PublishToClient(cl *Client, sub packets.Subscription, pk packets.Packet) error {
+func (s *Server) PublishToClient(cl *Client, sub packets.Subscription, pk *packets.Packet) error {
 	_, err := s.PublishToClientWithAck(cl, sub, pk, nil)
 	return err
 }
@@ -1068,35 +1071,36 @@ func (s *Server) PublishToClient(cl *Client, sub packets.Subscription, pk packet
 //
 // dss: the state store answers a request whose result had to wait with
 // its PUBACK and its response together.
-func (s *Server) PublishToClientWithAck(cl *Client, sub packets.Subscription, pk packets.Packet, ack *packets.Packet) (bool, error) {
-	out, send, err := s.PrepareDelivery(cl, sub, pk)
+func (s *Server) PublishToClientWithAck(cl *Client, sub packets.Subscription, pk, ack *packets.Packet) (bool, error) {
+	out := new(packets.Packet)
+	*out = *pk
+	send, err := s.PrepareDelivery(cl, sub, out)
 	if !send || err != nil {
 		return false, err
 	}
-	if err := s.enqueue(cl, pk, out, ack); err != nil {
+	if err := s.enqueue(cl, out, ack); err != nil {
 		return false, err
 	}
 	return ack != nil, nil
 }
 
-// PrepareDelivery does for a delivery of pk to cl through the subscription
+// PrepareDelivery does for a delivery of out to cl through the subscription
 // sub what routing does before the write: the no-local rule, the ACL
 // check, the retain flag, subscription identifiers, the QoS, the topic
-// alias, the packet identifier and the inflight entry. It returns the
-// packet to write and whether it is to be written now (false for no-local,
-// or when the client's send quota is exhausted: the packet is then parked
-// and sent later). pk is used as is, not copied.
+// alias, the packet identifier and the inflight entry. It changes out in
+// place into the packet to write, and reports whether it is to be written
+// now (false for no-local, or when the client's send quota is exhausted:
+// the packet is then parked and sent later).
 //
 // dss: split out of publishToClient so that the state store can write a
 // response together with the PUBACK of its request, in one write.
-func (s *Server) PrepareDelivery(cl *Client, sub packets.Subscription, pk packets.Packet) (packets.Packet, bool, error) {
-	if sub.NoLocal && pk.Origin == cl.ID {
-		return pk, false, nil // [MQTT-3.8.3-3]
+func (s *Server) PrepareDelivery(cl *Client, sub packets.Subscription, out *packets.Packet) (bool, error) {
+	if sub.NoLocal && out.Origin == cl.ID {
+		return false, nil // [MQTT-3.8.3-3]
 	}
 
-	out := pk
-	if !s.hooks.OnACLCheck(cl, pk.TopicName, false) {
-		return out, false, packets.ErrNotAuthorized
+	if !s.hooks.OnACLCheck(cl, out.TopicName, false) {
+		return false, packets.ErrNotAuthorized
 	}
 	if !sub.FwdRetainedFlag && ((cl.Properties.ProtocolVersion == 5 && !sub.RetainAsPublished) || cl.Properties.ProtocolVersion < 5) { // ![MQTT-3.3.1-13] [v3 MQTT-3.3.1-9]
 		out.FixedHeader.Retain = false // [MQTT-3.3.1-12]
@@ -1120,7 +1124,8 @@ func (s *Server) PrepareDelivery(cl *Client, sub packets.Subscription, pk packet
 
 	if cl.Properties.Props.TopicAliasMaximum > 0 {
 		var aliasExists bool
-		out.Properties.TopicAlias, aliasExists = cl.State.TopicAliases.Outbound.Set(pk.TopicName)
+		topic := out.TopicName
+		out.Properties.TopicAlias, aliasExists = cl.State.TopicAliases.Outbound.Set(topic)
 		if out.Properties.TopicAlias > 0 {
 			out.Properties.TopicAliasFlag = true
 			if aliasExists {
@@ -1134,48 +1139,45 @@ func (s *Server) PrepareDelivery(cl *Client, sub packets.Subscription, pk packet
 			// add hook?
 			atomic.AddInt64(&s.Info.InflightDropped, 1)
 			s.Log.Warn("client store quota reached", "client", cl.ID, "listener", cl.Net.Listener)
-			return out, false, packets.ErrQuotaExceeded
+			return false, packets.ErrQuotaExceeded
 		}
 
 		i, err := cl.NextPacketID() // [MQTT-4.3.2-1] [MQTT-4.3.3-1]
 		if err != nil {
-			s.hooks.OnPacketIDExhausted(cl, pk)
+			s.hooks.OnPacketIDExhausted(cl, *out)
 			atomic.AddInt64(&s.Info.InflightDropped, 1)
 			s.Log.Warn("packet ids exhausted", "error", err, "client", cl.ID, "listener", cl.Net.Listener)
-			return out, false, packets.ErrQuotaExceeded
+			return false, packets.ErrQuotaExceeded
 		}
 
 		out.PacketID = uint16(i) // [MQTT-2.2.1-4]
 		sentQuota := atomic.LoadInt32(&cl.State.Inflight.sendQuota)
 
-		if ok := cl.State.Inflight.Set(out); ok { // [MQTT-4.3.2-3] [MQTT-4.3.3-3]
+		if ok := cl.State.Inflight.Set(*out); ok { // [MQTT-4.3.2-3] [MQTT-4.3.3-3]
 			atomic.AddInt64(&s.Info.Inflight, 1)
-			s.hooks.OnQosPublish(cl, out, out.Created, 0)
+			s.hooks.OnQosPublish(cl, *out, out.Created, 0)
 			cl.State.Inflight.DecreaseSendQuota()
 		}
 
 		if sentQuota == 0 && atomic.LoadInt32(&cl.State.Inflight.maximumSendQuota) > 0 {
 			out.Expiry = -1
-			cl.State.Inflight.Set(out)
-			return out, false, nil
+			cl.State.Inflight.Set(*out)
+			return false, nil
 		}
 	}
 
 	if cl.Net.Conn == nil || cl.Closed() {
-		return out, false, packets.CodeDisconnect
+		return false, packets.CodeDisconnect
 	}
-	return out, true, nil
+	return true, nil
 }
 
 // enqueue hands a prepared delivery, and the acknowledgement to write
 // before it, if any, to the client's write loop.
-func (s *Server) enqueue(cl *Client, pk, out packets.Packet, ack *packets.Packet) error {
-	select {
-	case cl.State.outbound <- pendingWrite{pk: &out, ack: ack}:
-		atomic.AddInt32(&cl.State.outboundQty, 1)
-	default:
+func (s *Server) enqueue(cl *Client, out, ack *packets.Packet) error {
+	if !cl.enqueue(pendingWrite{pk: out, ack: ack}) {
 		atomic.AddInt64(&s.Info.MessagesDropped, 1)
-		cl.ops.hooks.OnPublishDropped(cl, pk)
+		cl.ops.hooks.OnPublishDropped(cl, *out)
 		if out.FixedHeader.Qos > 0 {
 			cl.State.Inflight.Delete(out.PacketID) // packet was dropped due to irregular circumstances, so rollback inflight.
 			cl.State.Inflight.IncreaseSendQuota()

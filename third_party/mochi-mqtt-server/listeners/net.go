@@ -67,7 +67,10 @@ func (l *Net) Serve(establish EstablishFn) {
 			go func() {
 				err = establish(l.id, conn)
 				if err != nil {
-					l.log.Warn("", "error", err)
+					// dss: a connection ending with an error (reset, closed at
+					// shutdown, a malformed packet) is the client's business;
+					// a Warn line each, with no message, flooded the log.
+					l.log.Debug("client connection ended", "error", err)
 				}
 			}()
 		}

@@ -100,7 +100,10 @@ func (l *Websocket) handler(w http.ResponseWriter, r *http.Request) {
 
 	err = l.establish(l.id, &wsConn{Conn: c.UnderlyingConn(), c: c})
 	if err != nil {
-		l.log.Warn("", "error", err)
+		// dss: a connection ending with an error (reset, closed at
+		// shutdown, a malformed packet) is the client's business;
+		// a Warn line each, with no message, flooded the log.
+		l.log.Debug("client connection ended", "error", err)
 	}
 }
 
