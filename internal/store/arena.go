@@ -34,8 +34,8 @@ const (
 type ref uint64
 
 func makeRef(slab uint32, off int) ref { return ref(uint64(slab)<<32 | uint64(off)) }
-func (r ref) slab() uint32               { return uint32(r >> 32) }
-func (r ref) offset() int                { return int(uint32(r)) }
+func (r ref) slab() uint32             { return uint32(r >> 32) }
+func (r ref) offset() int              { return int(uint32(r)) }
 
 type slab struct {
 	buf  []byte // records, appended; cap is the slab's size
