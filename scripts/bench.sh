@@ -27,7 +27,7 @@
 set -euo pipefail
 
 SCENARIOS="throughput single_client fanout"
-FULL="$SCENARIOS fsync connections_4096 idle_10k rss_1m keys_10m expiry_spike"
+FULL="$SCENARIOS fsync connections_4096 idle_10k rss_1m startup_1m keys_10m expiry_spike"
 
 RUNS=3
 DURATION=10
@@ -420,6 +420,32 @@ scenario_rss_1m() {
 		"$(awk -v b="$d1" -v a="$d0" 'BEGIN { printf "%.0f (%.0f)", b / 1024, a / 1024 }')" \
 		"$(awk -v b="$r1" -v a="$r0" 'BEGIN { printf "%.0f (%.0f)", b / 1024, a / 1024 }')"
 	row "1M keys, 100 B values" "fill requests/s (dss bench fill; redis-cli --pipe)" "$(fmt "$(j fill1m .requests_per_second)" 0)" ""
+}
+
+# Time to start on a data directory with 1,000,000 keys: from exec until
+# the MQTT port accepts, after a graceful stop (journal and snapshot as the
+# server left them), and the server's own figure for the recovery.
+scenario_startup_1m() {
+	log "1,000,000 keys: time to start"
+	local i t0 t1 took
+	start_dss --fsync everysec
+	dss_bench start1m-fill --op fill --keys 1000000 --key-prefix key:000000 --clients 64 --timeout 30s
+	stop_dss
+	for i in $(seq 1 "$RUNS"); do
+		port_free "$DSS_PORT"
+		t0=$(date +%s%N)
+		taskset -c "$SERVER_CPU" "$DSS" serve --listen "127.0.0.1:$DSS_PORT" --log-level info \
+			--data "$WORK/dss-data" 2>"$WORK/start1m.$i.log" &
+		DSS_PID=$!
+		wait_port "$DSS_PORT"
+		t1=$(date +%s%N)
+		echo $(((t1 - t0) / 1000000)) >"$WORK/start1m.$i.ms"
+		took=$(sed -n 's/.*msg="state recovered".*keys=\([0-9]*\) took=\([^ ]*\).*/\1 keys in \2/p' "$WORK/start1m.$i.log")
+		log "start $i: $(cat "$WORK/start1m.$i.ms") ms to listen; recovered $took"
+		stop_dss
+	done
+	row "start with 1M keys (--data)" "ms from exec to listening" \
+		"$(for i in $(seq 1 "$RUNS"); do cat "$WORK/start1m.$i.ms"; done | median)" ""
 }
 
 # GET latency over 10,000,000 keys.
