@@ -114,11 +114,7 @@ func (j *Journal) replaySegment(name string, m *store.Machine, snapSeq uint64, l
 		return 0, fmt.Errorf("journal: %w", err)
 	}
 	defer f.Close()
-	rr := newRecordReader(f)
-	payload, err := rr.next()
-	if err == nil {
-		_, err = decodeHeader(payload, recSegmentHeader)
-	}
+	rr, err := segmentReader(f)
 	if err != nil {
 		if last && (errors.Is(err, errTorn) || errors.Is(err, io.EOF) || errors.Is(err, errZeros)) {
 			// The crash came while the segment was being created.
@@ -148,6 +144,17 @@ func (j *Journal) replaySegment(name string, m *store.Machine, snapSeq uint64, l
 		}
 		return 0, &CorruptError{File: name, Offset: at, Reason: err.Error()}
 	}
+}
+
+// segmentReader reads the header of a segment and returns the reader of
+// the records after it.
+func segmentReader(f *os.File) (*recordReader, error) {
+	rr := newRecordReader(f)
+	payload, err := rr.next()
+	if err == nil {
+		_, err = decodeHeader(payload, recSegmentHeader)
+	}
+	return rr, err
 }
 
 // tornTail reports whether a bad record at offset at of the file name is

@@ -99,11 +99,7 @@ func firstDamage(name string) (at int64, damage, err error) {
 		return 0, nil, fmt.Errorf("journal: %w", err)
 	}
 	defer f.Close()
-	rr := newRecordReader(f)
-	payload, err := rr.next()
-	if err == nil {
-		_, err = decodeHeader(payload, recSegmentHeader)
-	}
+	rr, err := segmentReader(f)
 	if err != nil {
 		return 0, fmt.Errorf("unreadable segment header: %w", err), nil
 	}

@@ -164,8 +164,28 @@ func (m *Machine) set(c *Command, s stored, found bool, changes []Change) (Resul
 		fence, fenced = c.Fence, true
 	}
 	m.seq++
-	h := recordHeader{wall: c.Version.Wall, counter: c.Version.Counter, seq: m.seq, node: m.node(c.Version.Node)}
-	if fenced {
+	ch := Change{
+		Seq: m.seq, Version: c.Version, Fence: fence, Fenced: fenced,
+		ExpiresAt: c.ExpiresAt, Volatile: c.Volatile, WasDurable: wasDurable,
+	}
+	var old *stored
+	if found {
+		old = &s
+	}
+	// put keeps no reference to the key it is given (side tables clone
+	// it), so the request's bytes can be lent without a copy.
+	ch.Key, ch.Value = unsafe.String(unsafe.SliceData(c.Key), len(c.Key)), c.Value
+	ns := m.put(old, &ch)
+	ch.Key, ch.Value = ns.key, ns.rec.value()
+	changes = append(changes, ch)
+	return Result{Outcome: Applied, Version: c.Version}, changes
+}
+
+// put stores the state c describes for c.Key, in place of old if there is
+// one, with its side tables.
+func (m *Machine) put(old *stored, c *Change) stored {
+	h := recordHeader{wall: c.Version.Wall, counter: c.Version.Counter, seq: c.Seq, node: m.node(c.Version.Node)}
+	if c.Fenced {
 		h.flags |= flagFenced
 	}
 	if c.Volatile {
@@ -174,40 +194,21 @@ func (m *Machine) set(c *Command, s stored, found bool, changes []Change) (Resul
 	if c.ExpiresAt != 0 {
 		h.flags |= flagDeadline
 	}
-	var old *stored
-	if found {
-		old = &s
-	}
-	// store keeps no reference to the key it is given (side tables
-	// clone it), so the request's bytes can be lent without a copy.
-	ns := m.store(old, h, unsafe.String(unsafe.SliceData(c.Key), len(c.Key)), c.Value, fence, c.ExpiresAt)
-	changes = append(changes, Change{
-		Seq: m.seq, Key: ns.key, Version: c.Version, Value: ns.rec.value(),
-		Fence: fence, Fenced: fenced, ExpiresAt: c.ExpiresAt, Volatile: c.Volatile,
-		WasDurable: wasDurable,
-	})
-	return Result{Outcome: Applied, Version: c.Version}, changes
-}
-
-// store writes a new record for key, in place of old if there is one,
-// with its side tables.
-func (m *Machine) store(old *stored, h recordHeader, key string, value []byte, fence hlc.Timestamp, expiresAt int64) stored {
-	n := recordSize(h, len(key), len(value))
-	at, b := m.arena.alloc(n)
-	r := writeRecord(b, h, key, value)
+	at, b := m.arena.alloc(recordSize(h, len(c.Key), len(c.Value)))
+	r := writeRecord(b, h, c.Key, c.Value)
 	ns := stored{at: at, rec: r, key: r.key()}
 	m.keys.put(&m.arena, ns.key, at)
-	m.dataBytes += int64(len(key) + len(value))
+	m.dataBytes += int64(len(c.Key) + len(c.Value))
 	if old != nil {
 		m.dataBytes -= int64(len(old.key) + len(old.rec.value()))
 		m.arena.release(old.at, len(old.rec))
 	}
-	if h.flags&flagFenced != 0 {
-		m.fences[m.sideKey(key)] = fence
+	if c.Fenced {
+		m.fences[m.sideKey(c.Key)] = c.Fence
 	} else {
-		delete(m.fences, key)
+		delete(m.fences, c.Key)
 	}
-	m.setDeadline(key, expiresAt)
+	m.setDeadline(c.Key, c.ExpiresAt)
 	return ns
 }
 

@@ -34,21 +34,11 @@ func (m *Machine) Replay(c *Change) {
 		}
 		return
 	}
-	h := recordHeader{wall: c.Version.Wall, counter: c.Version.Counter, seq: c.Seq, node: m.node(c.Version.Node)}
-	if c.Fenced {
-		h.flags |= flagFenced
-	}
-	if c.Volatile {
-		h.flags |= flagVolatile
-	}
-	if c.ExpiresAt != 0 {
-		h.flags |= flagDeadline
-	}
 	var old *stored
 	if found {
 		old = &s
 	}
-	m.store(old, h, c.Key, c.Value, c.Fence, c.ExpiresAt)
+	m.put(old, c)
 	m.compact()
 }
 
