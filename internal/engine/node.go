@@ -35,6 +35,11 @@ type Config struct {
 	// SnapshotCheck is how often the node asks the journal whether a
 	// snapshot is due. Zero means one second.
 	SnapshotCheck time.Duration
+	// MaxUndelivered bounds the results and notifications waiting for the
+	// journal or for delivery. At the bound, Submit waits, so a client that
+	// sends faster than the disk keeps up is slowed down instead of filling
+	// the memory. Zero means 65536.
+	MaxUndelivered int
 }
 
 // errUnavailable answers requests that the engine cannot carry out because
@@ -60,6 +65,9 @@ type Node struct {
 	// zero and a request needs no journal write, its result is ready at
 	// once and is handed back on the submitter's goroutine.
 	undelivered int   // guarded by mu
+	// roomy is signalled (with mu) when undelivered falls below the
+	// limit, for submitters that wait for room.
+	roomy *sync.Cond
 	timerAt     int64 // guarded by mu; when the expiry timer fires, 0 if idle
 
 	wake       chan struct{} // delivery goroutine: the queue is not empty
@@ -90,6 +98,9 @@ func New(cfg Config) *Node {
 	if cfg.SnapshotCheck == 0 {
 		cfg.SnapshotCheck = time.Second
 	}
+	if cfg.MaxUndelivered == 0 {
+		cfg.MaxUndelivered = 1 << 16
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -99,7 +110,7 @@ func New(cfg Config) *Node {
 	}
 	// Versions issued before a restart are in the machine: never go below.
 	cfg.Clock.Observe(m.MaxVersion())
-	return &Node{
+	n := &Node{
 		cfg:        cfg,
 		clock:      cfg.Clock,
 		journal:    cfg.Journal,
@@ -110,6 +121,8 @@ func New(cfg Config) *Node {
 		expiryWake: make(chan struct{}, 1),
 		stop:       make(chan struct{}),
 	}
+	n.roomy = sync.NewCond(&n.mu)
+	return n
 }
 
 // Start starts the delivery, expiry and snapshot goroutines.
@@ -134,6 +147,7 @@ func (n *Node) Start() {
 func (n *Node) Close() error {
 	n.mu.Lock()
 	n.closing = true
+	n.roomy.Broadcast()
 	n.mu.Unlock()
 	n.stopOnce.Do(func() { close(n.stop) })
 	n.done.Wait()
@@ -160,6 +174,9 @@ func (n *Node) Submit(op *Op) (inline bool) {
 	op.Result = Result{}
 	op.Inline = false
 	n.mu.Lock()
+	for n.undelivered >= n.cfg.MaxUndelivered && !n.closing && n.failed == nil {
+		n.roomy.Wait()
+	}
 	if n.closing || n.failed != nil {
 		n.mu.Unlock()
 		op.Result.Err = errUnavailable
@@ -299,6 +316,7 @@ func (n *Node) expireLocked(key []byte, now int64) {
 // ahead of what is durable, so nothing more may be acknowledged.
 func (n *Node) failLocked(err error) {
 	if n.failed == nil {
+		n.roomy.Broadcast()
 		n.failed = err
 		n.log.Error("the journal failed; the store refuses every request from now on", "err", err)
 	}
@@ -372,6 +390,7 @@ func (n *Node) deliverBatch(batch *[]item) {
 	}
 	n.mu.Lock()
 	n.undelivered -= len(b)
+	n.roomy.Broadcast()
 	n.mu.Unlock()
 	*batch = b
 }

@@ -350,3 +350,57 @@ func TestExpiryIsAnnouncedWithItsOwnVersion(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// stallJournal is a journal whose Flush waits until released.
+type stallJournal struct {
+	memJournal
+	release chan struct{}
+}
+
+func (j *stallJournal) Flush() error {
+	<-j.release
+	return j.memJournal.Flush()
+}
+
+// TestSubmitWaitsWhenDeliveryFallsBehind: with the disk stalled, a client
+// that keeps sending is held at the bound instead of filling the memory.
+func TestSubmitWaitsWhenDeliveryFallsBehind(t *testing.T) {
+	j := &stallJournal{release: make(chan struct{})}
+	n := newNode(t, Config{Journal: j, MaxUndelivered: 100})
+	var submitted, delivered sync.WaitGroup
+	var count atomicCount
+	go func() {
+		for i := 0; i < 300; i++ {
+			submitted.Add(1)
+			delivered.Add(1)
+			n.Submit(&Op{Request: set(fmt.Sprint("k", i), "v"), Done: func(*Op) { delivered.Done() }})
+			count.add()
+			submitted.Done()
+		}
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for count.get() < 100 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // would it go on past the bound?
+	if got := count.get(); got > 101 {
+		t.Fatalf("%d requests submitted while the journal is stalled; the bound is 100", got)
+	}
+	close(j.release)
+	delivered.Wait()
+	if got := count.get(); got != 300 {
+		t.Fatalf("%d requests submitted after the journal came back", got)
+	}
+}
+
+type atomicCount struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (c *atomicCount) add() { c.mu.Lock(); c.n++; c.mu.Unlock() }
+func (c *atomicCount) get() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
