@@ -64,11 +64,11 @@ type Node struct {
 	// undelivered counts the items queued or being delivered. While it is
 	// zero and a request needs no journal write, its result is ready at
 	// once and is handed back on the submitter's goroutine.
-	undelivered int   // guarded by mu
+	undelivered int // guarded by mu
 	// roomy is signalled (with mu) when undelivered falls below the
 	// limit, for submitters that wait for room.
-	roomy *sync.Cond
-	timerAt     int64 // guarded by mu; when the expiry timer fires, 0 if idle
+	roomy   *sync.Cond
+	timerAt int64 // guarded by mu; when the expiry timer fires, 0 if idle
 
 	wake       chan struct{} // delivery goroutine: the queue is not empty
 	expiryWake chan struct{} // expiry goroutine: an earlier deadline exists
