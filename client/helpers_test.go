@@ -118,18 +118,6 @@ func expectEvent(t *testing.T, e Event, key string, op Op, value string, resync 
 	}
 }
 
-// noEvent fails the test if w delivers an event within d.
-func noEvent(t *testing.T, w *Watch, d time.Duration) {
-	t.Helper()
-	select {
-	case e, ok := <-w.Events():
-		if ok {
-			t.Fatalf("unexpected event %+v (value %q)", e, e.Value)
-		}
-	case <-time.After(d):
-	}
-}
-
 func mustSet(t *testing.T, c *Client, key, value string, opts ...SetOption) SetResult {
 	t.Helper()
 	r, err := c.Set(ctxT(t), key, []byte(value), opts...)

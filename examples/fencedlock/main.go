@@ -92,7 +92,7 @@ func run(ctx context.Context, cfg client.Config, lock, key string, ttl time.Dura
 	case err != nil:
 		return err
 	default:
-		return errors.New("A's late write was accepted: the key is not protected")
+		return errors.New("the late write of holder A was accepted: the key is not protected")
 	}
 	e, _, err := b.Get(ctx, key)
 	if err != nil {
