@@ -47,7 +47,7 @@ accepted request is answered, and the process exits with status 0.`,
 			} else if cfg.DataDir == "" {
 				return fmt.Errorf("--data: a data directory is required unless --in-memory is given")
 			}
-			if cfg.DataDir != "" {
+			if cfg.DataDir != "" && cfg.Fsync == journal.FsyncAlways {
 				ensureTwoProcs(logger)
 			}
 			cfg.TuneGC = true
@@ -94,8 +94,9 @@ func newLogger(stdio Stdio, level, format string) (*slog.Logger, error) {
 // one CPU (unless GOMAXPROCS is set): with one, every fsync of the journal
 // holds the only one, and nothing else runs until the runtime notices the
 // thread is blocked. On one CPU, SET throughput with --fsync always is
-// several times higher this way. (Without a journal one thread is better:
-// two threads time-sliced on one CPU double the tail latency.)
+// several times higher this way. (Otherwise one thread is better: two
+// threads time-sliced on one CPU double the tail latency, and the fsync
+// of everysec comes once a second only.)
 func ensureTwoProcs(log *slog.Logger) {
 	if os.Getenv("GOMAXPROCS") != "" || runtime.GOMAXPROCS(0) >= 2 {
 		return

@@ -178,7 +178,7 @@ func (j *Journal) writeFile(b []byte) error {
 }
 
 func (j *Journal) syncLocked() error {
-	if err := syscall.Fdatasync(int(j.file.Fd())); err != nil {
+	if err := fdatasync(j.file); err != nil {
 		return fmt.Errorf("fsync %s: %w", j.file.Name(), err)
 	}
 	j.dirty = false
@@ -229,6 +229,10 @@ func createSegment(dir string, first uint64) (*os.File, error) {
 }
 
 // syncEverySecond is the FsyncEverySec background sync.
+//
+// The fsync runs without the write lock, so that Flush goes on writing
+// meanwhile: held, it stalled every request for the duration of the fsync
+// once a second.
 func (j *Journal) syncEverySecond() {
 	defer j.syncing.Done()
 	t := time.NewTicker(time.Second)
@@ -240,14 +244,36 @@ func (j *Journal) syncEverySecond() {
 		case <-t.C:
 		}
 		j.wmu.Lock()
-		if j.dirty && j.failed == nil && !j.closed {
-			if err := j.syncLocked(); err != nil {
-				j.failed = fmt.Errorf("journal: %w", err)
+		f, due := j.file, j.dirty && j.failed == nil && !j.closed
+		j.dirty = j.dirty && !due
+		j.wmu.Unlock()
+		if !due {
+			continue
+		}
+		if err := fdatasync(f); err != nil {
+			j.wmu.Lock()
+			// A segment closed meanwhile was synced by its rotation.
+			if f == j.file && !j.closed && j.failed == nil {
+				j.failed = fmt.Errorf("journal: fsync %s: %w", f.Name(), err)
 				j.log.Error("the journal cannot reach stable storage", "err", err)
 			}
+			j.wmu.Unlock()
 		}
-		j.wmu.Unlock()
 	}
+}
+
+// fdatasync forces f's data to stable storage. It holds a reference to
+// the file for the duration, so a concurrent Close waits.
+func fdatasync(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = syscall.Fdatasync(int(fd)) }); err != nil {
+		return err
+	}
+	return serr
 }
 
 // SnapshotDue reports whether the log has grown enough to be compacted.
