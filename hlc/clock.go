@@ -41,7 +41,12 @@ func (c *Clock) Now() Timestamp { return c.Update(Timestamp{}) }
 // remote: it is greater than remote and than everything the clock issued or
 // observed before.
 func (c *Clock) Update(remote Timestamp) Timestamp {
-	pt := c.now().UnixMilli()
+	return c.UpdateAt(remote, c.PhysicalNow())
+}
+
+// UpdateAt is Update with the physical clock read as pt milliseconds, for
+// a caller that has just read it (a reading costs as much as the update).
+func (c *Clock) UpdateAt(remote Timestamp, pt int64) Timestamp {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	l := max(c.wall, remote.Wall, pt)

@@ -131,6 +131,18 @@ func TestClockUpdateExceedsRemote(t *testing.T) {
 	}
 }
 
+func TestClockUpdateAtUsesTheGivenReading(t *testing.T) {
+	ft := &fakeTime{ms: 1000}
+	c := NewClock("s", ft.now)
+	if got := c.UpdateAt(Timestamp{}, 7000); got.Wall != 7000 || got.Counter != 0 {
+		t.Fatalf("UpdateAt(zero, 7000) = %v, want wall 7000 counter 0", got)
+	}
+	// A reading behind what the clock issued does not take it back.
+	if got := c.UpdateAt(Timestamp{}, 2000); got.Wall != 7000 || got.Counter != 1 {
+		t.Fatalf("UpdateAt(zero, 2000) = %v, want 7000:1", got)
+	}
+}
+
 func TestClockObserveSurvivesAClockSetBack(t *testing.T) {
 	ft := &fakeTime{ms: 10_000}
 	before := NewClock("s", ft.now)

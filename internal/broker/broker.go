@@ -190,8 +190,12 @@ func (b *Broker) publishWithAck(pk *packets.Packet, requester *mqtt.Client, ack 
 				ack = nil
 			}
 		case ack != nil && cl == requester:
+			// The queue keeps the PUBACK until the write loop sends it:
+			// a copy on the heap here keeps the caller's on its stack.
+			queuedAck := new(packets.Packet)
+			*queuedAck = *ack
 			var queued bool
-			queued, err = b.srv.PublishToClientWithAck(cl, t.sub, pk, ack)
+			queued, err = b.srv.PublishToClientWithAck(cl, t.sub, pk, queuedAck)
 			if queued {
 				ack = nil
 			}

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"bytes"
 	"strings"
 
 	mqtt "github.com/mochi-mqtt/server/v2"
@@ -19,15 +18,18 @@ type hook struct {
 func (h *hook) ID() string { return "dss-statestore" }
 
 func (h *hook) Provides(b byte) bool {
-	return bytes.Contains([]byte{
-		mqtt.OnConnectAuthenticate,
+	// The broker asks this for every hook at every event of every packet.
+	switch b {
+	case mqtt.OnConnectAuthenticate,
 		mqtt.OnACLCheck,
 		mqtt.OnPublish,
 		mqtt.OnDisconnect,
 		mqtt.OnSubscribed,
 		mqtt.OnUnsubscribed,
-		mqtt.OnSessionEstablished,
-	}, []byte{b})
+		mqtt.OnSessionEstablished:
+		return true
+	}
+	return false
 }
 
 // OnSubscribed, OnUnsubscribed and OnSessionEstablished (which may inherit

@@ -186,7 +186,7 @@ func (n *Node) Submit(op *Op) (inline bool) {
 	}
 	now := n.clock.PhysicalNow()
 	journaled := false
-	switch err := n.checkClock(op); {
+	switch err := n.checkClock(op, now); {
 	case err != nil:
 		op.Result.Err = err
 	case op.Request.Verb == proto.VerbGet:
@@ -220,12 +220,14 @@ func (n *Node) enqueueLocked(it item) {
 	n.undelivered++
 }
 
-// checkClock refuses a request whose __ts or __ft is too far ahead.
-func (n *Node) checkClock(op *Op) *proto.Error {
-	if op.HasTimestamp && n.clock.AheadBy(op.Timestamp, n.cfg.MaxSkew) {
+// checkClock refuses a request whose __ts or __ft is too far ahead of the
+// physical clock, which read now (milliseconds).
+func (n *Node) checkClock(op *Op, now int64) *proto.Error {
+	limit := now + n.cfg.MaxSkew.Milliseconds()
+	if op.HasTimestamp && op.Timestamp.Wall > limit {
 		return proto.ErrTimestampSkew
 	}
-	if op.HasFence && n.clock.AheadBy(op.Fence, n.cfg.MaxSkew) {
+	if op.HasFence && op.Fence.Wall > limit {
 		return proto.ErrFencingSkew
 	}
 	return nil
@@ -260,11 +262,11 @@ func (n *Node) writeLocked(op *Op, now int64) bool {
 	case proto.VerbVDel:
 		c.Op = store.OpVDel
 	}
+	var remote hlc.Timestamp // the zero timestamp: a local event
 	if op.HasTimestamp {
-		c.Version = n.clock.Update(op.Timestamp)
-	} else {
-		c.Version = n.clock.Now()
+		remote = op.Timestamp
 	}
+	c.Version = n.clock.UpdateAt(remote, now)
 	res, journaled := n.applyLocked(&c)
 	if n.failed != nil {
 		op.Result.Err = errUnavailable

@@ -13,22 +13,30 @@ import (
 )
 
 // Inflight is a map of InflightMessage keyed on packet id.
+//
+// dss: the map holds pointers to packets that the Inflight recycles. A
+// map of packets by value allocated every packet anew (a packet is about
+// 800 bytes, so the map stores it out of line), one per QoS 1 message.
 type Inflight struct {
 	sync.RWMutex
-	internal            map[uint16]packets.Packet // internal contains the inflight packets
-	receiveQuota        int32                     // remaining inbound qos quota for flow control
-	sendQuota           int32                     // remaining outbound qos quota for flow control
-	maximumReceiveQuota int32                     // maximum allowed receive quota
-	maximumSendQuota    int32                     // maximum allowed send quota
-	parked              int                       // packets waiting for send quota (Expiry < 0); guarded by the mutex
+	internal            map[uint16]*packets.Packet // internal contains the inflight packets
+	spare               []*packets.Packet          // emptied packets for reuse; guarded by the mutex
+	receiveQuota        int32                      // remaining inbound qos quota for flow control
+	sendQuota           int32                      // remaining outbound qos quota for flow control
+	maximumReceiveQuota int32                      // maximum allowed receive quota
+	maximumSendQuota    int32                      // maximum allowed send quota
+	parked              int                        // packets waiting for send quota (Expiry < 0); guarded by the mutex
 }
 
 // NewInflights returns a new instance of an Inflight packets map.
 func NewInflights() *Inflight {
 	return &Inflight{
-		internal: map[uint16]packets.Packet{},
+		internal: map[uint16]*packets.Packet{},
 	}
 }
+
+// maxSpare bounds how many emptied packets an Inflight keeps for reuse.
+const maxSpare = 16
 
 // Set adds or updates an inflight packet by packet id.
 func (i *Inflight) Set(m packets.Packet) bool {
@@ -42,8 +50,26 @@ func (i *Inflight) Set(m packets.Packet) bool {
 	if m.Expiry < 0 {
 		i.parked++
 	}
-	i.internal[m.PacketID] = m
+	if !ok {
+		if n := len(i.spare); n > 0 {
+			old, i.spare = i.spare[n-1], i.spare[:n-1]
+		} else {
+			old = new(packets.Packet)
+		}
+		i.internal[m.PacketID] = old
+	}
+	*old = m
 	return !ok
+}
+
+// Has reports whether a packet with packet id id is in flight. dss: it
+// spares the callers that only ask that the copy of the packet that Get
+// makes.
+func (i *Inflight) Has(id uint16) bool {
+	i.RLock()
+	defer i.RUnlock()
+	_, ok := i.internal[id]
+	return ok
 }
 
 // Get returns an inflight packet by packet id.
@@ -52,7 +78,7 @@ func (i *Inflight) Get(id uint16) (packets.Packet, bool) {
 	defer i.RUnlock()
 
 	if m, ok := i.internal[id]; ok {
-		return m, true
+		return *m, true
 	}
 
 	return packets.Packet{}, false
@@ -72,7 +98,8 @@ func (i *Inflight) Clone() *Inflight {
 	i.RLock()
 	defer i.RUnlock()
 	for k, v := range i.internal {
-		c.internal[k] = v
+		p := *v
+		c.internal[k] = &p
 	}
 	c.parked = i.parked
 	return c
@@ -86,7 +113,7 @@ func (i *Inflight) GetAll(immediate bool) []packets.Packet {
 	m := []packets.Packet{}
 	for _, v := range i.internal {
 		if !immediate || (immediate && v.Expiry < 0) {
-			m = append(m, v)
+			m = append(m, *v)
 		}
 	}
 
@@ -111,17 +138,19 @@ func (i *Inflight) NextImmediate() (packets.Packet, bool) {
 	if i.parked == 0 {
 		return packets.Packet{}, false
 	}
-	var next packets.Packet
-	found := false
+	var next *packets.Packet
 	for _, v := range i.internal {
 		if v.Expiry >= 0 {
 			continue
 		}
-		if !found || uint16(v.Created) < uint16(next.Created) || (v.Created == next.Created && v.PacketID < next.PacketID) {
-			next, found = v, true
+		if next == nil || uint16(v.Created) < uint16(next.Created) || (v.Created == next.Created && v.PacketID < next.PacketID) {
+			next = v
 		}
 	}
-	return next, found
+	if next == nil {
+		return packets.Packet{}, false
+	}
+	return *next, true
 }
 
 // Delete removes an in-flight message from the map. Returns true if the message existed.
@@ -130,12 +159,18 @@ func (i *Inflight) Delete(id uint16) bool {
 	defer i.Unlock()
 
 	old, ok := i.internal[id]
-	if ok && old.Expiry < 0 {
+	if !ok {
+		return false
+	}
+	if old.Expiry < 0 {
 		i.parked--
 	}
 	delete(i.internal, id)
-
-	return ok
+	*old = packets.Packet{} // let go of its payload and properties
+	if len(i.spare) < maxSpare {
+		i.spare = append(i.spare, old)
+	}
+	return true
 }
 
 // TakeRecieveQuota reduces the receive quota by 1.

@@ -79,9 +79,19 @@ func TestInflightDelete(t *testing.T) {
 
 	r := cl.State.Inflight.Delete(3)
 	require.True(t, r)
-	require.Equal(t, uint16(0), cl.State.Inflight.internal[3].PacketID)
+	require.Nil(t, cl.State.Inflight.internal[3])
+	require.Len(t, cl.State.Inflight.spare, 1, "the emptied packet is kept for reuse")
+	require.Equal(t, packets.Packet{}, *cl.State.Inflight.spare[0], "and holds nothing of the old one")
 
-	_, ok := cl.State.Inflight.Get(3)
+	cl.State.Inflight.Set(packets.Packet{PacketID: 4, Payload: []byte("x")})
+	require.Empty(t, cl.State.Inflight.spare)
+	got, ok := cl.State.Inflight.Get(4)
+	require.True(t, ok)
+	require.Equal(t, []byte("x"), got.Payload)
+	require.True(t, cl.State.Inflight.Has(4))
+	require.False(t, cl.State.Inflight.Has(3))
+
+	_, ok = cl.State.Inflight.Get(3)
 	require.False(t, ok)
 
 	r = cl.State.Inflight.Delete(3)
