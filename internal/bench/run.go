@@ -96,6 +96,7 @@ func runRequests(ctx context.Context, cfg *Config, progress io.Writer) (*Report,
 	}
 
 	w := cfg.Workload
+	seconds := int((cfg.Warmup+cfg.Duration)/time.Second) + 2
 	ph := &phase{
 		cfg:      cfg,
 		base:     time.Now(),
@@ -103,10 +104,10 @@ func runRequests(ctx context.Context, cfg *Config, progress io.Writer) (*Report,
 		t1:       int64(cfg.Warmup + cfg.Duration),
 		keys:     keys,
 		value:    value,
-		hist:     newHistograms(16),
+		hist:     newHistograms(16).withSeconds(seconds),
 		mix:      w.Mix,
 		getRatio: w.GetRatio,
-		seconds:  int((cfg.Warmup+cfg.Duration)/time.Second) + 2,
+		seconds:  seconds,
 		// A late response to a preload request must not match a request
 		// of this phase.
 		seqBase: 1 << 40,
@@ -127,6 +128,7 @@ func runRequests(ctx context.Context, cfg *Config, progress io.Writer) (*Report,
 	wg.Wait()
 	u := <-sampled
 	rep.addCounters(&cnt)
+	ph.hist.fillTimeline(rep.Timeline)
 	rep.Seconds = u[1].at.Sub(u[0].at).Seconds()
 	if rep.Seconds > 0 {
 		rep.Throughput = float64(rep.Requests) / rep.Seconds

@@ -75,6 +75,30 @@ func measured(t *testing.T, rep *bench.Report) {
 	if n != rep.Requests {
 		t.Fatalf("outcomes %v add up to %d, not %d", rep.Outcomes, n, rep.Requests)
 	}
+	timeline(t, rep)
+}
+
+// timeline checks the per-second timeline of a run of fixed duration.
+func timeline(t *testing.T, rep *bench.Report) {
+	t.Helper()
+	if len(rep.Timeline) == 0 {
+		return // a run of a fixed number of requests has none
+	}
+	var n int64
+	for i, s := range rep.Timeline {
+		n += s.Responses
+		switch {
+		case s.Responses == 0 && (s.P99NS != 0 || s.MaxNS != 0):
+			t.Fatalf("second %d: no responses, p99 %d ns, max %d ns", i, s.P99NS, s.MaxNS)
+		// The p99 has two significant digits: it may exceed the maximum
+		// by the width of its bucket.
+		case s.Responses > 0 && (s.P99NS <= 0 || s.P99NS > s.MaxNS+s.MaxNS/50):
+			t.Fatalf("second %d: %d responses, p99 %d ns, max %d ns", i, s.Responses, s.P99NS, s.MaxNS)
+		}
+	}
+	if n < rep.Requests {
+		t.Fatalf("the timeline counts %d responses, fewer than the %d measured", n, rep.Requests)
+	}
 }
 
 func TestSet(t *testing.T) {

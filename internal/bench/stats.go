@@ -23,6 +23,9 @@ func newHistogram() *hdr.Histogram {
 // histograms under its lock; the shards are merged for the report.
 type histograms struct {
 	shards []histShard
+	// perSecond has a histogram for each second of the run, for the
+	// timeline's percentiles; nil when the run has no timeline.
+	perSecond []histShard
 }
 
 type histShard struct {
@@ -39,6 +42,17 @@ func newHistograms(n int) *histograms {
 	return hs
 }
 
+// withSeconds adds a histogram for each of the first n seconds of the run.
+// They have two significant digits (about 30 KB each): enough for a
+// second's p99.
+func (hs *histograms) withSeconds(n int) *histograms {
+	hs.perSecond = make([]histShard, n)
+	for i := range hs.perSecond {
+		hs.perSecond[i].h = hdr.New(1, maxLatency, 2)
+	}
+	return hs
+}
+
 // merged returns one histogram holding every sample recorded so far.
 func (hs *histograms) merged() *hdr.Histogram {
 	h := newHistogram()
@@ -51,20 +65,46 @@ func (hs *histograms) merged() *hdr.Histogram {
 	return h
 }
 
+// fillTimeline sets the p99 of every second of timeline that has samples.
+func (hs *histograms) fillTimeline(timeline []second) {
+	for i := range min(len(timeline), len(hs.perSecond)) {
+		s := &hs.perSecond[i]
+		s.mu.Lock()
+		if s.h.TotalCount() > 0 {
+			timeline[i].P99NS = s.h.ValueAtQuantile(99)
+		}
+		s.mu.Unlock()
+	}
+}
+
 // recorder is one connection's buffer in front of a shard.
 type recorder struct {
+	hs    *histograms
 	shard *histShard
-	buf   []int64
+	buf   []latencySample
+}
+
+// latencySample is a latency and the second of the run it ended in; only
+// measured ones go into the run's histogram, all into their second's.
+type latencySample struct {
+	ns       int64
+	sec      int32
+	measured bool
 }
 
 const recorderBatch = 256
 
 func (hs *histograms) recorder(i int) recorder {
-	return recorder{shard: &hs.shards[i%len(hs.shards)], buf: make([]int64, 0, recorderBatch)}
+	return recorder{hs: hs, shard: &hs.shards[i%len(hs.shards)], buf: make([]latencySample, 0, recorderBatch)}
 }
 
-func (r *recorder) record(ns int64) {
-	r.buf = append(r.buf, min(max(ns, 1), maxLatency))
+// record adds a latency of the measured window that has no second.
+func (r *recorder) record(ns int64) { r.recordAt(ns, -1, true) }
+
+// recordAt adds a latency that ended in second sec of the run; measured
+// says whether it was in the measured window.
+func (r *recorder) recordAt(ns int64, sec int, measured bool) {
+	r.buf = append(r.buf, latencySample{ns: min(max(ns, 1), maxLatency), sec: int32(sec), measured: measured})
 	if len(r.buf) == cap(r.buf) {
 		r.flush()
 	}
@@ -76,9 +116,28 @@ func (r *recorder) flush() {
 	}
 	r.shard.mu.Lock()
 	for _, v := range r.buf {
-		_ = r.shard.h.RecordValue(v) // values are clamped to the range
+		if v.measured {
+			_ = r.shard.h.RecordValue(v.ns) // values are clamped to the range
+		}
 	}
 	r.shard.mu.Unlock()
+	// A batch usually spans one second or two: one lock for each run of
+	// samples of the same second.
+	for i := 0; i < len(r.buf); {
+		sec, j := r.buf[i].sec, i+1
+		for j < len(r.buf) && r.buf[j].sec == sec {
+			j++
+		}
+		if sec >= 0 && int(sec) < len(r.hs.perSecond) {
+			s := &r.hs.perSecond[sec]
+			s.mu.Lock()
+			for _, v := range r.buf[i:j] {
+				_ = s.h.RecordValue(v.ns)
+			}
+			s.mu.Unlock()
+		}
+		i = j
+	}
 	r.buf = r.buf[:0]
 }
 
@@ -105,6 +164,8 @@ type second struct {
 	Errors    int64 `json:"errors"`
 	// MaxNS is the largest latency of the second's responses.
 	MaxNS int64 `json:"max_ns"`
+	// P99NS is their 99th percentile (two significant digits).
+	P99NS int64 `json:"p99_ns,omitempty"`
 }
 
 func newCounters(seconds int) counters {

@@ -317,17 +317,20 @@ func (w *worker) response(p *publish, now int64) {
 
 // count records a valid response.
 func (w *worker) count(v verb, out outcome, latency, now int64) {
-	if sec := int(now / int64(time.Second)); sec < len(w.cnt.timeline) {
+	sec := int(now / int64(time.Second))
+	if sec < len(w.cnt.timeline) {
 		t := &w.cnt.timeline[sec]
 		t.Responses++
 		t.MaxNS = max(t.MaxNS, latency)
+	} else {
+		sec = -1
 	}
-	if now < w.ph.t0 || now >= w.ph.t1 {
-		return
+	measured := now >= w.ph.t0 && now < w.ph.t1
+	w.rec.recordAt(latency, sec, measured)
+	if measured {
+		w.cnt.requests++
+		w.cnt.outcomes[v][out]++
 	}
-	w.cnt.requests++
-	w.cnt.outcomes[v][out]++
-	w.rec.record(latency)
 }
 
 // ack handles the PUBACK of the request with packet id id.
