@@ -34,7 +34,6 @@ type gcTuner struct {
 	mu      sync.Mutex // serializes tune with Stop
 	stopped bool
 	samples []metrics.Sample
-	tunes   int // collections the tuner has seen, for tests
 }
 
 const (
@@ -100,7 +99,6 @@ func (t *gcTuner) tune() bool {
 		}
 	}
 	debug.SetGCPercent(gcPercent(v[0], v[0]+v[1]+v[2]))
-	t.tunes++
 	return true
 }
 
