@@ -2,6 +2,7 @@ package broker
 
 import (
 	"strings"
+	"sync"
 
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
@@ -11,20 +12,34 @@ import (
 	"github.com/dssio/dss/internal/proto"
 )
 
-// call is one request from receipt to response.
+// call is one request from receipt to response. Calls are recycled once
+// the response is handed to the broker, so nothing of a response may
+// point into its call: the broker keeps a QoS 1 response until the client
+// acknowledges it, and resends it after a reconnect.
 type call struct {
 	op            engine.Op
 	b             *Broker
 	client        *mqtt.Client
 	packetID      uint16 // of the request, for its PUBACK
-	responseTopic string
-	correlation   []byte
-	args          [6][]byte // room for the arguments of any valid request
+	responseTopic string // in the request's buffer, which is not recycled
+	correlation   []byte // likewise
+}
 
-	// Room for the response's envelope and for a payload that is not a
-	// value, so that a response costs no allocations of its own.
-	user  [3]packets.UserProperty
-	small [24]byte
+var calls = sync.Pool{New: func() any { return new(call) }}
+
+func newCall(b *Broker, cl *mqtt.Client, pk *packets.Packet) *call {
+	c := calls.Get().(*call)
+	*c = call{b: b, client: cl, packetID: pk.PacketID, responseTopic: pk.Properties.ResponseTopic, correlation: pk.Properties.CorrelationData}
+	c.op.Caller = c
+	c.op.Done = b.completeFn
+	return c
+}
+
+// release recycles c once its response is out of its hands. A call used
+// after it would find its fields zero.
+func (c *call) release() {
+	*c = call{}
+	calls.Put(c)
 }
 
 // puback is the acknowledgement of an accepted request.
@@ -84,9 +99,7 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 	// The store is the receiver of the request: it is accepted (PUBACK
 	// 0x00), whether or not anyone subscribes to the topic. The PUBACK goes
 	// out with the response.
-	c := &call{b: b, client: cl, packetID: pk.PacketID, responseTopic: props.ResponseTopic, correlation: props.CorrelationData}
-	c.op.Caller = c
-	c.op.Done = b.completeFn
+	c := newCall(b, cl, pk)
 
 	var ts, ft, version string
 	var hasTs, hasFt bool
@@ -109,7 +122,10 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 		b.respondUnsupportedVersion(c, version)
 		return
 	}
-	req, _, perr := proto.ParseRequest(pk.Payload, c.args[:0])
+	// The request refers to the payload, not to the argument list: the
+	// list can live on this goroutine's stack.
+	var args [6][]byte // room for the arguments of any valid request
+	req, _, perr := proto.ParseRequest(pk.Payload, args[:0])
 	switch {
 	case perr != nil:
 	case req.Verb == proto.VerbSet && !hasTs:

@@ -1,8 +1,12 @@
 package broker
 
 import (
+	"slices"
+	"unsafe"
+
 	"github.com/mochi-mqtt/server/v2/packets"
 
+	"github.com/dssio/dss/hlc"
 	"github.com/dssio/dss/internal/engine"
 	"github.com/dssio/dss/internal/proto"
 	"github.com/dssio/dss/internal/resp"
@@ -14,7 +18,7 @@ import (
 func (b *Broker) complete(op *engine.Op) {
 	c := op.Caller.(*call)
 	r := &op.Result
-	payload := c.small[:0]
+	var payload []byte
 	switch {
 	case r.Err != nil:
 		b.metrics.Errors.WithLabelValues(r.Err.Text()).Inc()
@@ -23,34 +27,67 @@ func (b *Broker) complete(op *engine.Op) {
 		if r.Found {
 			payload = resp.AppendBulk(make([]byte, 0, len(r.Value)+16), r.Value)
 		} else {
-			payload = resp.AppendNull(payload)
+			payload = replyNull
 		}
 	case op.Request.Verb == proto.VerbKeyNotify:
 		if op.Request.Stop && !r.Watched {
-			payload = resp.AppendInt(payload, 0)
+			payload = replyZero
 		} else {
-			payload = resp.AppendSimple(payload, "OK")
+			payload = replyOK
 		}
 	case op.Request.Verb == proto.VerbSet && r.Outcome == store.Applied:
-		payload = resp.AppendSimple(payload, "OK")
+		payload = replyOK
 	case r.Outcome == store.Applied:
-		payload = resp.AppendInt(payload, 1)
+		payload = replyOne
 	case r.Outcome == store.NotMet:
-		payload = resp.AppendInt(payload, -1)
+		payload = replyNotMet
 	default: // store.Missing
-		payload = resp.AppendInt(payload, 0)
+		payload = replyZero
 	}
-	user := append(c.user[:0], okNoVersion...)
+	user := okNoVersion
 	if r.HasVersion && r.Err == nil {
-		user = append(user, packets.UserProperty{Key: proto.PropTimestamp, Val: r.Version.String()})
+		user = versionedEnvelope(r.Version)
 	}
 	b.respond(c, payload, user, op.Inline)
+	c.release()
 }
 
-// okNoVersion is the envelope of a response without a version.
+// The payloads of responses that are not a value or an error. The broker
+// only reads a packet's payload, so every response may share them; Clip
+// keeps an append from writing into them.
+var (
+	replyOK     = slices.Clip(resp.AppendSimple(nil, "OK"))
+	replyNull   = slices.Clip(resp.AppendNull(nil))
+	replyZero   = slices.Clip(resp.AppendInt(nil, 0))
+	replyOne    = slices.Clip(resp.AppendInt(nil, 1))
+	replyNotMet = slices.Clip(resp.AppendInt(nil, -1))
+)
+
+// okNoVersion is the envelope of a response without a version, shared
+// like the payloads above.
 var okNoVersion = []packets.UserProperty{
 	{Key: proto.PropStatus, Val: proto.StatusOK},
 	{Key: proto.PropProtocolVersion, Val: proto.ProtocolVersion},
+}
+
+// versioned is the envelope of a response with a version, and room for
+// the version's text (a node id of up to 26 bytes), in one allocation.
+type versioned struct {
+	user [3]packets.UserProperty
+	text [48]byte
+}
+
+func versionedEnvelope(version hlc.Timestamp) []packets.UserProperty {
+	v := new(versioned)
+	text := version.AppendText(v.text[:0])
+	v.user = [3]packets.UserProperty{
+		okNoVersion[0],
+		okNoVersion[1],
+		// The string points into v, which it keeps alive; nothing
+		// writes to v after this.
+		{Key: proto.PropTimestamp, Val: unsafe.String(unsafe.SliceData(text), len(text))},
+	}
+	return v.user[:]
 }
 
 // respondUnsupportedVersion answers a request of an RPC protocol major
@@ -64,6 +101,7 @@ func (b *Broker) respondUnsupportedVersion(c *call, version string) {
 		{Key: proto.PropSupportedMajor, Val: proto.SupportedMajor},
 		{Key: proto.PropRequestProtocol, Val: version},
 	}, true)
+	c.release()
 }
 
 // respond publishes a response with the PUBACK of its request: in one

@@ -124,6 +124,11 @@ type ClientConnection struct {
 
 	deadlineAt  time.Time // dss: the read and write deadline last set, by the read goroutine
 	deadlineSet bool
+	// ackBuf holds the body of an acknowledgement without properties
+	// while it is decoded, by the read goroutine. dss: one arrives for
+	// every QoS 1 message a client receives; nothing it decodes to
+	// refers to its bytes.
+	ackBuf [3]byte
 }
 
 // ClientProperties contains the properties which define the client behaviour.
@@ -580,7 +585,16 @@ func (cl *Client) ReadPacket(fh *packets.FixedHeader) (pk packets.Packet, err er
 
 	pk.ProtocolVersion = cl.Properties.ProtocolVersion // inherit client protocol version for decoding
 	pk.FixedHeader = *fh
-	p := make([]byte, pk.FixedHeader.Remaining)
+	var p []byte
+	switch pk.FixedHeader.Type {
+	case packets.Puback, packets.Pubrec, packets.Pubrel, packets.Pubcomp:
+		if pk.FixedHeader.Remaining <= len(cl.Net.ackBuf) { // no properties
+			p = cl.Net.ackBuf[:pk.FixedHeader.Remaining]
+		}
+	}
+	if p == nil {
+		p = make([]byte, pk.FixedHeader.Remaining)
+	}
 	n, err := io.ReadFull(cl.Net.bconn, p)
 	if err != nil {
 		return pk, err
@@ -588,8 +602,9 @@ func (cl *Client) ReadPacket(fh *packets.FixedHeader) (pk packets.Packet, err er
 
 	atomic.AddInt64(&cl.ops.info.BytesReceived, int64(n))
 
-	// dss: p is allocated for this packet alone, so the decoded values
-	// may alias it; the second copy that was made here is gone.
+	// dss: p is allocated for this packet alone (but for an
+	// acknowledgement without properties), so the decoded values may
+	// alias it; the second copy that was made here is gone.
 	px := p
 	switch pk.FixedHeader.Type {
 	case packets.Connect:
@@ -719,7 +734,12 @@ func (cl *Client) encodePacket(pk *packets.Packet, buf *bytes.Buffer) error {
 	}
 
 	if cl.Properties.Props.RequestProblemInfoFlag && cl.Properties.Props.RequestProblemInfo == 0x0 {
-		pk.Mods.DisallowProblemInfo = true // [MQTT-3.1.2-29] strict, no problem info on any packet if set
+		// dss: but a PUBLISH: [MQTT-3.1.2-29] exempts it, and it carries
+		// its User Properties unaltered [MQTT-3.3.2-17]. (CONNACK and
+		// DISCONNECT may have them; upstream leaves them out.)
+		if pk.FixedHeader.Type != packets.Publish {
+			pk.Mods.DisallowProblemInfo = true // [MQTT-3.1.2-29] strict, no problem info on any packet if set
+		}
 	}
 
 	if pk.FixedHeader.Type != packets.Connack || cl.Properties.Props.RequestResponseInfo == 0x1 || cl.ops.options.Capabilities.Compatibilities.AlwaysReturnResponseInfo {

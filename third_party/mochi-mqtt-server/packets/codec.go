@@ -187,3 +187,31 @@ func DecodeLength(b io.ByteReader) (n, bu int, err error) {
 
 	return int(value), bu, nil
 }
+
+// decodeLengthBytes is DecodeLength reading from the start of buf. dss:
+// a slice, unlike an io.ByteReader, does not make its caller's buffer
+// escape.
+func decodeLengthBytes(buf []byte) (n, bu int, err error) {
+	var multiplier uint32
+	var value uint32
+	bu = 1
+	for i := 0; ; i++ {
+		if i >= len(buf) {
+			return 0, bu, io.EOF
+		}
+		eb := buf[i]
+		value |= uint32(eb&127) << multiplier
+		if value > 268435455 {
+			return 0, bu, ErrMalformedVariableByteInteger
+		}
+
+		if (eb & 128) == 0 {
+			break
+		}
+
+		multiplier += 7
+		bu++
+	}
+
+	return int(value), bu, nil
+}

@@ -420,3 +420,20 @@ func TestValidUTF8(t *testing.T) {
 	require.False(t, validUTF8([]byte{0xff, 0xff}))
 	require.False(t, validUTF8([]byte{0x74, 0x00, 0x73, 0x74}))
 }
+
+// dss: decodeLengthBytes agrees with DecodeLength on every input, well
+// formed or not.
+func TestDecodeLengthBytesMatchesDecodeLength(t *testing.T) {
+	inputs := [][]byte{
+		{}, {0x00}, {0x7f}, {0x80}, {0x80, 0x01}, {0xff, 0x7f}, {0xff, 0xff, 0x7f},
+		{0xff, 0xff, 0xff, 0x7f}, {0xff, 0xff, 0xff, 0xff}, {0xff, 0xff, 0xff, 0xff, 0x01},
+		{0xc1, 0x02, 0x99}, {0x80, 0x80, 0x80},
+	}
+	for _, in := range inputs {
+		n1, bu1, err1 := DecodeLength(bytes.NewBuffer(in))
+		n2, bu2, err2 := decodeLengthBytes(in)
+		if n1 != n2 || bu1 != bu2 || !errors.Is(err2, err1) {
+			t.Errorf("% x: DecodeLength = %d, %d, %v; decodeLengthBytes = %d, %d, %v", in, n1, bu1, err1, n2, bu2, err2)
+		}
+	}
+}

@@ -390,8 +390,11 @@ func (p *Properties) Decode(pkt byte, b *bytes.Buffer) (n int, err error) {
 		return 0, nil
 	}
 
+	// dss: the length is read from the buffer's bytes rather than through
+	// io.ByteReader, which made every caller's buffer escape to the heap
+	// (an allocation per packet).
 	var bu int
-	n, bu, err = DecodeLength(b)
+	n, bu, err = decodeLengthBytes(b.Bytes())
 	if err != nil {
 		return n + bu, err
 	}
@@ -400,7 +403,7 @@ func (p *Properties) Decode(pkt byte, b *bytes.Buffer) (n int, err error) {
 		return n + bu, nil
 	}
 
-	bt := b.Bytes()
+	bt := b.Bytes()[bu:]
 	var k byte
 	for offset := 0; offset < n; {
 		k, offset, err = decodeByte(bt, offset)
@@ -429,7 +432,7 @@ func (p *Properties) Decode(pkt byte, b *bytes.Buffer) (n int, err error) {
 				p.SubscriptionIdentifier = []int{}
 			}
 
-			n, bu, err := DecodeLength(bytes.NewBuffer(bt[offset:]))
+			n, bu, err := decodeLengthBytes(bt[offset:])
 			if err != nil {
 				return n + bu, err
 			}
@@ -481,9 +484,9 @@ func (p *Properties) Decode(pkt byte, b *bytes.Buffer) (n int, err error) {
 			}
 			v, offset, err = decodeString(bt, offset)
 			if p.User == nil {
-				// dss: room for a typical RPC envelope at once, not three
-				// growths of the slice.
-				p.User = make([]UserProperty, 0, 8)
+				// dss: room for this and the user properties that follow
+				// it at once (an RPC envelope), not three growths.
+				p.User = make([]UserProperty, 0, 1+countUserProperties(bt[:min(n, len(bt))], offset))
 			}
 			p.User = append(p.User, UserProperty{Key: k, Val: v})
 		case PropMaximumPacketSize:
@@ -505,4 +508,25 @@ func (p *Properties) Decode(pkt byte, b *bytes.Buffer) (n int, err error) {
 	}
 
 	return n + bu, nil
+}
+
+// countUserProperties counts the well-formed user properties that follow
+// each other from offset in the property bytes bt. dss: it sizes the
+// slice of user properties.
+func countUserProperties(bt []byte, offset int) int {
+	count := 0
+	for offset < len(bt) && bt[offset] == PropUser {
+		offset++
+		for i := 0; i < 2; i++ { // key and value
+			if offset+2 > len(bt) {
+				return count
+			}
+			offset += 2 + (int(bt[offset])<<8 | int(bt[offset+1]))
+		}
+		if offset > len(bt) {
+			return count
+		}
+		count++
+	}
+	return count
 }

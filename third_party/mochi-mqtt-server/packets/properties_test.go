@@ -331,3 +331,30 @@ func TestCopyPropertiesNoTransfer(t *testing.T) {
 	// Properties which should never be transferred from one connection to another
 	require.Equal(t, uint16(0), pkB.TopicAlias)
 }
+
+// dss: countUserProperties counts the user properties that follow each
+// other, and stops at anything else or at a property cut short.
+func TestCountUserProperties(t *testing.T) {
+	user := func(k, v string) []byte {
+		b := []byte{PropUser, 0, byte(len(k))}
+		b = append(b, k...)
+		b = append(b, 0, byte(len(v)))
+		return append(b, v...)
+	}
+	three := append(append(user("__ts", "0001:0:n"), user("a", "")...), user("", "b")...)
+	for _, tt := range []struct {
+		name string
+		bt   []byte
+		want int
+	}{
+		{"none", nil, 0},
+		{"three", three, 3},
+		{"then another property", append(append([]byte{}, user("k", "v")...), PropContentType, 0, 1, 'x'), 1},
+		{"cut short in the value", three[:len(three)-1], 2},
+		{"cut short in a length", append(append([]byte{}, user("k", "v")...), PropUser, 0), 1},
+	} {
+		if got := countUserProperties(tt.bt, 0); got != tt.want {
+			t.Errorf("%s: countUserProperties = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}

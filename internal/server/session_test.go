@@ -1,0 +1,132 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/eclipse/paho.golang/paho"
+
+	"github.com/dssio/dss/internal/dsstest"
+	"github.com/dssio/dss/internal/proto"
+	"github.com/dssio/dss/internal/server"
+)
+
+// sessionClient connects id with a session that outlives the connection
+// and Request Problem Information 0; its publishes go to got,
+// unacknowledged unless ack is set.
+func sessionClient(t *testing.T, addr, id string, ack bool, got chan *paho.Publish) (*paho.Client, net.Conn) {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, dsstest.Timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := paho.NewClient(paho.ClientConfig{
+		Conn: conn,
+		OnPublishReceived: []func(paho.PublishReceived) (bool, error){func(pr paho.PublishReceived) (bool, error) {
+			got <- pr.Packet
+			return true, nil
+		}},
+		EnableManualAcknowledgment: !ack,
+		PacketTimeout:              dsstest.Timeout,
+	})
+	expiry := uint32(60)
+	ctx, cancel := context.WithTimeout(context.Background(), dsstest.Timeout)
+	defer cancel()
+	ca, err := c.Connect(ctx, &paho.Connect{ClientID: id, KeepAlive: 30, Properties: &paho.ConnectProperties{SessionExpiryInterval: &expiry}})
+	if err != nil || ca.ReasonCode != 0 {
+		t.Fatalf("connect %s: %v %+v", id, err, ca)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return c, conn
+}
+
+// TestUnacknowledgedResponseIsResentIntact checks that a response the
+// broker keeps for a resend owns its bytes: the server recycles the state
+// of a request once its response is sent, and thousands of requests in
+// between must not change what is resent after a reconnect.
+func TestUnacknowledgedResponseIsResentIntact(t *testing.T) {
+	s := dsstest.StartServer(t, server.Config{})
+	const id = "keeper"
+	topic := "clients/" + id + "/response"
+	got := make(chan *paho.Publish, 16)
+	c, conn := sessionClient(t, s.Addr(), id, false, got)
+	ctx, cancel := context.WithTimeout(context.Background(), dsstest.Timeout)
+	defer cancel()
+	if _, err := c.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: topic, QoS: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	corr := []byte("the first request")
+	if _, err := c.Publish(ctx, &paho.Publish{
+		QoS: 1, Topic: proto.RequestTopic, Payload: dsstest.Cmd("SET", "kept", "value"),
+		Properties: &paho.PublishProperties{ResponseTopic: topic, CorrelationData: corr,
+			User: []paho.UserProperty{{Key: proto.PropTimestamp, Value: dsstest.Now()}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var first *paho.Publish
+	select {
+	case first = <-got:
+	case <-time.After(dsstest.Timeout):
+		t.Fatal("no response")
+	}
+	version, _ := dsstest.UserProperty(first, proto.PropTimestamp)
+	_ = conn.Close() // without acknowledging the response
+
+	// Other requests, every kind of response, reuse what the server can.
+	other := dsstest.Dial(t, s.Addr(), "other")
+	for i := range 2000 {
+		k := fmt.Sprintf("k%d", i%50)
+		other.Set([]string{k, fmt.Sprintf("value %d", i)})
+		other.Request(dsstest.Cmd("GET", k))
+		other.Request(dsstest.Cmd("DEL", "absent"))
+	}
+
+	sessionClient(t, s.Addr(), id, true, got)
+	select {
+	case p := <-got:
+		v, _ := dsstest.UserProperty(p, proto.PropTimestamp)
+		status, _ := dsstest.UserProperty(p, proto.PropStatus)
+		if !bytes.Equal(p.Properties.CorrelationData, corr) || string(p.Payload) != "+OK\r\n" || v != version || status != proto.StatusOK || p.Topic != topic {
+			t.Fatalf("resent response: topic %q, correlation %q, payload %q, __ts %q, __stat %q; want %q, %q, %q, %q, %q",
+				p.Topic, p.Properties.CorrelationData, p.Payload, v, status, topic, corr, "+OK\r\n", version, proto.StatusOK)
+		}
+	case <-time.After(dsstest.Timeout):
+		t.Fatal("the unacknowledged response was not resent")
+	}
+}
+
+// TestResponsesKeepUserPropertiesWithoutProblemInformation: a client that
+// connects with Request Problem Information 0 (paho.golang sends it
+// unless told otherwise) still gets the envelope of every response, since
+// MQTT 5 exempts PUBLISH from that setting [MQTT-3.1.2-29].
+func TestResponsesKeepUserPropertiesWithoutProblemInformation(t *testing.T) {
+	s := dsstest.StartServer(t, server.Config{})
+	got := make(chan *paho.Publish, 1)
+	c, _ := sessionClient(t, s.Addr(), "no-problem-info", true, got)
+	topic := "clients/no-problem-info/response"
+	ctx, cancel := context.WithTimeout(context.Background(), dsstest.Timeout)
+	defer cancel()
+	if _, err := c.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: topic, QoS: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Publish(ctx, &paho.Publish{
+		QoS: 1, Topic: proto.RequestTopic, Payload: dsstest.Cmd("SET", "k", "v"),
+		Properties: &paho.PublishProperties{ResponseTopic: topic, CorrelationData: []byte("c"),
+			User: []paho.UserProperty{{Key: proto.PropTimestamp, Value: dsstest.Now()}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case p := <-got:
+		expect(t, "SET", p, "+OK\r\n", "any")
+		if status, _ := dsstest.UserProperty(p, proto.PropStatus); status != proto.StatusOK {
+			t.Fatalf("__stat %q, want %q", status, proto.StatusOK)
+		}
+	case <-time.After(dsstest.Timeout):
+		t.Fatal("no response")
+	}
+}
