@@ -367,15 +367,15 @@ func (j *stallJournal) Flush() error {
 func TestSubmitWaitsWhenDeliveryFallsBehind(t *testing.T) {
 	j := &stallJournal{release: make(chan struct{})}
 	n := newNode(t, Config{Journal: j, MaxUndelivered: 100})
-	var submitted, delivered sync.WaitGroup
+	var delivered sync.WaitGroup
+	delivered.Add(300) // before any Done: a count that touched zero would end Wait early
 	var count atomicCount
+	finished := make(chan struct{})
 	go func() {
+		defer close(finished)
 		for i := 0; i < 300; i++ {
-			submitted.Add(1)
-			delivered.Add(1)
 			n.Submit(&Op{Request: set(fmt.Sprint("k", i), "v"), Done: func(*Op) { delivered.Done() }})
 			count.add()
-			submitted.Done()
 		}
 	}()
 	deadline := time.Now().Add(5 * time.Second)
@@ -387,6 +387,11 @@ func TestSubmitWaitsWhenDeliveryFallsBehind(t *testing.T) {
 		t.Fatalf("%d requests submitted while the journal is stalled; the bound is 100", got)
 	}
 	close(j.release)
+	select {
+	case <-finished:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the submitter is still held after the journal came back (%d submitted)", count.get())
+	}
 	delivered.Wait()
 	if got := count.get(); got != 300 {
 		t.Fatalf("%d requests submitted after the journal came back", got)
