@@ -1,33 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/dssio/dss/client"
 	"github.com/dssio/dss/internal/dsstest"
 	"github.com/dssio/dss/internal/server"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestFollow(t *testing.T) {
 	s := dsstest.StartServer(t, server.Config{})
@@ -41,7 +22,7 @@ func TestFollow(t *testing.T) {
 	if _, err := c.Set(ctx, "sp", []byte("20")); err != nil {
 		t.Fatal(err)
 	}
-	var out syncBuffer
+	var out dsstest.Buffer
 	fctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- follow(fctx, c, "sp", &out) }()

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,25 +11,6 @@ import (
 	"github.com/dssio/dss/internal/dsstest"
 	"github.com/dssio/dss/internal/server"
 )
-
-// syncBuffer is a bytes.Buffer that a running command writes while the
-// test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // cliResult is what a finished command left behind.
 type cliResult struct {
@@ -42,7 +22,7 @@ type cliResult struct {
 // output.
 func runCLI(t *testing.T, stdin string, args ...string) cliResult {
 	t.Helper()
-	var out, errOut syncBuffer
+	var out, errOut dsstest.Buffer
 	code := Run(context.Background(), args, Stdio{In: strings.NewReader(stdin), Out: &out, Err: &errOut})
 	return cliResult{code: code, out: out.String(), err: errOut.String()}
 }
@@ -58,7 +38,7 @@ func (r cliResult) expectCode(t *testing.T, code int) cliResult {
 
 // runningCLI is a command running in the background.
 type runningCLI struct {
-	out, err *syncBuffer
+	out, err *dsstest.Buffer
 	cancel   context.CancelFunc
 	done     chan int
 }
@@ -67,7 +47,7 @@ type runningCLI struct {
 func startCLI(t *testing.T, args ...string) *runningCLI {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &runningCLI{out: &syncBuffer{}, err: &syncBuffer{}, cancel: cancel, done: make(chan int, 1)}
+	r := &runningCLI{out: &dsstest.Buffer{}, err: &dsstest.Buffer{}, cancel: cancel, done: make(chan int, 1)}
 	go func() {
 		r.done <- Run(ctx, args, Stdio{In: strings.NewReader(""), Out: r.out, Err: r.err})
 	}()

@@ -1,16 +1,16 @@
 package e2e_test
 
 import (
-	"bytes"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dssio/dss/internal/dsstest"
 )
 
 // dssBinary is the dss binary built once for the package's tests.
@@ -39,26 +39,9 @@ type process struct {
 	t    testing.TB
 	cmd  *exec.Cmd
 	addr string
-	out  *lockedBuffer
+	out  *dsstest.Buffer
 	done chan struct{}
 	err  error // set when done is closed
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // freeAddr returns a loopback address that was free a moment ago.
@@ -76,7 +59,7 @@ func freeAddr(t testing.TB) string {
 // connections. The process is killed when the test ends.
 func startDSS(t testing.TB, addr string, args ...string) *process {
 	t.Helper()
-	p := &process{t: t, addr: addr, out: &lockedBuffer{}, done: make(chan struct{})}
+	p := &process{t: t, addr: addr, out: &dsstest.Buffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(dssBinary, append([]string{"serve", "--listen", addr}, args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -189,22 +190,25 @@ func TestDamageBeforeTheEndStopsOpen(t *testing.T) {
 
 // snapshot writes a snapshot of m the way the engine does, with all keys
 // in one step.
-func snapshot(t *testing.T, j *Journal, m *store.Machine) {
+func snapshot(t testing.TB, j *Journal, m *store.Machine) {
 	t.Helper()
-	w, err := j.BeginSnapshot(m.Seq(), m.MaxVersion())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var all []store.Change
-	for c := range m.Entries() {
-		all = append(all, c)
-	}
+	w, all := beginSnapshot(t, j, m)
 	if err := w.Write(all); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Finish(m.MaxVersion()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// beginSnapshot starts a snapshot of m and returns every key to write.
+func beginSnapshot(t testing.TB, j *Journal, m *store.Machine) (*SnapshotWriter, []store.Change) {
+	t.Helper()
+	w, err := j.BeginSnapshot(m.Seq(), m.MaxVersion())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, slices.Collect(m.Entries())
 }
 
 func TestSnapshotCompactsTheLog(t *testing.T) {
@@ -233,15 +237,10 @@ func TestInterruptedSnapshotIsIgnored(t *testing.T) {
 	dir := t.TempDir()
 	j, m := open(t, dir)
 	history(t, j, m, 1, 100)
-	w, err := j.BeginSnapshot(m.Seq(), m.MaxVersion())
-	if err != nil {
+	w, all := beginSnapshot(t, j, m)
+	if err := w.Write(all[:len(all)/2]); err != nil {
 		t.Fatal(err)
 	}
-	var all []store.Change
-	for c := range m.Entries() {
-		all = append(all, c)
-	}
-	w.Write(all[:len(all)/2])
 	w.w.Flush() // half a snapshot on disk, then the crash
 	history(t, j, m, 101, 30)
 	j.Close()

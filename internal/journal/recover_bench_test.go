@@ -20,20 +20,7 @@ func BenchmarkRecover(b *testing.B) {
 	value := make([]byte, 100)
 	for i := 0; i < keys; i++ {
 		if i == keys/2 {
-			w, err := j.BeginSnapshot(m.Seq(), m.MaxVersion())
-			if err != nil {
-				b.Fatal(err)
-			}
-			var chunk []store.Change
-			for c := range m.Entries() {
-				chunk = append(chunk, c)
-			}
-			if err := w.Write(chunk); err != nil {
-				b.Fatal(err)
-			}
-			if err := w.Finish(m.MaxVersion()); err != nil {
-				b.Fatal(err)
-			}
+			snapshot(b, j, m)
 		}
 		c := &store.Command{Op: store.OpSet, Key: []byte(fmt.Sprintf("key:%012d", i)), Value: value, Version: ver(int64(i))}
 		_, changes := m.Apply(c, nil)

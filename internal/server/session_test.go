@@ -16,14 +16,15 @@ import (
 )
 
 // sessionClient connects id with a session that outlives the connection
-// and Request Problem Information 0; its publishes go to got,
-// unacknowledged unless ack is set.
-func sessionClient(t *testing.T, addr, id string, ack bool, got chan *paho.Publish) (*paho.Client, net.Conn) {
+// and Request Problem Information 0, subscribed to its response topic
+// (returned) by this connection or by the session's first; its publishes go to got, unacknowledged unless ack is set.
+func sessionClient(t *testing.T, addr, id string, ack bool, got chan *paho.Publish) (*paho.Client, net.Conn, string) {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", addr, dsstest.Timeout)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = conn.Close() })
 	c := paho.NewClient(paho.ClientConfig{
 		Conn: conn,
 		OnPublishReceived: []func(paho.PublishReceived) (bool, error){func(pr paho.PublishReceived) (bool, error) {
@@ -40,8 +41,40 @@ func sessionClient(t *testing.T, addr, id string, ack bool, got chan *paho.Publi
 	if err != nil || ca.ReasonCode != 0 {
 		t.Fatalf("connect %s: %v %+v", id, err, ca)
 	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return c, conn
+	topic := "clients/" + id + "/response"
+	if ca.SessionPresent {
+		return c, conn, topic // subscribed already
+	}
+	if _, err := c.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: topic, QoS: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	return c, conn, topic
+}
+
+// sessionSet sends SET key value from c, the response to topic with corr.
+func sessionSet(t *testing.T, c *paho.Client, topic string, corr []byte, key, value string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), dsstest.Timeout)
+	defer cancel()
+	if _, err := c.Publish(ctx, &paho.Publish{
+		QoS: 1, Topic: proto.RequestTopic, Payload: dsstest.Cmd("SET", key, value),
+		Properties: &paho.PublishProperties{ResponseTopic: topic, CorrelationData: corr,
+			User: []paho.UserProperty{{Key: proto.PropTimestamp, Value: dsstest.Now()}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// next is the next publish on got.
+func next(t *testing.T, got chan *paho.Publish, what string) *paho.Publish {
+	t.Helper()
+	select {
+	case p := <-got:
+		return p
+	case <-time.After(dsstest.Timeout):
+		t.Fatalf("no %s", what)
+		return nil
+	}
 }
 
 // TestUnacknowledgedResponseIsResentIntact checks that a response the
@@ -50,30 +83,11 @@ func sessionClient(t *testing.T, addr, id string, ack bool, got chan *paho.Publi
 // between must not change what is resent after a reconnect.
 func TestUnacknowledgedResponseIsResentIntact(t *testing.T) {
 	s := dsstest.StartServer(t, server.Config{})
-	const id = "keeper"
-	topic := "clients/" + id + "/response"
 	got := make(chan *paho.Publish, 16)
-	c, conn := sessionClient(t, s.Addr(), id, false, got)
-	ctx, cancel := context.WithTimeout(context.Background(), dsstest.Timeout)
-	defer cancel()
-	if _, err := c.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: topic, QoS: 1}}}); err != nil {
-		t.Fatal(err)
-	}
+	c, conn, topic := sessionClient(t, s.Addr(), "keeper", false, got)
 	corr := []byte("the first request")
-	if _, err := c.Publish(ctx, &paho.Publish{
-		QoS: 1, Topic: proto.RequestTopic, Payload: dsstest.Cmd("SET", "kept", "value"),
-		Properties: &paho.PublishProperties{ResponseTopic: topic, CorrelationData: corr,
-			User: []paho.UserProperty{{Key: proto.PropTimestamp, Value: dsstest.Now()}}},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	var first *paho.Publish
-	select {
-	case first = <-got:
-	case <-time.After(dsstest.Timeout):
-		t.Fatal("no response")
-	}
-	version, _ := dsstest.UserProperty(first, proto.PropTimestamp)
+	sessionSet(t, c, topic, corr, "kept", "value")
+	version, _ := dsstest.UserProperty(next(t, got, "response"), proto.PropTimestamp)
 	_ = conn.Close() // without acknowledging the response
 
 	// Other requests, every kind of response, reuse what the server can.
@@ -85,17 +99,13 @@ func TestUnacknowledgedResponseIsResentIntact(t *testing.T) {
 		other.Request(dsstest.Cmd("DEL", "absent"))
 	}
 
-	sessionClient(t, s.Addr(), id, true, got)
-	select {
-	case p := <-got:
-		v, _ := dsstest.UserProperty(p, proto.PropTimestamp)
-		status, _ := dsstest.UserProperty(p, proto.PropStatus)
-		if !bytes.Equal(p.Properties.CorrelationData, corr) || string(p.Payload) != "+OK\r\n" || v != version || status != proto.StatusOK || p.Topic != topic {
-			t.Fatalf("resent response: topic %q, correlation %q, payload %q, __ts %q, __stat %q; want %q, %q, %q, %q, %q",
-				p.Topic, p.Properties.CorrelationData, p.Payload, v, status, topic, corr, "+OK\r\n", version, proto.StatusOK)
-		}
-	case <-time.After(dsstest.Timeout):
-		t.Fatal("the unacknowledged response was not resent")
+	sessionClient(t, s.Addr(), "keeper", true, got)
+	p := next(t, got, "resent response")
+	v, _ := dsstest.UserProperty(p, proto.PropTimestamp)
+	status, _ := dsstest.UserProperty(p, proto.PropStatus)
+	if !bytes.Equal(p.Properties.CorrelationData, corr) || string(p.Payload) != "+OK\r\n" || v != version || status != proto.StatusOK || p.Topic != topic {
+		t.Fatalf("resent response: topic %q, correlation %q, payload %q, __ts %q, __stat %q; want %q, %q, %q, %q, %q",
+			p.Topic, p.Properties.CorrelationData, p.Payload, v, status, topic, corr, "+OK\r\n", version, proto.StatusOK)
 	}
 }
 
@@ -106,27 +116,11 @@ func TestUnacknowledgedResponseIsResentIntact(t *testing.T) {
 func TestResponsesKeepUserPropertiesWithoutProblemInformation(t *testing.T) {
 	s := dsstest.StartServer(t, server.Config{})
 	got := make(chan *paho.Publish, 1)
-	c, _ := sessionClient(t, s.Addr(), "no-problem-info", true, got)
-	topic := "clients/no-problem-info/response"
-	ctx, cancel := context.WithTimeout(context.Background(), dsstest.Timeout)
-	defer cancel()
-	if _, err := c.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: topic, QoS: 1}}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Publish(ctx, &paho.Publish{
-		QoS: 1, Topic: proto.RequestTopic, Payload: dsstest.Cmd("SET", "k", "v"),
-		Properties: &paho.PublishProperties{ResponseTopic: topic, CorrelationData: []byte("c"),
-			User: []paho.UserProperty{{Key: proto.PropTimestamp, Value: dsstest.Now()}}},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case p := <-got:
-		expect(t, "SET", p, "+OK\r\n", "any")
-		if status, _ := dsstest.UserProperty(p, proto.PropStatus); status != proto.StatusOK {
-			t.Fatalf("__stat %q, want %q", status, proto.StatusOK)
-		}
-	case <-time.After(dsstest.Timeout):
-		t.Fatal("no response")
+	c, _, topic := sessionClient(t, s.Addr(), "no-problem-info", true, got)
+	sessionSet(t, c, topic, []byte("c"), "k", "v")
+	p := next(t, got, "response")
+	expect(t, "SET", p, "+OK\r\n", "any")
+	if status, _ := dsstest.UserProperty(p, proto.PropStatus); status != proto.StatusOK {
+		t.Fatalf("__stat %q, want %q", status, proto.StatusOK)
 	}
 }
