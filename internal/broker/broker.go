@@ -14,6 +14,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/dssio/dss/internal/engine"
+	"github.com/dssio/dss/internal/proto"
 )
 
 // Store carries out state store requests; *engine.Node is one.
@@ -88,6 +89,10 @@ func New(cfg Config) (*Broker, error) {
 	srv := mqtt.New(&mqtt.Options{
 		Capabilities: caps,
 		Logger:       cfg.Logger.With("component", "mqtt"),
+		// The hook answers every request and copies what it keeps: a
+		// request is read into memory of its connection, reused by the
+		// next packet.
+		ConsumedTopic: proto.RequestTopic,
 	})
 	b := &Broker{
 		cfg:       cfg,

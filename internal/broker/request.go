@@ -16,20 +16,28 @@ import (
 // the response is handed to the broker, so nothing of a response may
 // point into its call: the broker keeps a QoS 1 response until the client
 // acknowledges it, and resends it after a reconnect.
+//
+// Nor may anything outlive the request that points into it: the
+// connection reads its next packet into the request's memory (see
+// ConsumedTopic in broker.go). What the response needs of the request is
+// copied to its reply.
 type call struct {
 	op            engine.Op
 	b             *Broker
 	client        *mqtt.Client
 	packetID      uint16 // of the request, for its PUBACK
-	responseTopic string // in the request's buffer, which is not recycled
-	correlation   []byte // likewise
+	reply         *reply
+	responseTopic string // in reply
+	correlation   []byte // in reply
+	spare         []byte // the room left in reply, for the version's text
 }
 
 var calls = sync.Pool{New: func() any { return new(call) }}
 
 func newCall(b *Broker, cl *mqtt.Client, pk *packets.Packet) *call {
 	c := calls.Get().(*call)
-	*c = call{b: b, client: cl, packetID: pk.PacketID, responseTopic: pk.Properties.ResponseTopic, correlation: pk.Properties.CorrelationData}
+	*c = call{b: b, client: cl, packetID: pk.PacketID}
+	c.keep(pk.Properties.ResponseTopic, pk.Properties.CorrelationData)
 	c.op.Caller = c
 	c.op.Done = b.completeFn
 	return c
@@ -119,7 +127,7 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 		}
 	}
 	if !proto.SupportedVersion(version) {
-		b.respondUnsupportedVersion(c, version)
+		b.respondUnsupportedVersion(c, strings.Clone(version))
 		return
 	}
 	// The request refers to the payload, not to the argument list: the

@@ -32,8 +32,9 @@ func (o Op) String() string {
 	return "UNKNOWN"
 }
 
-// Command is one state machine input. Key and Value may alias a request
-// buffer; the machine copies what it keeps.
+// Command is one state machine input. Key, Value and Fence's node id may
+// alias a request buffer that is reused once Apply returns; the machine
+// copies what it keeps, and the Changes it returns do not alias them.
 type Command struct {
 	Op    Op
 	Key   []byte

@@ -161,7 +161,7 @@ func (m *Machine) set(c *Command, s stored, found bool, changes []Change) (Resul
 		wasDurable = h.flags&flagVolatile == 0
 	}
 	if c.HasFence && (!fenced || fence.Before(c.Fence)) {
-		fence, fenced = c.Fence, true
+		fence, fenced = ownFence(c.Fence, fence), true
 	}
 	m.seq++
 	ch := Change{
@@ -179,6 +179,18 @@ func (m *Machine) set(c *Command, s stored, found bool, changes []Change) (Resul
 	ch.Key, ch.Value = ns.key, ns.rec.value()
 	changes = append(changes, ch)
 	return Result{Outcome: Applied, Version: c.Version}, changes
+}
+
+// ownFence returns token with a node id that does not alias the request
+// it came in: cur's when they are the same (a lock holder renewing), a
+// copy otherwise.
+func ownFence(token, cur hlc.Timestamp) hlc.Timestamp {
+	if token.Node == cur.Node {
+		token.Node = cur.Node
+	} else {
+		token.Node = strings.Clone(token.Node)
+	}
+	return token
 }
 
 // put stores the state c describes for c.Key, in place of old if there is

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/dssio/dss/hlc"
 	"github.com/dssio/dss/internal/proto"
@@ -342,5 +343,38 @@ func TestDeadlineHeapStaysOrdered(t *testing.T) {
 	}
 	if len(got) != want {
 		t.Fatalf("AppendExpired found %d keys, want %d", len(got), want)
+	}
+}
+
+// A command may alias a request buffer that is reused for the next
+// request once Apply returns: neither the state nor the changes may keep
+// any of it.
+func TestApplyKeepsNothingOfTheCommand(t *testing.T) {
+	m := New()
+	buf := []byte("key|value|holder")
+	c := &Command{Op: OpSet, Key: buf[0:3], Value: buf[4:9], Time: 100, Version: v(100, 0), HasFence: true,
+		Fence: hlc.Timestamp{Wall: 50, Node: unsafe.String(&buf[10], 6)}}
+	_, changes := apply(t, m, c)
+	copy(buf, "KEY|VALUE|HOLDER")
+	if len(changes) != 1 {
+		t.Fatalf("changes: %+v", changes)
+	}
+	if ch := changes[0]; ch.Key != "key" || string(ch.Value) != "value" || ch.Fence.Node != "holder" {
+		t.Fatalf("the change aliases the command: %+v", ch)
+	}
+	if val, _, ok := m.Get([]byte("key"), 100); !ok || string(val) != "value" {
+		t.Fatalf("GET key = %q, %v", val, ok)
+	}
+	// The stored token is intact: the holder's token passes, a lower one
+	// of the same holder does not.
+	renew := set("key", "v2", v(101, 0))
+	renew.Fence, renew.HasFence = hlc.Timestamp{Wall: 50, Node: "holder"}, true
+	if res, _ := apply(t, m, renew); res.Outcome != Applied {
+		t.Fatalf("SET with the stored token: %+v", res)
+	}
+	for e := range m.Entries() {
+		if e.Fence.Node != "holder" {
+			t.Fatalf("stored token %+v", e.Fence)
+		}
 	}
 }

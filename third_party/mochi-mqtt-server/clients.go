@@ -129,7 +129,17 @@ type ClientConnection struct {
 	// every QoS 1 message a client receives; nothing it decodes to
 	// refers to its bytes.
 	ackBuf [3]byte
+	// consumedBuf and consumedUser hold the body and the user properties
+	// of a publish to Options.ConsumedTopic while it is handled, by the
+	// read goroutine. dss: a state store request would otherwise cost
+	// two allocations that outlive it.
+	consumedBuf  []byte
+	consumedUser []packets.UserProperty
 }
+
+// maxConsumedBuffer bounds the buffer a connection keeps for publishes to
+// Options.ConsumedTopic; a larger one gets memory of its own.
+const maxConsumedBuffer = 16 << 10
 
 // ClientProperties contains the properties which define the client behaviour.
 type ClientProperties struct {
@@ -592,12 +602,24 @@ func (cl *Client) ReadPacket(fh *packets.FixedHeader) (pk packets.Packet, err er
 			p = cl.Net.ackBuf[:pk.FixedHeader.Remaining]
 		}
 	}
+	consumed := false
+	if p == nil && pk.FixedHeader.Type == packets.Publish && cl.ops.options.ConsumedTopic != "" &&
+		pk.FixedHeader.Remaining <= maxConsumedBuffer {
+		if cap(cl.Net.consumedBuf) < pk.FixedHeader.Remaining {
+			cl.Net.consumedBuf = make([]byte, max(pk.FixedHeader.Remaining, 512))
+		}
+		p, consumed = cl.Net.consumedBuf[:pk.FixedHeader.Remaining], true
+	}
 	if p == nil {
 		p = make([]byte, pk.FixedHeader.Remaining)
 	}
 	n, err := io.ReadFull(cl.Net.bconn, p)
 	if err != nil {
 		return pk, err
+	}
+	if consumed && !publishesTo(p, cl.ops.options.ConsumedTopic) {
+		// Routing and retained messages keep what the packet refers to.
+		p, consumed = bytes.Clone(p), false
 	}
 
 	atomic.AddInt64(&cl.ops.info.BytesReceived, int64(n))
@@ -614,7 +636,7 @@ func (cl *Client) ReadPacket(fh *packets.FixedHeader) (pk packets.Packet, err er
 	case packets.Connack:
 		err = pk.ConnackDecode(px)
 	case packets.Publish:
-		err = pk.PublishDecode(px)
+		err = cl.decodePublish(&pk, px, consumed)
 		if err == nil {
 			atomic.AddInt64(&cl.ops.info.MessagesReceived, 1)
 		}
@@ -648,6 +670,39 @@ func (cl *Client) ReadPacket(fh *packets.FixedHeader) (pk packets.Packet, err er
 
 	pk, err = cl.ops.hooks.OnPacketRead(cl, pk)
 	return
+}
+
+// publishesTo reports whether body, the body of a PUBLISH, names topic.
+func publishesTo(body []byte, topic string) bool {
+	if len(body) < 2 {
+		return false
+	}
+	n := int(body[0])<<8 | int(body[1])
+	return n == len(topic) && len(body) >= 2+n && string(body[2:2+n]) == topic
+}
+
+// decodePublish decodes the body of a PUBLISH into pk. consumed says that
+// body is the connection's buffer for publishes to Options.ConsumedTopic;
+// their user properties then go to the connection's slice as well.
+func (cl *Client) decodePublish(pk *packets.Packet, body []byte, consumed bool) error {
+	if !consumed {
+		return pk.PublishDecode(body)
+	}
+	pk.Properties.User = cl.Net.consumedUser[:0]
+	err := pk.PublishDecode(body)
+	if pk.Properties.User != nil {
+		cl.Net.consumedUser = pk.Properties.User[:0]
+	}
+	if len(pk.Properties.User) == 0 {
+		pk.Properties.User = nil
+	}
+	if err == nil && pk.Properties.TopicAliasFlag {
+		// The inbound alias table keeps the topic: the packet gets
+		// memory of its own.
+		*pk = packets.Packet{FixedHeader: pk.FixedHeader, ProtocolVersion: pk.ProtocolVersion}
+		return pk.PublishDecode(bytes.Clone(body))
+	}
+	return err
 }
 
 // WritePacket encodes and writes a packet to the client.

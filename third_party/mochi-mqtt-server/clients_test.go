@@ -933,3 +933,61 @@ func TestClientWritePackets(t *testing.T) {
 	require.NoError(t, pub.PublishEncode(&want))
 	require.Equal(t, want.Bytes(), <-o)
 }
+
+// dss: publishes to Options.ConsumedTopic are decoded in the connection's
+// buffers, reused packet after packet; every other publish, and one that
+// sets a topic alias, keeps memory of its own.
+func TestClientReadPacketConsumedTopic(t *testing.T) {
+	cl, r, _ := newTestClient()
+	defer cl.Stop(errClientStop)
+	cl.ops.options.ConsumedTopic = "req"
+	cl.Properties.ProtocolVersion = 5
+
+	read := func(pk packets.Packet) packets.Packet {
+		t.Helper()
+		pk.FixedHeader.Type = packets.Publish
+		pk.FixedHeader.Qos = 1
+		pk.PacketID = 7
+		pk.ProtocolVersion = 5
+		var buf bytes.Buffer
+		require.NoError(t, pk.PublishEncode(&buf))
+		go func() { _, _ = r.Write(buf.Bytes()) }()
+		fh := new(packets.FixedHeader)
+		require.NoError(t, cl.ReadFixedHeader(fh))
+		got, err := cl.ReadPacket(fh)
+		require.NoError(t, err)
+		return got
+	}
+	user := []packets.UserProperty{{Key: "k", Val: "v1"}}
+
+	first := read(packets.Packet{TopicName: "req", Payload: []byte("one"), Properties: packets.Properties{User: user}})
+	require.Equal(t, "one", string(first.Payload))
+	require.Equal(t, user, first.Properties.User)
+	second := read(packets.Packet{TopicName: "req", Payload: []byte("two"), Properties: packets.Properties{User: []packets.UserProperty{{Key: "k", Val: "v2"}}}})
+	require.Equal(t, "two", string(second.Payload))
+	// The first packet's bytes and user properties were reused.
+	require.Equal(t, "two", string(first.Payload))
+	require.Equal(t, "v2", first.Properties.User[0].Val)
+	require.Equal(t, &first.Properties.User[0], &second.Properties.User[0])
+
+	none := read(packets.Packet{TopicName: "req", Payload: []byte("three")})
+	require.Nil(t, none.Properties.User)
+
+	other := read(packets.Packet{TopicName: "other", Payload: []byte("kept"), Properties: packets.Properties{User: user}})
+	aliased := read(packets.Packet{TopicName: "req", Payload: []byte("alias"), Properties: packets.Properties{TopicAlias: 1, TopicAliasFlag: true, User: user}})
+	read(packets.Packet{TopicName: "req", Payload: []byte("later"), Properties: packets.Properties{User: []packets.UserProperty{{Key: "k", Val: "v3"}}}})
+	require.Equal(t, "kept", string(other.Payload))
+	require.Equal(t, "other", other.TopicName)
+	require.Equal(t, user, other.Properties.User)
+	require.Equal(t, "alias", string(aliased.Payload))
+	require.Equal(t, "req", aliased.TopicName)
+	require.Equal(t, user, aliased.Properties.User)
+}
+
+func TestPublishesTo(t *testing.T) {
+	require.True(t, publishesTo([]byte{0, 3, 'r', 'e', 'q', 0, 1}, "req"))
+	require.False(t, publishesTo([]byte{0, 3, 'r', 'e', 'x'}, "req"))
+	require.False(t, publishesTo([]byte{0, 4, 'r', 'e', 'q'}, "req"))
+	require.False(t, publishesTo([]byte{0, 3, 'r', 'e'}, "req"))
+	require.False(t, publishesTo([]byte{0}, "req"))
+}

@@ -130,6 +130,14 @@ type Options struct {
 	// Enable Inline client to allow direct subscribing and publishing from the parent codebase,
 	// with negligible performance difference (disabled by default to prevent confusion in statistics).
 	InlineClient bool `yaml:"inline_client" json:"inline_client"`
+
+	// ConsumedTopic names a topic whose publishes a hook takes in OnPublish,
+	// returning an error so that the server neither routes, retains nor
+	// acknowledges them. dss: a client's publish to it (without a topic
+	// alias) is decoded in buffers of its connection that the next packet
+	// reuses: hooks must copy whatever of it they keep once OnPublish (or
+	// OnPacketRead) returns.
+	ConsumedTopic string `yaml:"-" json:"-"`
 }
 
 // Server is an MQTT broker server. It should be created with server.New()
@@ -1107,11 +1115,17 @@ func (s *Server) PrepareDelivery(cl *Client, sub packets.Subscription, out *pack
 	}
 
 	if len(sub.Identifiers) > 0 { // [MQTT-3.3.4-3]
-		out.Properties.SubscriptionIdentifier = []int{}
+		// dss: a merged subscription lists the filters without an
+		// identifier as 0, which is never sent: only the others cost a
+		// slice.
+		var ids []int
 		for _, id := range sub.Identifiers {
-			out.Properties.SubscriptionIdentifier = append(out.Properties.SubscriptionIdentifier, id) // [MQTT-3.3.4-4] ![MQTT-3.3.4-5]
+			if id > 0 {
+				ids = append(ids, id) // [MQTT-3.3.4-4] ![MQTT-3.3.4-5]
+			}
 		}
-		sort.Ints(out.Properties.SubscriptionIdentifier)
+		sort.Ints(ids)
+		out.Properties.SubscriptionIdentifier = ids
 	}
 
 	if out.FixedHeader.Qos > sub.Qos {
