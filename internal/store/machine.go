@@ -296,7 +296,7 @@ func (m *Machine) setDeadline(key string, at int64) {
 	}
 }
 
-// compact moves a few live records out of the emptiest slab when enough
+// compact moves a few live records out of a mostly empty slab when enough
 // of the arena is garbage.
 func (m *Machine) compact() {
 	a := &m.arena
@@ -304,14 +304,14 @@ func (m *Machine) compact() {
 		if !a.garbage() {
 			return
 		}
-		id, ok := a.emptiest()
+		id, ok := a.pickVictim()
 		if !ok {
 			return
 		}
-		a.victim, a.next, a.compactOn = id, 0, true
+		a.victim, a.next, a.compactOn, a.retryAbove = id, 0, true, 0
 	}
 	s := a.slabs[a.victim]
-	for moved := 0; moved < compactStep && a.compactOn; {
+	for moved, seen := 0, 0; moved < compactStep && seen < compactScan && a.compactOn; seen++ {
 		if a.next >= len(s.buf) {
 			// Every record in it is garbage or moved (then release has
 			// dropped it already); a slab that still counts live bytes

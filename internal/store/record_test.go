@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"unsafe"
 
@@ -188,4 +189,95 @@ func liveBytes(m *Machine) int {
 		n += len(m.arena.at(at))
 	}
 	return n
+}
+
+// TestCompactionWorkPerRequestIsBounded: a slab that is nearly all
+// garbage is compacted a few records per request, not in one go: each
+// dead record costs an index lookup, and a request that looked at all of
+// a slab's held up every other.
+func TestCompactionWorkPerRequestIsBounded(t *testing.T) {
+	m := New()
+	a := &m.arena
+	value := bytes.Repeat([]byte("x"), 100)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; !a.compactOn; i++ {
+		// Ten thousand keys overwritten at random: the older slabs are
+		// nearly all garbage, but for a few keys not written since.
+		m.Apply(set(fmt.Sprint("key", r.IntN(10000)), string(value), v(int64(i+1), 0)), nil)
+		if i > 1e6 {
+			t.Fatal("compaction never started")
+		}
+	}
+	// The victim's bytes stay readable here once the arena drops it.
+	victim, buf := a.victim, a.slabs[a.victim].buf
+	count := func(from, to int) (n int) {
+		for off := from; off < to; off += len(recordAt(unsafe.Pointer(&buf[off]))) {
+			n++
+		}
+		return n
+	}
+	records := count(0, len(buf))
+	if records < 4*compactScan {
+		t.Fatalf("the victim holds %d records; the test needs more", records)
+	}
+	calls := 0
+	for a.compactOn && a.victim == victim {
+		before := a.next
+		m.compact()
+		end := a.next
+		if !a.compactOn || a.victim != victim {
+			end = min(end, len(buf))
+		}
+		if seen := count(before, end); seen > compactScan {
+			t.Fatalf("one call looked at %d records", seen)
+		}
+		calls++
+	}
+	if calls < records/compactScan {
+		t.Fatalf("%d records compacted in %d calls", records, calls)
+	}
+}
+
+// TestVictimSearchIsBounded: the search for a slab to compact looks at a
+// few slabs per call and goes on where it stopped; after a sweep that
+// found nothing worth compacting, it waits for more garbage.
+func TestVictimSearchIsBounded(t *testing.T) {
+	const slabs = 200
+	a := &arena{}
+	for range slabs {
+		a.slabs = append(a.slabs, &slab{buf: make([]byte, slabSize), live: slabSize * 9 / 10})
+	}
+	a.used = slabs * slabSize
+	a.live = a.used * 9 / 10
+	for call := 0; call < slabs/victimScan; call++ {
+		before := a.cursor
+		if _, ok := a.pickVictim(); ok {
+			t.Fatal("picked a slab nine tenths live")
+		}
+		if a.cursor-before != victimScan {
+			t.Fatalf("call %d looked at %d slabs", call, a.cursor-before)
+		}
+	}
+	for a.retryAbove == 0 {
+		if _, ok := a.pickVictim(); ok {
+			t.Fatal("picked a slab nine tenths live")
+		}
+	}
+	// Until more garbage comes, the search does not look.
+	a.slabs[150].live = slabSize / 3
+	a.live -= slabSize*9/10 - slabSize/3
+	cursor := a.cursor
+	if _, ok := a.pickVictim(); ok || a.cursor != cursor {
+		t.Fatal("searched again without more garbage")
+	}
+	a.live -= a.retryAbove
+	for range slabs/victimScan + 1 {
+		if id, ok := a.pickVictim(); ok {
+			if id != 150 {
+				t.Fatalf("picked slab %d", id)
+			}
+			return
+		}
+	}
+	t.Fatal("the slab a third live was never picked")
 }
