@@ -18,11 +18,11 @@ import (
 // snapshot) stays intact: the slab is freed by the garbage collector once
 // nothing refers to it.
 //
-// Every step is bounded so that no request pays for many: a slab is 64
-// KiB (with 1 MiB slabs, SET's p99 latency under load was a third
-// higher, the compaction of each slab spanning a hundred requests in
-// turn), one call looks at a few records and moves fewer, and the search
-// for the next slab to compact goes on from call to call.
+// Every step is bounded so that no request pays for many: one call looks
+// at a few records and moves fewer, the search for the next slab to
+// compact goes on from call to call, and a slab is 64 KiB (with 1 MiB
+// slabs, SET's p99 latency under load was a quarter higher; a full
+// collection with ten million keys costs 9 ms instead of 2.5).
 
 const (
 	slabSize = 64 << 10
