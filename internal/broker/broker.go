@@ -155,7 +155,7 @@ func (b *Broker) Close(grace time.Duration) error {
 
 // publish routes a message from the broker itself to the topic's
 // subscribers; their write loops send it.
-func (b *Broker) publish(pk *packets.Packet) { b.publishWithAck(pk, nil, nil, false) }
+func (b *Broker) publish(pk *packets.Packet) { b.publishWithAck(pk, nil, nil, false, nil) }
 
 // publishWithAck publishes pk, and ack (the PUBACK of requester's request)
 // with it: when requester is among the subscribers, both go out in one
@@ -164,7 +164,12 @@ func (b *Broker) publish(pk *packets.Packet) { b.publishWithAck(pk, nil, nil, fa
 // once); otherwise the subscribers' write loops do. Packets are passed by
 // pointer: one is 800 bytes, and copies of it made the goroutine stacks of
 // the request path grow.
-func (b *Broker) publishWithAck(pk *packets.Packet, requester *mqtt.Client, ack *packets.Packet, now bool) {
+//
+// owner, if not nil, owns the memory pk refers to (see reply); the broker
+// retains it for every copy it keeps. publishWithAck reports whether the
+// caller may release its own hold: not after the broker's general routing,
+// whose copies do not count themselves.
+func (b *Broker) publishWithAck(pk *packets.Packet, requester *mqtt.Client, ack *packets.Packet, now bool, owner packets.Owner) bool {
 	pk.FixedHeader.Type = packets.Publish
 	pk.Origin = inlineClientID
 	pk.Created = time.Now().Unix()
@@ -175,8 +180,9 @@ func (b *Broker) publishWithAck(pk *packets.Packet, requester *mqtt.Client, ack 
 		if err := b.srv.InjectPacket(b.inline, *pk); err != nil {
 			b.log.Warn("publish failed", "topic", pk.TopicName, "err", err)
 		}
-		return
+		return false
 	}
+	pk.Owner = owner
 	// The targets share pk's property slices; nothing on the way
 	// modifies them.
 	for _, t := range rt.targets {
@@ -212,6 +218,7 @@ func (b *Broker) publishWithAck(pk *packets.Packet, requester *mqtt.Client, ack 
 		}
 	}
 	b.sendAck(requester, ack, now)
+	return true
 }
 
 // sendAck writes ack to cl now, or queues it for cl's write loop.

@@ -2,11 +2,9 @@ package broker
 
 import (
 	"slices"
-	"unsafe"
 
 	"github.com/mochi-mqtt/server/v2/packets"
 
-	"github.com/dssio/dss/hlc"
 	"github.com/dssio/dss/internal/engine"
 	"github.com/dssio/dss/internal/proto"
 	"github.com/dssio/dss/internal/resp"
@@ -70,51 +68,6 @@ var okNoVersion = []packets.UserProperty{
 	{Key: proto.PropProtocolVersion, Val: proto.ProtocolVersion},
 }
 
-// reply is the memory of one response, which the broker keeps until the
-// client acknowledges it: the request's response topic and correlation
-// data, copied, and the envelope with the version's text, in one
-// allocation for the usual sizes.
-type reply struct {
-	user [3]packets.UserProperty
-	// buf holds the topic, the correlation data and the version's text
-	// (up to versionRoom bytes), in that order.
-	buf [224]byte // with user, 320 bytes: a size class of the allocator
-}
-
-// versionRoom is the most a version's text takes: 19 digits of
-// milliseconds, 10 of counter, two colons and a node id of up to 26 bytes.
-const versionRoom = 57
-
-// keep copies the response topic and correlation data of the request to
-// a new reply.
-func (c *call) keep(topic string, correlation []byte) {
-	r := new(reply)
-	buf := r.buf[:0]
-	if n := len(topic) + len(correlation) + versionRoom; n > len(r.buf) {
-		buf = make([]byte, 0, n)
-	}
-	buf = append(buf, topic...)
-	buf = append(buf, correlation...)
-	c.reply = r
-	// The string points into the reply, which it keeps alive; nothing
-	// writes to those bytes again.
-	c.responseTopic = unsafe.String(unsafe.SliceData(buf), len(topic))
-	c.correlation = buf[len(topic):len(buf):len(buf)]
-	c.spare = buf[len(buf):]
-}
-
-// versioned returns the envelope of a response with a version, in c's
-// reply.
-func (c *call) versioned(version hlc.Timestamp) []packets.UserProperty {
-	text := version.AppendText(c.spare[:0])
-	c.reply.user = [3]packets.UserProperty{
-		okNoVersion[0],
-		okNoVersion[1],
-		{Key: proto.PropTimestamp, Val: unsafe.String(unsafe.SliceData(text), len(text))},
-	}
-	return c.reply.user[:]
-}
-
 // respondUnsupportedVersion answers a request of an RPC protocol major
 // version the server does not speak.
 func (b *Broker) respondUnsupportedVersion(c *call, version string) {
@@ -145,5 +98,7 @@ func (b *Broker) respond(c *call, payload []byte, user []packets.UserProperty, n
 		},
 	}
 	ack := c.puback()
-	b.publishWithAck(&pk, c.client, &ack, now)
+	if b.publishWithAck(&pk, c.client, &ack, now, c.reply) {
+		c.reply.Release()
+	}
 }

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -61,7 +62,8 @@ func (r *routes) lookup(topic string) route {
 	if len(r.byName) >= maxRoutes {
 		r.byName = make(map[string]route)
 	}
-	r.byName[topic] = rt
+	// The topic may point into a response's memory, which is recycled.
+	r.byName[strings.Clone(topic)] = rt
 	r.mu.Unlock()
 	return rt
 }

@@ -239,6 +239,7 @@ func (q *outboundQueue) push(w pendingWrite, max int) bool {
 		q.mu.Unlock()
 		return false
 	}
+	w.pk.Retain() // dss: released by the write loop once written
 	q.items = append(q.items, w)
 	q.mu.Unlock()
 	select {
@@ -284,6 +285,9 @@ func (cl *Client) WriteLoop() {
 				}
 				if err := cl.WritePackets(pks...); err != nil {
 					cl.ops.log.Debug("failed publishing packet", "error", err, "client", cl.ID)
+				}
+				for _, w := range batch[:n] {
+					w.pk.Release() // encoded: the write buffer has its bytes
 				}
 				atomic.AddInt32(&cl.State.outboundQty, -int32(n))
 				clear(batch[:n])

@@ -781,10 +781,13 @@ func TestClientWriteLoopBatches(t *testing.T) {
 	small := *packets.TPacketData[packets.Publish].Get(packets.TPublishNoPayload).Packet
 	ack := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback}, PacketID: 7}
 	p1, p2, a := small, small, ack // the write loop prepares them in place
+	owner := new(countingOwner)
+	p1.Owner = owner
 	require.True(t, cl.enqueue(pendingWrite{pk: &p1}))
 	require.True(t, cl.enqueue(pendingWrite{pk: &p2, ack: &a}))
 	require.True(t, cl.WriteLater(small))
 	require.False(t, cl.WriteLater(small), "a fourth entry is over the limit")
+	require.Equal(t, int32(1), owner.n.Load(), "the queue holds the owner of what it holds")
 	require.Equal(t, int32(3), atomic.LoadInt32(&cl.State.outboundQty))
 
 	var want bytes.Buffer
@@ -804,6 +807,7 @@ func TestClientWriteLoopBatches(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, want.Bytes(), got[:n])
 	require.Eventually(t, func() bool { return atomic.LoadInt32(&cl.State.outboundQty) == 0 }, time.Second, time.Millisecond)
+	require.Equal(t, int32(0), owner.n.Load(), "and lets go of it once written")
 	require.True(t, cl.WriteLater(small), "the queue has room again")
 }
 

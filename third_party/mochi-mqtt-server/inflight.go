@@ -58,6 +58,10 @@ func (i *Inflight) Set(m packets.Packet) bool {
 		}
 		i.internal[m.PacketID] = old
 	}
+	m.Retain() // dss: before the release, in case both are the same owner's
+	if ok {
+		old.Release()
+	}
 	*old = m
 	return !ok
 }
@@ -99,6 +103,7 @@ func (i *Inflight) Clone() *Inflight {
 	defer i.RUnlock()
 	for k, v := range i.internal {
 		p := *v
+		p.Retain() // dss: the original may be let go of without a release
 		c.internal[k] = &p
 	}
 	c.parked = i.parked
@@ -166,6 +171,7 @@ func (i *Inflight) Delete(id uint16) bool {
 		i.parked--
 	}
 	delete(i.internal, id)
+	old.Release()
 	*old = packets.Packet{} // let go of its payload and properties
 	if len(i.spare) < maxSpare {
 		i.spare = append(i.spare, old)

@@ -207,3 +207,33 @@ func TestNextImmediate(t *testing.T) {
 	_, ok = cl.State.Inflight.NextImmediate()
 	require.False(t, ok)
 }
+
+// countingOwner counts the holds on a packet's memory. dss.
+type countingOwner struct{ n atomic.Int32 }
+
+func (o *countingOwner) Retain()  { o.n.Add(1) }
+func (o *countingOwner) Release() { o.n.Add(-1) }
+
+// dss: an inflight entry holds its packet's owner from Set to Delete; an
+// entry replaced lets go of the old packet's, and a clone holds its own.
+func TestInflightHoldsTheOwner(t *testing.T) {
+	i := NewInflights()
+	a, b := new(countingOwner), new(countingOwner)
+	i.Set(packets.Packet{PacketID: 1, Owner: a})
+	require.Equal(t, int32(1), a.n.Load())
+	i.Set(packets.Packet{PacketID: 1, Owner: a, Expiry: -1}) // the same packet, parked
+	require.Equal(t, int32(1), a.n.Load())
+	i.Set(packets.Packet{PacketID: 1, Owner: b})
+	require.Equal(t, int32(0), a.n.Load())
+	require.Equal(t, int32(1), b.n.Load())
+
+	c := i.Clone()
+	require.Equal(t, int32(2), b.n.Load())
+	require.True(t, c.Delete(1))
+	require.True(t, i.Delete(1))
+	require.False(t, i.Delete(1))
+	require.Equal(t, int32(0), b.n.Load())
+
+	owned := packets.Packet{PacketID: 2, Owner: a}
+	require.Nil(t, owned.Copy(false).Owner, "a copy has memory of its own")
+}

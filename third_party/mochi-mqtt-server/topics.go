@@ -99,7 +99,9 @@ func (a *OutboundTopicAliases) Set(topic string) (uint16, bool) {
 		return 0, false
 	}
 
-	a.internal[topic] = uint16(i) + 1
+	// dss: the topic may point into memory its publisher recycles (see
+	// Packet.Owner); the table keeps a copy.
+	a.internal[strings.Clone(topic)] = uint16(i) + 1
 	atomic.StoreUint32(&a.cursor, i+1)
 	return uint16(i) + 1, false
 }

@@ -138,6 +138,32 @@ type Packet struct {
 	ReasonCode      byte          // reason code for a packet response (acks, etc)
 	ReservedBit     byte          // reserved, do not use (except in testing)
 	Ignore          bool          // if true, do not perform any message forwarding operations
+	// Owner, when set, is what the packet's memory belongs to. dss: the
+	// server retains it for every copy of the packet it keeps (an
+	// inflight entry, an entry of a write queue) and releases it when it
+	// lets go of the copy, so that the owner can recycle the memory once
+	// nothing holds it. Copy does not carry it over.
+	Owner Owner `json:"-"`
+}
+
+// Owner is the owner of a packet's memory; see Packet.Owner.
+type Owner interface {
+	Retain()
+	Release()
+}
+
+// Retain retains pk's owner, if it has one.
+func (pk *Packet) Retain() {
+	if pk.Owner != nil {
+		pk.Owner.Retain()
+	}
+}
+
+// Release releases pk's owner, if it has one.
+func (pk *Packet) Release() {
+	if pk.Owner != nil {
+		pk.Owner.Release()
+	}
 }
 
 // Mods specifies certain values required for certain mqtt v5 compliance within packet encoding/decoding.
