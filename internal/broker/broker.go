@@ -176,10 +176,7 @@ func (b *Broker) publishWithAck(pk *packets.Packet, requester *mqtt.Client, ack 
 	rt := b.routes.lookup(pk.TopicName)
 	if rt.general {
 		b.sendAck(requester, ack, now)
-		pk.PacketID = 1 // any non-zero id; the broker's own publishes are never acknowledged
-		if err := b.srv.InjectPacket(b.inline, *pk); err != nil {
-			b.log.Warn("publish failed", "topic", pk.TopicName, "err", err)
-		}
+		b.inject(pk)
 		return false
 	}
 	pk.Owner = owner
@@ -219,6 +216,18 @@ func (b *Broker) publishWithAck(pk *packets.Packet, requester *mqtt.Client, ack 
 	}
 	b.sendAck(requester, ack, now)
 	return true
+}
+
+// inject publishes pk through the broker's own routing. It is a function
+// of its own so that the packet copy it takes is not in the frame of every
+// response.
+//
+//go:noinline
+func (b *Broker) inject(pk *packets.Packet) {
+	pk.PacketID = 1 // any non-zero id; the broker's own publishes are never acknowledged
+	if err := b.srv.InjectPacket(b.inline, *pk); err != nil {
+		b.log.Warn("publish failed", "topic", pk.TopicName, "err", err)
+	}
 }
 
 // sendAck writes ack to cl now, or queues it for cl's write loop.

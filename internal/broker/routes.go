@@ -53,8 +53,17 @@ func (r *routes) lookup(topic string) route {
 	if ok && rt.gen == gen {
 		return rt
 	}
+	return r.fill(topic, gen)
+}
+
+// fill looks topic up in the broker's topic trie and caches the route.
+// It is a function of its own so that what the lookup needs is not in the
+// frame of every response (which grew every connection's stack).
+//
+//go:noinline
+func (r *routes) fill(topic string, gen uint64) route {
 	subs := r.srv.Topics.Subscribers(topic)
-	rt = route{gen: gen, general: len(subs.Shared) > 0 || len(subs.InlineSubscriptions) > 0}
+	rt := route{gen: gen, general: len(subs.Shared) > 0 || len(subs.InlineSubscriptions) > 0}
 	for id, sub := range subs.Subscriptions {
 		rt.targets = append(rt.targets, target{clientID: id, sub: sub})
 	}

@@ -741,22 +741,33 @@ func (s *Server) processPacket(cl *Client, pk packets.Packet) error {
 	}
 
 	if atomic.LoadInt32(&cl.State.Inflight.sendQuota) > 0 {
-		next, ok := cl.State.Inflight.NextImmediate()
-		if ok {
-			// dss: the packet was deleted from the inflight map once
-			// written, so its PUBACK found nothing and the send quota
-			// it took was never given back: after Receive Maximum such
-			// releases every later message to the client stayed
-			// parked. It now stays inflight, no longer parked, until
-			// its PUBACK.
-			next.Expiry = 0
-			cl.State.Inflight.Set(next)
-			cl.State.Inflight.DecreaseSendQuota()
-			_ = cl.WritePacket(next)
-		}
+		s.sendParked(cl)
 	}
 
 	return nil
+}
+
+// sendParked sends the next packet parked for lack of send quota, if any.
+//
+// dss: a function of its own, so that its packet temporaries (800 bytes
+// each) are not in the frame of processPacket, which every packet read
+// passes through: large frames grew every connection's stack.
+//
+//go:noinline
+func (s *Server) sendParked(cl *Client) {
+	next, ok := cl.State.Inflight.NextImmediate()
+	if ok {
+		// dss: the packet was deleted from the inflight map once
+		// written, so its PUBACK found nothing and the send quota
+		// it took was never given back: after Receive Maximum such
+		// releases every later message to the client stayed
+		// parked. It now stays inflight, no longer parked, until
+		// its PUBACK.
+		next.Expiry = 0
+		cl.State.Inflight.Set(next)
+		cl.State.Inflight.DecreaseSendQuota()
+		_ = cl.WritePacket(next)
+	}
 }
 
 // processConnect processes a Connect packet. The packet cannot be used to establish
@@ -767,6 +778,10 @@ func (s *Server) processConnect(cl *Client, _ packets.Packet) error {
 }
 
 // processPingreq processes a Pingreq packet.
+//
+// dss: not inlined into processPacket, whose frame its packet would grow.
+//
+//go:noinline
 func (s *Server) processPingreq(cl *Client, _ packets.Packet) error {
 	return cl.WritePacket(packets.Packet{
 		FixedHeader: packets.FixedHeader{
@@ -906,9 +921,7 @@ func (s *Server) processPublish(cl *Client, pk packets.Packet) error {
 		if pk.FixedHeader.Qos == 2 {
 			ackType = packets.Pubrec
 		}
-
-		ack := s.buildAck(pk.PacketID, ackType, 0, pk.Properties, packets.ErrNotAuthorized)
-		return cl.WritePacket(ack)
+		return s.refusePublish(cl, &pk, ackType, packets.ErrNotAuthorized)
 	}
 
 	pk.Origin = cl.ID
@@ -919,15 +932,9 @@ func (s *Server) processPublish(cl *Client, pk packets.Packet) error {
 		pk.Expiry = pk.Created + expiry
 	}
 
-	if !cl.Net.Inline {
-		if pki, ok := cl.State.Inflight.Get(pk.PacketID); ok {
-			if pki.FixedHeader.Type == packets.Pubrec { // [MQTT-4.3.3-10]
-				ack := s.buildAck(pk.PacketID, packets.Pubrec, 0, pk.Properties, packets.ErrPacketIdentifierInUse)
-				return cl.WritePacket(ack)
-			}
-			if ok := cl.State.Inflight.Delete(pk.PacketID); ok { // [MQTT-4.3.2-5]
-				atomic.AddInt64(&s.Info.Inflight, -1)
-			}
+	if !cl.Net.Inline && cl.State.Inflight.Has(pk.PacketID) {
+		if done, err := s.publishIDInFlight(cl, &pk); done {
+			return err
 		}
 	}
 
@@ -947,13 +954,53 @@ func (s *Server) processPublish(cl *Client, pk packets.Packet) error {
 	} else if errors.Is(err, errSuccessIgnore) {
 		pk.Ignore = true
 	} else if cl.Properties.ProtocolVersion == 5 && pk.FixedHeader.Qos > 0 && errors.As(err, new(packets.Code)) {
-		err = cl.WritePacket(s.buildAck(pk.PacketID, packets.Puback, 0, pk.Properties, err.(packets.Code)))
-		if err != nil {
-			return err
-		}
-		return nil
+		return s.refusePublish(cl, &pk, packets.Puback, err.(packets.Code))
 	}
 
+	return s.publishAccepted(cl, pk)
+}
+
+// refusePublish acknowledges a publish with an acknowledgement of type
+// ackType and a failure code.
+//
+// dss: this and publishIDInFlight are functions of their own so that
+// their packet temporaries (800 bytes each) are not in the frame of every
+// publish, which grew every connection's stack.
+//
+//go:noinline
+func (s *Server) refusePublish(cl *Client, pk *packets.Packet, ackType byte, code packets.Code) error {
+	return cl.WritePacket(s.buildAck(pk.PacketID, ackType, 0, pk.Properties, code))
+}
+
+// publishIDInFlight handles a publish whose packet id is in flight: a
+// QoS 2 publish not yet released is refused, anything else is dropped
+// from the inflight map. It reports whether the publish is done with.
+//
+//go:noinline
+func (s *Server) publishIDInFlight(cl *Client, pk *packets.Packet) (bool, error) {
+	pki, ok := cl.State.Inflight.Get(pk.PacketID)
+	if !ok {
+		return false, nil
+	}
+	if pki.FixedHeader.Type == packets.Pubrec { // [MQTT-4.3.3-10]
+		ack := s.buildAck(pk.PacketID, packets.Pubrec, 0, pk.Properties, packets.ErrPacketIdentifierInUse)
+		return true, cl.WritePacket(ack)
+	}
+	if ok := cl.State.Inflight.Delete(pk.PacketID); ok { // [MQTT-4.3.2-5]
+		atomic.AddInt64(&s.Info.Inflight, -1)
+	}
+	return false, nil
+}
+
+// publishAccepted retains, acknowledges and routes a publish the hooks
+// accepted.
+//
+// dss: split out of processPublish, so that its packet temporaries are
+// not in the frame of every publish the hooks take.
+//
+//go:noinline
+func (s *Server) publishAccepted(cl *Client, pk packets.Packet) error {
+	var err error
 	if pk.FixedHeader.Retain { // [MQTT-3.3.1-5] ![MQTT-3.3.1-8]
 		s.retainMessage(cl, pk)
 	}
@@ -1468,6 +1515,10 @@ func (s *Server) UnsubscribeClient(cl *Client) {
 }
 
 // processAuth processes an Auth packet.
+//
+// dss: not inlined into processPacket, whose frame it would grow.
+//
+//go:noinline
 func (s *Server) processAuth(cl *Client, pk packets.Packet) error {
 	_, err := s.hooks.OnAuthPacket(cl, pk)
 	if err != nil {
