@@ -30,6 +30,9 @@ type call struct {
 	responseTopic string // in reply
 	correlation   []byte // in reply
 	spare         []byte // the room left in reply, for the version's text
+	// response and ack are the response and the request's PUBACK while
+	// they are handed to the broker.
+	response, ack packets.Packet
 }
 
 var calls = sync.Pool{New: func() any { return new(call) }}
@@ -48,11 +51,6 @@ func newCall(b *Broker, cl *mqtt.Client, pk *packets.Packet) *call {
 func (c *call) release() {
 	*c = call{}
 	calls.Put(c)
-}
-
-// puback is the acknowledgement of an accepted request.
-func (c *call) puback() packets.Packet {
-	return packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback}, PacketID: c.packetID}
 }
 
 // Reason codes the binding sends. Every one is valid in the packet it is

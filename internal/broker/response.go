@@ -87,18 +87,20 @@ func (b *Broker) respondUnsupportedVersion(c *call, version string) {
 // that the caller is the requester's reader goroutine (the result was
 // ready at once); otherwise the write loops send them.
 func (b *Broker) respond(c *call, payload []byte, user []packets.UserProperty, now bool) {
-	pk := packets.Packet{
-		FixedHeader: packets.FixedHeader{Qos: 1},
-		TopicName:   c.responseTopic,
-		Payload:     payload,
-		Properties: packets.Properties{
-			CorrelationData: c.correlation,
-			ContentType:     proto.ContentType,
-			User:            user,
-		},
-	}
-	ack := c.puback()
-	if b.publishWithAck(&pk, c.client, &ack, now, c.reply) {
+	// The packets are built in the call (zero since newCall), not on this
+	// goroutine's stack: 800 bytes each, they grew the stack of every
+	// connection. The broker copies what it keeps of them.
+	pk := &c.response
+	pk.FixedHeader.Qos = 1
+	pk.TopicName = c.responseTopic
+	pk.Payload = payload
+	pk.Properties.CorrelationData = c.correlation
+	pk.Properties.ContentType = proto.ContentType
+	pk.Properties.User = user
+	ack := &c.ack
+	ack.FixedHeader.Type = packets.Puback
+	ack.PacketID = c.packetID
+	if b.publishWithAck(pk, c.client, ack, now, c.reply) {
 		c.reply.Release()
 	}
 }
