@@ -198,8 +198,8 @@ func (b *Broker) publishWithAck(pk *packets.Packet, requester *mqtt.Client, ack 
 				ack = nil
 			}
 		case ack != nil && cl == requester:
-			// The queue keeps the PUBACK until the write loop sends it:
-			// a copy on the heap here keeps the caller's on its stack.
+			// The queue keeps the PUBACK until the write loop sends it,
+			// after the caller's call (which holds ack) is recycled.
 			queuedAck := new(packets.Packet)
 			*queuedAck = *ack
 			var queued bool
