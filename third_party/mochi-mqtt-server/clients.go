@@ -607,23 +607,19 @@ func (cl *Client) ReadPacket(fh *packets.FixedHeader) (pk packets.Packet, err er
 		}
 	}
 	consumed := false
-	if p == nil && pk.FixedHeader.Type == packets.Publish && cl.ops.options.ConsumedTopic != "" &&
-		pk.FixedHeader.Remaining <= maxConsumedBuffer {
+	if p == nil && pk.FixedHeader.Type == packets.Publish && cl.consumes(pk.FixedHeader.Remaining) {
 		if cap(cl.Net.consumedBuf) < pk.FixedHeader.Remaining {
 			cl.Net.consumedBuf = make([]byte, max(pk.FixedHeader.Remaining, 512))
 		}
 		p, consumed = cl.Net.consumedBuf[:pk.FixedHeader.Remaining], true
 	}
 	if p == nil {
+		// Routing and retained messages keep what the packet refers to.
 		p = make([]byte, pk.FixedHeader.Remaining)
 	}
 	n, err := io.ReadFull(cl.Net.bconn, p)
 	if err != nil {
 		return pk, err
-	}
-	if consumed && !publishesTo(p, cl.ops.options.ConsumedTopic) {
-		// Routing and retained messages keep what the packet refers to.
-		p, consumed = bytes.Clone(p), false
 	}
 
 	atomic.AddInt64(&cl.ops.info.BytesReceived, int64(n))
@@ -676,7 +672,22 @@ func (cl *Client) ReadPacket(fh *packets.FixedHeader) (pk packets.Packet, err er
 	return
 }
 
-// publishesTo reports whether body, the body of a PUBLISH, names topic.
+// consumes reports whether the PUBLISH whose body of remaining bytes is
+// next to read names Options.ConsumedTopic (and fits the connection's
+// buffer for those), from the start of the body, without reading it.
+func (cl *Client) consumes(remaining int) bool {
+	topic := cl.ops.options.ConsumedTopic
+	if topic == "" || remaining > maxConsumedBuffer || remaining < 2+len(topic) {
+		return false
+	}
+	// An error (the buffer is smaller, the connection ends) leaves the
+	// read that follows to report it.
+	head, err := cl.Net.bconn.Peek(2 + len(topic))
+	return err == nil && publishesTo(head, topic)
+}
+
+// publishesTo reports whether body, the body of a PUBLISH (or its start),
+// names topic.
 func publishesTo(body []byte, topic string) bool {
 	if len(body) < 2 {
 		return false
