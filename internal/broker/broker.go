@@ -159,9 +159,12 @@ func (b *Broker) publish(pk *packets.Packet) { b.publishWithAck(pk, nil, nil, fa
 
 // publishWithAck publishes pk, and ack (the PUBACK of requester's request)
 // with it: when requester is among the subscribers, both go out in one
-// write; otherwise ack goes alone. With now set, the caller's goroutine
-// writes them (it is the requester's reader, and the result was ready at
-// once); otherwise the subscribers' write loops do. Packets are passed by
+// write; otherwise ack goes alone. The caller's goroutine writes to the
+// requester when the requester's write loop has nothing queued: with now
+// set it is the requester's reader (the result was ready at once) and
+// waits for the connection; otherwise it writes what the connection takes
+// without waiting and leaves the rest to the write loop. The other
+// subscribers' write loops write to them. Packets are passed by
 // pointer: one is 800 bytes, and copies of it made the goroutine stacks of
 // the request path grow.
 //
@@ -188,26 +191,19 @@ func (b *Broker) publishWithAck(pk *packets.Packet, requester *mqtt.Client, ack 
 			continue
 		}
 		var err error
-		switch {
-		case ack != nil && cl == requester && now:
+		if cl == requester {
+			// WriteDelivery copies what it queues: the caller's call
+			// (which holds ack and pk) is recycled after this.
 			out := *pk
-			var send bool
+			var send, sent bool
 			send, err = b.srv.PrepareDelivery(cl, t.sub, &out)
 			if send && err == nil {
-				err = cl.WritePackets(ack, &out)
-				ack = nil
+				sent, err = b.srv.WriteDelivery(cl, &out, ack, now)
+				if sent {
+					ack = nil
+				}
 			}
-		case ack != nil && cl == requester:
-			// The queue keeps the PUBACK until the write loop sends it,
-			// after the caller's call (which holds ack) is recycled.
-			queuedAck := new(packets.Packet)
-			*queuedAck = *ack
-			var queued bool
-			queued, err = b.srv.PublishToClientWithAck(cl, t.sub, pk, queuedAck)
-			if queued {
-				ack = nil
-			}
-		default:
+		} else {
 			err = b.srv.PublishToClient(cl, t.sub, pk)
 		}
 		if err != nil {
@@ -230,17 +226,16 @@ func (b *Broker) inject(pk *packets.Packet) {
 	}
 }
 
-// sendAck writes ack to cl now, or queues it for cl's write loop.
+// sendAck writes ack to cl now (waiting for the connection if now is
+// set), or queues it for cl's write loop.
 func (b *Broker) sendAck(cl *mqtt.Client, ack *packets.Packet, now bool) {
 	if ack == nil {
 		return
 	}
-	if !now {
-		if cl.WriteLater(*ack) {
-			return
-		}
-		// The client's queue is full: write it here rather than lose it.
+	if written, _ := cl.WriteNow(now, ack); written || cl.WriteLater(*ack) {
+		return
 	}
+	// The client's queue is full: write it here rather than lose it.
 	b.writeAck(cl, ack)
 }
 

@@ -85,7 +85,9 @@ func (b *Broker) respondUnsupportedVersion(c *call, version string) {
 // respond publishes a response with the PUBACK of its request: in one
 // write when the requester subscribed to its response topic. now says
 // that the caller is the requester's reader goroutine (the result was
-// ready at once); otherwise the write loops send them.
+// ready at once); otherwise it is the goroutine that delivers results
+// after the journal, which must not wait for any one connection (see
+// publishWithAck).
 func (b *Broker) respond(c *call, payload []byte, user []packets.UserProperty, now bool) {
 	// The packets are built in the call (zero since newCall), not on this
 	// goroutine's stack: 800 bytes each, they grew the stack of every

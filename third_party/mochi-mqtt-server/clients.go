@@ -14,6 +14,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/rs/xid"
@@ -135,6 +136,16 @@ type ClientConnection struct {
 	// two allocations that outlive it.
 	consumedBuf  []byte
 	consumedUser []packets.UserProperty
+	// writeMu makes writes to Conn whole. dss: the client's own lock did,
+	// and a write to a client that does not read held it until the write
+	// deadline: whoever published to that client (routing, the state
+	// store's delivery of every journaled result) waited for it in
+	// NextPacketID.
+	writeMu sync.Mutex
+	// raw is the connection's file descriptor access when it has one (a
+	// TCP or Unix connection, not TLS or a websocket). dss: WriteNow
+	// writes through it without waiting when it must not block.
+	raw syscall.RawConn
 }
 
 // maxConsumedBuffer bounds the buffer a connection keeps for publishes to
@@ -205,6 +216,9 @@ func newClient(c net.Conn, o *ops) *Client {
 			bconn:  bufio.NewReaderSize(c, o.options.ClientNetReadBufferSize),
 			Remote: c.RemoteAddr().String(),
 		}
+		if sc, ok := c.(syscall.Conn); ok {
+			cl.Net.raw, _ = sc.SyscallConn()
+		}
 	}
 
 	return cl
@@ -214,9 +228,13 @@ func newClient(c net.Conn, o *ops) *Client {
 //
 // dss: ack, when set, is written just before pk, in the same write: the
 // state store answers a request with its PUBACK and its response together.
+//
+// raw, when set instead, is bytes already encoded that the connection
+// did not take at once (see WriteNow); it is written as it is.
 type pendingWrite struct {
 	pk  *packets.Packet
 	ack *packets.Packet
+	raw []byte
 }
 
 // outboundQueue holds the packets waiting for the client's write loop.
@@ -226,10 +244,15 @@ type pendingWrite struct {
 // every garbage collection even when empty. A slice that grows when
 // needed costs nothing while the connection is idle, and lets the write
 // loop send everything waiting with one write.
+//
+// Whoever writes what the queue holds, or writes past it (WriteNow), holds
+// the queue's write token (writing) for the duration, so that the bytes
+// go out in the order they were queued.
 type outboundQueue struct {
-	mu    sync.Mutex
-	items []pendingWrite
-	ready chan struct{} // has a token when items is not empty
+	mu      sync.Mutex
+	items   []pendingWrite
+	writing bool          // the write token is taken
+	ready   chan struct{} // has a token when items is not empty
 }
 
 // push queues w unless max entries are waiting.
@@ -242,17 +265,27 @@ func (q *outboundQueue) push(w pendingWrite, max int) bool {
 	w.pk.Retain() // dss: released by the write loop once written
 	q.items = append(q.items, w)
 	q.mu.Unlock()
+	q.signal()
+	return true
+}
+
+func (q *outboundQueue) signal() {
 	select {
 	case q.ready <- struct{}{}:
 	default:
 	}
-	return true
 }
 
-// take moves every waiting entry to into.
-func (q *outboundQueue) take(into []pendingWrite) []pendingWrite {
+// take takes the write token and moves every waiting entry to into. It
+// reports false, and takes nothing, when the token is taken: its holder
+// signals the write loop when it is done.
+func (q *outboundQueue) take(into []pendingWrite) ([]pendingWrite, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.writing {
+		return into, false
+	}
+	q.writing = true
 	into = append(into, q.items...)
 	clear(q.items)
 	if cap(q.items) > 64 {
@@ -260,7 +293,35 @@ func (q *outboundQueue) take(into []pendingWrite) []pendingWrite {
 	} else {
 		q.items = q.items[:0]
 	}
-	return into
+	return into, true
+}
+
+// claim takes the write token if nothing is queued.
+func (q *outboundQueue) claim() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.writing || len(q.items) > 0 {
+		return false
+	}
+	q.writing = true
+	return true
+}
+
+// giveBack returns the write token, with rest, bytes its holder could not
+// write, to be written before anything queued meanwhile.
+func (q *outboundQueue) giveBack(rest []byte) {
+	q.mu.Lock()
+	if len(rest) > 0 {
+		q.items = append(q.items, pendingWrite{})
+		copy(q.items[1:], q.items)
+		q.items[0] = pendingWrite{raw: rest}
+	}
+	q.writing = false
+	waiting := len(q.items) > 0
+	q.mu.Unlock()
+	if waiting {
+		q.signal()
+	}
 }
 
 // writeBatch bounds how many packets one write carries.
@@ -273,15 +334,30 @@ func (cl *Client) WriteLoop() {
 	for {
 		select {
 		case <-cl.State.outbound.ready:
-			batch = cl.State.outbound.take(batch[:0])
+			var ok bool
+			batch, ok = cl.State.outbound.take(batch[:0])
+			if !ok {
+				continue // a WriteNow is under way; it signals when done
+			}
 			for len(batch) > 0 {
-				n := min(len(batch), writeBatch)
+				if batch[0].raw != nil {
+					cl.writeRaw(batch[0].raw)
+					atomic.AddInt32(&cl.State.outboundQty, -1)
+					batch[0] = pendingWrite{}
+					batch = batch[1:]
+					continue
+				}
+				n := 0
 				pks = pks[:0]
-				for _, w := range batch[:n] {
+				for _, w := range batch[:min(len(batch), writeBatch)] {
+					if w.raw != nil {
+						break
+					}
 					if w.ack != nil {
 						pks = append(pks, w.ack)
 					}
 					pks = append(pks, w.pk)
+					n++
 				}
 				if err := cl.WritePackets(pks...); err != nil {
 					cl.ops.log.Debug("failed publishing packet", "error", err, "client", cl.ID)
@@ -294,6 +370,7 @@ func (cl *Client) WriteLoop() {
 				clear(pks)
 				batch = batch[n:]
 			}
+			cl.State.outbound.giveBack(nil)
 			batch, pks = batch[:0], pks[:0]
 			if cap(pks) > 2*writeBatch {
 				pks = nil
@@ -755,12 +832,35 @@ func (cl *Client) WritePackets(pks ...*packets.Packet) error {
 	buf := mempool.GetBuffer()
 	defer mempool.PutBuffer(buf)
 	sizes := make([]int, len(pks))
+	encodeErr := cl.encodePackets(pks, buf, sizes)
+	if buf.Len() == 0 {
+		return encodeErr
+	}
+	data := buf.Bytes()
+
+	n, err := func() (int64, error) {
+		cl.Net.writeMu.Lock()
+		defer cl.Net.writeMu.Unlock()
+		return buf.WriteTo(cl.Net.Conn)
+	}()
+	if err != nil {
+		return err
+	}
+
+	atomic.AddInt64(&cl.ops.info.BytesSent, n)
+	cl.packetsSent(pks, sizes, data)
+	return encodeErr
+}
+
+// encodePackets appends the encoding of pks to buf and records the size
+// of each in sizes, -1 for one that could not be encoded (too large for
+// the client, say), which is left out. It returns the first encoding
+// error.
+func (cl *Client) encodePackets(pks []*packets.Packet, buf *bytes.Buffer, sizes []int) error {
 	var encodeErr error
 	for i := range pks {
 		before := buf.Len()
 		if err := cl.encodePacket(pks[i], buf); err != nil {
-			// Leave this one out (too large for the client, say) and
-			// still write the others.
 			buf.Truncate(before)
 			sizes[i] = -1
 			if encodeErr == nil {
@@ -770,21 +870,12 @@ func (cl *Client) WritePackets(pks ...*packets.Packet) error {
 		}
 		sizes[i] = buf.Len() - before
 	}
-	if buf.Len() == 0 {
-		return encodeErr
-	}
-	data := buf.Bytes()
+	return encodeErr
+}
 
-	n, err := func() (int64, error) {
-		cl.Lock()
-		defer cl.Unlock()
-		return buf.WriteTo(cl.Net.Conn)
-	}()
-	if err != nil {
-		return err
-	}
-
-	atomic.AddInt64(&cl.ops.info.BytesSent, n)
+// packetsSent counts pks as sent and calls the OnPacketSent hooks with
+// their encodings, laid out in data as encodePackets recorded in sizes.
+func (cl *Client) packetsSent(pks []*packets.Packet, sizes []int, data []byte) {
 	for i := range pks {
 		if sizes[i] < 0 {
 			continue
@@ -796,8 +887,6 @@ func (cl *Client) WritePackets(pks ...*packets.Packet) error {
 		cl.ops.hooks.OnPacketSent(cl, *pks[i], data[:sizes[i]])
 		data = data[sizes[i]:]
 	}
-
-	return encodeErr
 }
 
 // encodePacket prepares pk for this client and appends its encoding to buf.

@@ -1149,6 +1149,49 @@ func (s *Server) PublishToClientWithAck(cl *Client, sub packets.Subscription, pk
 	return ack != nil, nil
 }
 
+// WriteDelivery sends out, a delivery PrepareDelivery made ready, to cl,
+// with ack (if not nil) just before it, in one write: at once if cl's
+// write loop has nothing to do (see Client.WriteNow for wait), otherwise
+// through the write loop, after what it holds. It reports whether ack
+// was written or queued; when it was not, the caller must see to it.
+// Neither packet is kept: the queue gets copies.
+//
+// dss: the state store answers a request with its PUBACK and response
+// from the goroutine that has the result, without waking a write loop.
+func (s *Server) WriteDelivery(cl *Client, out, ack *packets.Packet, wait bool) (bool, error) {
+	var written bool
+	var err error
+	if ack != nil {
+		written, err = cl.WriteNow(wait, ack, out)
+	} else {
+		written, err = cl.WriteNow(wait, out)
+	}
+	switch {
+	case written:
+		return ack != nil, err // an error here is the connection's: nothing to retry
+	case err != nil:
+		return false, err
+	}
+	return s.enqueueCopies(cl, out, ack)
+}
+
+// enqueueCopies queues copies of out and ack for cl's write loop.
+//
+//go:noinline
+func (s *Server) enqueueCopies(cl *Client, out, ack *packets.Packet) (bool, error) {
+	queued := new(packets.Packet)
+	*queued = *out
+	var queuedAck *packets.Packet
+	if ack != nil {
+		queuedAck = new(packets.Packet)
+		*queuedAck = *ack
+	}
+	if err := s.enqueue(cl, queued, queuedAck); err != nil {
+		return false, err
+	}
+	return ack != nil, nil
+}
+
 // PrepareDelivery does for a delivery of out to cl through the subscription
 // sub what routing does before the write: the no-local rule, the ACL
 // check, the retain flag, subscription identifiers, the QoS, the topic
