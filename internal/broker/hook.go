@@ -58,13 +58,20 @@ func (h *hook) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool {
 
 // OnPublish takes requests to the state store out of the broker's routing.
 func (h *hook) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, error) {
+	return pk, h.ConsumePublish(cl, &pk)
+}
+
+// ConsumePublish is OnPublish by pointer: the broker library hands
+// requests over this way (mqtt.PublishConsumer), without copies of the
+// packet on the reader's stack.
+func (h *hook) ConsumePublish(cl *mqtt.Client, pk *packets.Packet) error {
 	if cl.Net.Inline || pk.TopicName != proto.RequestTopic {
-		return pk, nil
+		return nil
 	}
-	h.b.handleRequest(cl, &pk)
+	h.b.handleRequest(cl, pk)
 	// The request is answered; the broker must neither route nor
 	// acknowledge it.
-	return pk, errHandled
+	return errHandled
 }
 
 // errHandled tells the broker library that the hook took care of a

@@ -586,6 +586,14 @@ func (cl *Client) Read(packetHandler ReadFn) error {
 			return err
 		}
 
+		if cl.ops.readFast != nil && (fh.Type == packets.Puback ||
+			fh.Type == packets.Publish && cl.consumes(fh.Remaining)) {
+			if err := cl.ops.readFast(cl, fh); err != nil {
+				return err
+			}
+			continue
+		}
+
 		pk, err := cl.ReadPacket(&fh)
 		if err != nil {
 			return err
@@ -685,10 +693,7 @@ func (cl *Client) ReadPacket(fh *packets.FixedHeader) (pk packets.Packet, err er
 	}
 	consumed := false
 	if p == nil && pk.FixedHeader.Type == packets.Publish && cl.consumes(pk.FixedHeader.Remaining) {
-		if cap(cl.Net.consumedBuf) < pk.FixedHeader.Remaining {
-			cl.Net.consumedBuf = make([]byte, max(pk.FixedHeader.Remaining, 512))
-		}
-		p, consumed = cl.Net.consumedBuf[:pk.FixedHeader.Remaining], true
+		p, consumed = cl.consumedBody(pk.FixedHeader.Remaining), true
 	}
 	if p == nil {
 		// Routing and retained messages keep what the packet refers to.
@@ -745,7 +750,9 @@ func (cl *Client) ReadPacket(fh *packets.FixedHeader) (pk packets.Packet, err er
 		return pk, err
 	}
 
-	pk, err = cl.ops.hooks.OnPacketRead(cl, pk)
+	if cl.ops.hooks.Provides(OnPacketRead) {
+		pk, err = cl.ops.hooks.OnPacketRead(cl, pk)
+	}
 	return
 }
 
@@ -884,9 +891,19 @@ func (cl *Client) packetsSent(pks []*packets.Packet, sizes []int, data []byte) {
 		if pks[i].FixedHeader.Type == packets.Publish {
 			atomic.AddInt64(&cl.ops.info.MessagesSent, 1)
 		}
-		cl.ops.hooks.OnPacketSent(cl, *pks[i], data[:sizes[i]])
+		if cl.ops.hooks.Provides(OnPacketSent) {
+			cl.packetSent(pks[i], data[:sizes[i]])
+		}
 		data = data[sizes[i]:]
 	}
+}
+
+// packetSent runs the OnPacketSent hooks. dss: called only when a hook
+// provides it, so that the packet copy is not on the stack of every write.
+//
+//go:noinline
+func (cl *Client) packetSent(pk *packets.Packet, b []byte) {
+	cl.ops.hooks.OnPacketSent(cl, *pk, b)
 }
 
 // encodePacket prepares pk for this client and appends its encoding to buf.

@@ -40,6 +40,13 @@ const maxSpare = 16
 
 // Set adds or updates an inflight packet by packet id.
 func (i *Inflight) Set(m packets.Packet) bool {
+	return i.SetCopy(&m)
+}
+
+// SetCopy is Set with the packet passed by pointer; it keeps a copy.
+// dss: a packet is 800 bytes, and a copy of it as argument is stack
+// written for every delivery.
+func (i *Inflight) SetCopy(m *packets.Packet) bool {
 	i.Lock()
 	defer i.Unlock()
 
@@ -62,7 +69,7 @@ func (i *Inflight) Set(m packets.Packet) bool {
 	if ok {
 		old.Release()
 	}
-	*old = m
+	*old = *m
 	return !ok
 }
 

@@ -172,6 +172,10 @@ type ops struct {
 	info    *system.Info // pointers to server system info
 	hooks   *Hooks       // pointer to the server hooks
 	log     *slog.Logger // a structured logger for the client
+	// readFast reads and handles, by pointer, a PUBACK or a publish to
+	// Options.ConsumedTopic whose fixed header was read. dss: see
+	// consumed.go.
+	readFast func(cl *Client, fh packets.FixedHeader) error
 }
 
 // New returns a new instance of mochi mqtt broker. Optional parameters
@@ -251,10 +255,11 @@ func (o *Options) ensureDefaults() {
 // topic validation checks.
 func (s *Server) NewClient(c net.Conn, listener string, id string, inline bool) *Client {
 	cl := newClient(c, &ops{ // [MQTT-3.1.2-6] implicit
-		options: s.Options,
-		info:    s.Info,
-		hooks:   s.hooks,
-		log:     s.Log,
+		options:  s.Options,
+		info:     s.Info,
+		hooks:    s.hooks,
+		log:      s.Log,
+		readFast: s.readFast,
 	})
 
 	cl.ID = id
@@ -542,18 +547,27 @@ func (s *Server) readConnectionPacket(cl *Client) (pk packets.Packet, err error)
 func (s *Server) receivePacket(cl *Client, pk packets.Packet) error {
 	err := s.processPacket(cl, pk)
 	if err != nil {
-		if code, ok := err.(packets.Code); ok &&
-			cl.Properties.ProtocolVersion == 5 &&
-			code.Code >= packets.ErrUnspecifiedError.Code {
-			_ = s.DisconnectClient(cl, code)
-		}
-
-		s.logPacketError(cl, &pk, err)
-
-		return err
+		return s.packetFailed(cl, &pk, err)
 	}
 
 	return nil
+}
+
+// packetFailed ends the processing of a packet that failed with err: a
+// failure code is sent to an MQTT 5 client as a DISCONNECT. It returns
+// err.
+//
+//go:noinline
+func (s *Server) packetFailed(cl *Client, pk *packets.Packet, err error) error {
+	if code, ok := err.(packets.Code); ok &&
+		cl.Properties.ProtocolVersion == 5 &&
+		code.Code >= packets.ErrUnspecifiedError.Code {
+		_ = s.DisconnectClient(cl, code)
+	}
+
+	s.logPacketError(cl, pk, err)
+
+	return err
 }
 
 // logPacketError logs a packet that could not be processed.
@@ -745,7 +759,9 @@ func (s *Server) processPacket(cl *Client, pk packets.Packet) error {
 		return fmt.Errorf("no valid packet available; %v", pk.FixedHeader.Type)
 	}
 
-	s.hooks.OnPacketProcessed(cl, pk, err)
+	if s.hooks.Provides(OnPacketProcessed) {
+		s.packetProcessed(cl, &pk, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -919,19 +935,7 @@ func (s *Server) processPublish(cl *Client, pk packets.Packet) error {
 	}
 
 	if !cl.Net.Inline && !s.hooks.OnACLCheck(cl, pk.TopicName, true) {
-		if pk.FixedHeader.Qos == 0 {
-			return nil
-		}
-
-		if cl.Properties.ProtocolVersion != 5 {
-			return s.DisconnectClient(cl, packets.ErrNotAuthorized)
-		}
-
-		ackType := packets.Puback
-		if pk.FixedHeader.Qos == 2 {
-			ackType = packets.Pubrec
-		}
-		return s.refusePublish(cl, &pk, ackType, packets.ErrNotAuthorized)
+		return s.publishDenied(cl, &pk)
 	}
 
 	pk.Origin = cl.ID
@@ -968,6 +972,25 @@ func (s *Server) processPublish(cl *Client, pk packets.Packet) error {
 	}
 
 	return s.publishAccepted(cl, pk)
+}
+
+// publishDenied answers a publish the ACL denies.
+//
+//go:noinline
+func (s *Server) publishDenied(cl *Client, pk *packets.Packet) error {
+	if pk.FixedHeader.Qos == 0 {
+		return nil
+	}
+
+	if cl.Properties.ProtocolVersion != 5 {
+		return s.DisconnectClient(cl, packets.ErrNotAuthorized)
+	}
+
+	ackType := packets.Puback
+	if pk.FixedHeader.Qos == 2 {
+		ackType = packets.Pubrec
+	}
+	return s.refusePublish(cl, pk, ackType, packets.ErrNotAuthorized)
 }
 
 // refusePublish acknowledges a publish with an acknowledgement of type
@@ -1267,15 +1290,17 @@ func (s *Server) PrepareDelivery(cl *Client, sub packets.Subscription, out *pack
 		out.PacketID = uint16(i) // [MQTT-2.2.1-4]
 		sentQuota := atomic.LoadInt32(&cl.State.Inflight.sendQuota)
 
-		if ok := cl.State.Inflight.Set(*out); ok { // [MQTT-4.3.2-3] [MQTT-4.3.3-3]
+		if ok := cl.State.Inflight.SetCopy(out); ok { // [MQTT-4.3.2-3] [MQTT-4.3.3-3]
 			atomic.AddInt64(&s.Info.Inflight, 1)
-			s.hooks.OnQosPublish(cl, *out, out.Created, 0)
+			if s.hooks.Provides(OnQosPublish) {
+				s.qosPublished(cl, out)
+			}
 			cl.State.Inflight.DecreaseSendQuota()
 		}
 
 		if sentQuota == 0 && atomic.LoadInt32(&cl.State.Inflight.maximumSendQuota) > 0 {
 			out.Expiry = -1
-			cl.State.Inflight.Set(*out)
+			cl.State.Inflight.SetCopy(out)
 			return false, nil
 		}
 	}
@@ -1284,6 +1309,16 @@ func (s *Server) PrepareDelivery(cl *Client, sub packets.Subscription, out *pack
 		return false, packets.CodeDisconnect
 	}
 	return true, nil
+}
+
+// qosPublished runs the OnQosPublish hooks for a delivery.
+//
+// dss: called only when a hook provides OnQosPublish, so that the packet
+// copy is not on the stack of every delivery.
+//
+//go:noinline
+func (s *Server) qosPublished(cl *Client, out *packets.Packet) {
+	s.hooks.OnQosPublish(cl, *out, out.Created, 0)
 }
 
 // enqueue hands a prepared delivery, and the acknowledgement to write
@@ -1347,6 +1382,11 @@ func (s *Server) buildAck(packetID uint16, pkt, qos byte, properties packets.Pro
 
 // processPuback processes a Puback packet, denoting completion of a QOS 1 packet sent from the server.
 func (s *Server) processPuback(cl *Client, pk packets.Packet) error {
+	return s.processPubackPtr(cl, &pk)
+}
+
+// processPubackPtr is processPuback by pointer. dss: see consumed.go.
+func (s *Server) processPubackPtr(cl *Client, pk *packets.Packet) error {
 	if !cl.State.Inflight.Has(pk.PacketID) {
 		return nil // omit, but would be packets.ErrPacketIdentifierNotFound
 	}
@@ -1354,10 +1394,19 @@ func (s *Server) processPuback(cl *Client, pk packets.Packet) error {
 	if ok := cl.State.Inflight.Delete(pk.PacketID); ok { // [MQTT-4.3.2-5]
 		cl.State.Inflight.IncreaseSendQuota()
 		atomic.AddInt64(&s.Info.Inflight, -1)
-		s.hooks.OnQosComplete(cl, pk)
+		if s.hooks.Provides(OnQosComplete) {
+			s.qosComplete(cl, pk)
+		}
 	}
 
 	return nil
+}
+
+// qosComplete runs the OnQosComplete hooks.
+//
+//go:noinline
+func (s *Server) qosComplete(cl *Client, pk *packets.Packet) {
+	s.hooks.OnQosComplete(cl, *pk)
 }
 
 // processPubrec processes a Pubrec packet, denoting receipt of a QOS 2 packet sent from the server.
