@@ -192,16 +192,14 @@ func (b *Broker) publishWithAck(pk *packets.Packet, requester *mqtt.Client, ack 
 		}
 		var err error
 		if cl == requester {
-			// WriteDelivery copies what it queues: the caller's call
-			// (which holds ack and pk) is recycled after this.
-			out := *pk
-			var send, sent bool
-			send, err = b.srv.PrepareDelivery(cl, t.sub, &out)
-			if send && err == nil {
-				sent, err = b.srv.WriteDelivery(cl, &out, ack, now)
-				if sent {
-					ack = nil
-				}
+			var sent bool
+			if len(rt.targets) == 1 {
+				sent, err = b.deliver(cl, t.sub, pk, ack, now)
+			} else {
+				sent, err = b.deliverCopy(cl, t.sub, pk, ack, now)
+			}
+			if sent {
+				ack = nil
 			}
 		} else {
 			err = b.srv.PublishToClient(cl, t.sub, pk)
@@ -212,6 +210,28 @@ func (b *Broker) publishWithAck(pk *packets.Packet, requester *mqtt.Client, ack 
 	}
 	b.sendAck(requester, ack, now)
 	return true
+}
+
+// deliver prepares out for cl, its only receiver, in place and writes it
+// with ack before it (see publishWithAck for now). It reports whether
+// ack was sent. WriteDelivery copies what it queues: the caller's call,
+// which holds out and ack, is recycled after this.
+func (b *Broker) deliver(cl *mqtt.Client, sub packets.Subscription, out, ack *packets.Packet, now bool) (bool, error) {
+	send, err := b.srv.PrepareDelivery(cl, sub, out)
+	if !send || err != nil {
+		return false, err
+	}
+	return b.srv.WriteDelivery(cl, out, ack, now)
+}
+
+// deliverCopy is deliver for a packet that has other receivers: a copy
+// of it is prepared for cl. It is a function of its own so that the
+// copy (800 bytes) is not in the frame of every response.
+//
+//go:noinline
+func (b *Broker) deliverCopy(cl *mqtt.Client, sub packets.Subscription, pk, ack *packets.Packet, now bool) (bool, error) {
+	out := *pk
+	return b.deliver(cl, sub, &out, ack, now)
 }
 
 // inject publishes pk through the broker's own routing. It is a function

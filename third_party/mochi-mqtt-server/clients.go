@@ -594,16 +594,27 @@ func (cl *Client) Read(packetHandler ReadFn) error {
 			continue
 		}
 
-		pk, err := cl.ReadPacket(&fh)
-		if err != nil {
-			return err
-		}
-
-		err = packetHandler(cl, pk) // Process inbound packet.
-		if err != nil {
+		if err := cl.readAndHandle(&fh, packetHandler); err != nil {
 			return err
 		}
 	}
+}
+
+// readAndHandle reads the packet whose fixed header fh was read, and
+// hands it to packetHandler.
+//
+// dss: a function of its own, so that the packet (800 bytes) and its
+// copy as argument are not in the frame of the read loop, which stays on
+// every connection's stack.
+//
+//go:noinline
+func (cl *Client) readAndHandle(fh *packets.FixedHeader, packetHandler ReadFn) error {
+	pk, err := cl.ReadPacket(fh)
+	if err != nil {
+		return err
+	}
+
+	return packetHandler(cl, pk) // Process inbound packet.
 }
 
 // Stop instructs the client to shut down all processing goroutines and disconnect.

@@ -237,6 +237,13 @@ func (s *Server) processConsumed(cl *Client, pk *packets.Packet) error {
 		return s.refusePublish(cl, pk, packets.Puback, err.(packets.Code))
 	}
 
+	return s.publishAcceptedCopy(cl, pk)
+}
+
+// publishAcceptedCopy runs publishAccepted on a copy of pk.
+//
+//go:noinline
+func (s *Server) publishAcceptedCopy(cl *Client, pk *packets.Packet) error {
 	return s.publishAccepted(cl, *pk)
 }
 

@@ -1274,17 +1274,12 @@ func (s *Server) PrepareDelivery(cl *Client, sub packets.Subscription, out *pack
 	if out.FixedHeader.Qos > 0 {
 		if cl.State.Inflight.Len() >= int(s.Options.Capabilities.MaximumInflight) {
 			// add hook?
-			atomic.AddInt64(&s.Info.InflightDropped, 1)
-			s.Log.Warn("client store quota reached", "client", cl.ID, "listener", cl.Net.Listener)
-			return false, packets.ErrQuotaExceeded
+			return false, s.deliveryDropped(cl, out, nil)
 		}
 
 		i, err := cl.NextPacketID() // [MQTT-4.3.2-1] [MQTT-4.3.3-1]
 		if err != nil {
-			s.hooks.OnPacketIDExhausted(cl, *out)
-			atomic.AddInt64(&s.Info.InflightDropped, 1)
-			s.Log.Warn("packet ids exhausted", "error", err, "client", cl.ID, "listener", cl.Net.Listener)
-			return false, packets.ErrQuotaExceeded
+			return false, s.deliveryDropped(cl, out, err)
 		}
 
 		out.PacketID = uint16(i) // [MQTT-2.2.1-4]
@@ -1309,6 +1304,27 @@ func (s *Server) PrepareDelivery(cl *Client, sub packets.Subscription, out *pack
 		return false, packets.CodeDisconnect
 	}
 	return true, nil
+}
+
+// deliveryDropped counts and logs a QoS delivery dropped because the
+// client's inflight store is full, or for want of a packet id (err), and
+// returns the error for it.
+//
+// dss: a function of its own, so that its packet copy and log arguments
+// are not in the frame of every delivery.
+//
+//go:noinline
+func (s *Server) deliveryDropped(cl *Client, out *packets.Packet, err error) error {
+	if err != nil {
+		s.hooks.OnPacketIDExhausted(cl, *out)
+	}
+	atomic.AddInt64(&s.Info.InflightDropped, 1)
+	if err != nil {
+		s.Log.Warn("packet ids exhausted", "error", err, "client", cl.ID, "listener", cl.Net.Listener)
+	} else {
+		s.Log.Warn("client store quota reached", "client", cl.ID, "listener", cl.Net.Listener)
+	}
+	return packets.ErrQuotaExceeded
 }
 
 // qosPublished runs the OnQosPublish hooks for a delivery.
