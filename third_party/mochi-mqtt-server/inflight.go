@@ -136,6 +136,14 @@ func (i *Inflight) GetAll(immediate bool) []packets.Packet {
 	return m
 }
 
+// HasParked reports whether packets wait for send quota. dss: it spares
+// the read loop NextImmediate's packet-sized result after every packet.
+func (i *Inflight) HasParked() bool {
+	i.RLock()
+	defer i.RUnlock()
+	return i.parked > 0
+}
+
 // NextImmediate returns the next inflight packet which is indicated to be sent immediately.
 // This typically occurs when the quota has been exhausted, and we need to wait until new quota
 // is free to continue sending.

@@ -781,6 +781,9 @@ func (s *Server) processPacket(cl *Client, pk packets.Packet) error {
 //
 //go:noinline
 func (s *Server) sendParked(cl *Client) {
+	if !cl.State.Inflight.HasParked() {
+		return
+	}
 	next, ok := cl.State.Inflight.NextImmediate()
 	if ok {
 		// dss: the packet was deleted from the inflight map once
