@@ -114,18 +114,33 @@ func (c *client) do(ctx context.Context, args []string, user ...paho.UserPropert
 	}
 	select {
 	case p := <-ch:
-		r := reply{payload: string(p.Payload)}
-		for _, u := range p.Properties.User {
-			if u.Key == proto.PropTimestamp {
-				r.version = u.Value
-			}
-		}
-		return r, nil
+		return parseReply(p), nil
 	case <-c.lost:
-		return reply{}, errUnanswered
 	case <-ctx.Done():
-		return reply{}, fmt.Errorf("%w: %w", errUnanswered, ctx.Err())
 	}
+	// The response may have come just before the connection ended (the
+	// server disconnects as soon as the last response is acknowledged,
+	// and paho acknowledges once it handed the response over): a select
+	// with both ready picks either.
+	select {
+	case p := <-ch:
+		return parseReply(p), nil
+	default:
+	}
+	if err := ctx.Err(); err != nil {
+		return reply{}, fmt.Errorf("%w: %w", errUnanswered, err)
+	}
+	return reply{}, errUnanswered
+}
+
+func parseReply(p *paho.Publish) reply {
+	r := reply{payload: string(p.Payload)}
+	for _, u := range p.Properties.User {
+		if u.Key == proto.PropTimestamp {
+			r.version = u.Value
+		}
+	}
+	return r
 }
 
 func now() paho.UserProperty {
