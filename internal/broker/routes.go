@@ -56,6 +56,24 @@ func (r *routes) lookup(topic string) route {
 	return r.fill(topic, gen)
 }
 
+// sendableIdentifiers returns the subscription identifiers a delivery
+// carries: a subscription merged from several filters lists those
+// without one as 0, which is never sent. The broker would range over the
+// map for every response; a route keeps only what it sends (nil, most
+// often), in a map of its own.
+func sendableIdentifiers(ids map[string]int) map[string]int {
+	var out map[string]int
+	for filter, id := range ids {
+		if id > 0 {
+			if out == nil {
+				out = make(map[string]int)
+			}
+			out[filter] = id
+		}
+	}
+	return out
+}
+
 // fill looks topic up in the broker's topic trie and caches the route.
 // It is a function of its own so that what the lookup needs is not in the
 // frame of every response (which grew every connection's stack).
@@ -65,6 +83,7 @@ func (r *routes) fill(topic string, gen uint64) route {
 	subs := r.srv.Topics.Subscribers(topic)
 	rt := route{gen: gen, general: len(subs.Shared) > 0 || len(subs.InlineSubscriptions) > 0}
 	for id, sub := range subs.Subscriptions {
+		sub.Identifiers = sendableIdentifiers(sub.Identifiers)
 		rt.targets = append(rt.targets, target{clientID: id, sub: sub})
 	}
 	r.mu.Lock()

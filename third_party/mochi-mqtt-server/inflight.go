@@ -140,8 +140,9 @@ func (i *Inflight) GetAll(immediate bool) []packets.Packet {
 // the read loop NextImmediate's packet-sized result after every packet.
 func (i *Inflight) HasParked() bool {
 	i.RLock()
-	defer i.RUnlock()
-	return i.parked > 0
+	n := i.parked
+	i.RUnlock()
+	return n > 0
 }
 
 // NextImmediate returns the next inflight packet which is indicated to be sent immediately.

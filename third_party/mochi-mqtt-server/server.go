@@ -1406,10 +1406,9 @@ func (s *Server) processPuback(cl *Client, pk packets.Packet) error {
 
 // processPubackPtr is processPuback by pointer. dss: see consumed.go.
 func (s *Server) processPubackPtr(cl *Client, pk *packets.Packet) error {
-	if !cl.State.Inflight.Has(pk.PacketID) {
-		return nil // omit, but would be packets.ErrPacketIdentifierNotFound
-	}
-
+	// An id not in flight is omitted, but would be
+	// packets.ErrPacketIdentifierNotFound. dss: Delete says so; asking
+	// Has first took the lock and looked the id up twice.
 	if ok := cl.State.Inflight.Delete(pk.PacketID); ok { // [MQTT-4.3.2-5]
 		cl.State.Inflight.IncreaseSendQuota()
 		atomic.AddInt64(&s.Info.Inflight, -1)
