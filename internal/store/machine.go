@@ -310,9 +310,10 @@ func (m *Machine) compact() {
 		}
 		a.victim, a.next, a.compactOn, a.retryAbove = id, 0, true, 0
 	}
-	s := a.slabs[a.victim]
+	// The victim's records, by value: alloc below may grow a.slabs.
+	victim := a.slabs[a.victim].buf
 	for moved, seen := 0, 0; moved < compactStep && seen < compactScan && a.compactOn; seen++ {
-		if a.next >= len(s.buf) {
+		if a.next >= len(victim) {
 			// Every record in it is garbage or moved (then release has
 			// dropped it already); a slab that still counts live bytes
 			// here is kept, not lost.

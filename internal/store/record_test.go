@@ -55,7 +55,7 @@ func TestSideTablesKeepNoSlab(t *testing.T) {
 	inSlab := func(s string) bool {
 		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
 		for _, sl := range m.arena.slabs {
-			if sl == nil {
+			if sl.buf == nil {
 				continue
 			}
 			b := uintptr(unsafe.Pointer(unsafe.SliceData(sl.buf)))
@@ -245,7 +245,7 @@ func TestVictimSearchIsBounded(t *testing.T) {
 	const slabs = 200
 	a := &arena{}
 	for range slabs {
-		a.slabs = append(a.slabs, &slab{buf: make([]byte, slabSize), live: slabSize * 9 / 10})
+		a.slabs = append(a.slabs, slab{buf: make([]byte, slabSize), live: slabSize * 9 / 10})
 	}
 	a.used = slabs * slabSize
 	a.live = a.used * 9 / 10
