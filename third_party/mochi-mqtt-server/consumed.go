@@ -3,11 +3,9 @@
 package mqtt
 
 import (
-	"errors"
 	"io"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/mochi-mqtt/server/v2/packets"
 )
@@ -195,49 +193,10 @@ func (s *Server) processConsumed(cl *Client, pk *packets.Packet) error {
 	if consumer == nil || pk.Properties.TopicAliasFlag {
 		return s.processPublishCopy(cl, pk)
 	}
-
-	if !cl.Net.Inline && !IsValidFilter(pk.TopicName, true) {
-		return nil
+	if done, err := s.admitPublish(cl, pk); done {
+		return err
 	}
-
-	if atomic.LoadInt32(&cl.State.Inflight.receiveQuota) == 0 {
-		return s.DisconnectClient(cl, packets.ErrReceiveMaximum) // ~[MQTT-3.3.4-7] ~[MQTT-3.3.4-8]
-	}
-
-	if !cl.Net.Inline && !s.hooks.OnACLCheck(cl, pk.TopicName, true) {
-		return s.publishDenied(cl, pk)
-	}
-
-	pk.Origin = cl.ID
-	pk.Created = time.Now().Unix()
-
-	if expiry := minimum(s.Options.Capabilities.MaximumMessageExpiryInterval,
-		int64(pk.Properties.MessageExpiryInterval)); expiry > 0 {
-		pk.Expiry = pk.Created + expiry
-	}
-
-	if !cl.Net.Inline && cl.State.Inflight.Has(pk.PacketID) {
-		if done, err := s.publishIDInFlight(cl, pk); done {
-			return err
-		}
-	}
-
-	if pk.FixedHeader.Qos > s.Options.Capabilities.MaximumQos {
-		pk.FixedHeader.Qos = s.Options.Capabilities.MaximumQos // [MQTT-3.2.2-9] Reduce qos based on server max qos capability
-	}
-
-	err := consumer.ConsumePublish(cl, pk)
-	switch {
-	case err == nil:
-	case errors.Is(err, errRejectPacket):
-		return nil
-	case errors.Is(err, errSuccessIgnore):
-		pk.Ignore = true
-	case cl.Properties.ProtocolVersion == 5 && pk.FixedHeader.Qos > 0 && errors.As(err, new(packets.Code)):
-		return s.refusePublish(cl, pk, packets.Puback, err.(packets.Code))
-	}
-
-	return s.publishAcceptedCopy(cl, pk)
+	return s.publishOutcome(cl, pk, consumer.ConsumePublish(cl, pk))
 }
 
 // publishAcceptedCopy runs publishAccepted on a copy of pk.

@@ -929,16 +929,34 @@ func (s *Server) InjectPacket(cl *Client, pk packets.Packet) error {
 
 // processPublish processes a Publish packet.
 func (s *Server) processPublish(cl *Client, pk packets.Packet) error {
+	if done, err := s.admitPublish(cl, &pk); done {
+		return err
+	}
+
+	pkx, err := s.hooks.OnPublish(cl, pk)
+	if err == nil {
+		pk = pkx
+	}
+	return s.publishOutcome(cl, &pk, err)
+}
+
+// admitPublish makes the checks and changes every publish gets before the
+// OnPublish hooks see it. It reports done when the publish ends there,
+// with the error to return.
+//
+// dss: shared by processPublish and processConsumed, which hands the
+// packet to its hook by pointer.
+func (s *Server) admitPublish(cl *Client, pk *packets.Packet) (bool, error) {
 	if !cl.Net.Inline && !IsValidFilter(pk.TopicName, true) {
-		return nil
+		return true, nil
 	}
 
 	if atomic.LoadInt32(&cl.State.Inflight.receiveQuota) == 0 {
-		return s.DisconnectClient(cl, packets.ErrReceiveMaximum) // ~[MQTT-3.3.4-7] ~[MQTT-3.3.4-8]
+		return true, s.DisconnectClient(cl, packets.ErrReceiveMaximum) // ~[MQTT-3.3.4-7] ~[MQTT-3.3.4-8]
 	}
 
 	if !cl.Net.Inline && !s.hooks.OnACLCheck(cl, pk.TopicName, true) {
-		return s.publishDenied(cl, &pk)
+		return true, s.publishDenied(cl, pk)
 	}
 
 	pk.Origin = cl.ID
@@ -950,8 +968,8 @@ func (s *Server) processPublish(cl *Client, pk packets.Packet) error {
 	}
 
 	if !cl.Net.Inline && cl.State.Inflight.Has(pk.PacketID) {
-		if done, err := s.publishIDInFlight(cl, &pk); done {
-			return err
+		if done, err := s.publishIDInFlight(cl, pk); done {
+			return true, err
 		}
 	}
 
@@ -962,19 +980,24 @@ func (s *Server) processPublish(cl *Client, pk packets.Packet) error {
 	if pk.FixedHeader.Qos > s.Options.Capabilities.MaximumQos {
 		pk.FixedHeader.Qos = s.Options.Capabilities.MaximumQos // [MQTT-3.2.2-9] Reduce qos based on server max qos capability
 	}
+	return false, nil
+}
 
-	pkx, err := s.hooks.OnPublish(cl, pk)
-	if err == nil {
-		pk = pkx
-	} else if errors.Is(err, errRejectPacket) {
+// publishOutcome ends a publish as the OnPublish hooks decided with err:
+// rejected, refused with a reason code, or accepted (and routed, unless
+// ignored).
+func (s *Server) publishOutcome(cl *Client, pk *packets.Packet, err error) error {
+	switch {
+	case err == nil:
+	case errors.Is(err, errRejectPacket):
 		return nil
-	} else if errors.Is(err, errSuccessIgnore) {
+	case errors.Is(err, errSuccessIgnore):
 		pk.Ignore = true
-	} else if cl.Properties.ProtocolVersion == 5 && pk.FixedHeader.Qos > 0 && errors.As(err, new(packets.Code)) {
-		return s.refusePublish(cl, &pk, packets.Puback, err.(packets.Code))
+	case cl.Properties.ProtocolVersion == 5 && pk.FixedHeader.Qos > 0 && errors.As(err, new(packets.Code)):
+		return s.refusePublish(cl, pk, packets.Puback, err.(packets.Code))
 	}
 
-	return s.publishAccepted(cl, pk)
+	return s.publishAcceptedCopy(cl, pk)
 }
 
 // publishDenied answers a publish the ACL denies.
@@ -1151,28 +1174,13 @@ func (s *Server) publishToClient(cl *Client, sub packets.Subscription, pk packet
 // dss: exported so that the state store can deliver a response to the
 // subscribers of its response topic without the topic trie scan.
 func (s *Server) PublishToClient(cl *Client, sub packets.Subscription, pk *packets.Packet) error {
-	_, err := s.PublishToClientWithAck(cl, sub, pk, nil)
-	return err
-}
-
-// PublishToClientWithAck is PublishToClient, with ack written just before
-// the delivery, in the same write. It reports whether ack was queued; when
-// it was not (the delivery was not due now or failed), the caller must
-// see to it.
-//
-// dss: the state store answers a request whose result had to wait with
-// its PUBACK and its response together.
-func (s *Server) PublishToClientWithAck(cl *Client, sub packets.Subscription, pk, ack *packets.Packet) (bool, error) {
 	out := new(packets.Packet)
 	*out = *pk
 	send, err := s.PrepareDelivery(cl, sub, out)
 	if !send || err != nil {
-		return false, err
+		return err
 	}
-	if err := s.enqueue(cl, out, ack); err != nil {
-		return false, err
-	}
-	return ack != nil, nil
+	return s.enqueue(cl, out, nil)
 }
 
 // WriteDelivery sends out, a delivery PrepareDelivery made ready, to cl,
