@@ -213,6 +213,14 @@ redis_rate() {
 	c calibrate rps | awk '{ printf "%d\n", $1 }'
 }
 
+# med NAME FIELD [csv]: the median of FIELD over the runs NAME.1 to
+# NAME.RUNS, from dss bench's JSON or, with csv, redis-benchmark's CSV.
+med() {
+	local k
+	for k in $(seq 1 "$RUNS"); do
+		if [ "${3:-}" = csv ]; then c "$1.$k" "$2"; else j "$1.$k" "$2"; fi
+	done | median
+}
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # ---------------------------------------------------------------- table
@@ -448,26 +456,38 @@ scenario_startup_1m() {
 		"$(for i in $(seq 1 "$RUNS"); do cat "$WORK/start1m.$i.ms"; done | median)" ""
 }
 
-# GET latency over 10,000,000 keys.
+# GET latency over 10,000,000 keys: at 64 connections (the server's
+# throughput) and for one client at a time (the round trip, without
+# queueing), each measured RUNS times over one fill.
 scenario_keys_10m() {
+	local i
 	log "10,000,000 keys: filling dss (slow: one request at a time per connection)"
 	start_dss
 	dss_bench fill10m --op fill --keys 10000000 --key-prefix key: --clients 64 --inflight 1 --timeout 60s
-	dss_bench get10m --op get --keys 10000000 --key-prefix key: --no-preload --clients 64 --duration "${DURATION}s"
+	for i in $(seq 1 "$RUNS"); do
+		log "10,000,000 keys: dss run $i/$RUNS"
+		dss_bench "get10m.$i" --op get --keys 10000000 --key-prefix key: --no-preload --clients 64 --duration "${DURATION}s"
+		dss_bench "one10m.$i" --op get --keys 10000000 --key-prefix key: --no-preload --clients 1 --duration 5s --warmup 1s
+	done
 	local rss
 	rss=$(rss_kb "$DSS_PID")
 	stop_dss
 	log "10,000,000 keys: filling redis"
 	start_redis
 	redis_fill 10000000 "key:"
-	redis_bench rget10m -c 64 -P 1 -r 10000000 -n 300000 GET 'key:__rand_int__'
+	for i in $(seq 1 "$RUNS"); do
+		log "10,000,000 keys: redis run $i/$RUNS"
+		redis_bench "rget10m.$i" -c 64 -P 1 -r 10000000 -n 300000 GET 'key:__rand_int__'
+		redis_bench "rone10m.$i" -c 1 -P 1 -r 10000000 -n 20000 GET 'key:__rand_int__'
+	done
 	local rrss
 	rrss=$(rss_kb "$REDIS_PID")
 	stop_redis
-	row "GET, 10M keys" "requests/s" "$(fmt "$(j get10m .requests_per_second)" 0)" "$(fmt "$(c rget10m rps)" 0)"
-	row "GET, 10M keys" "p50 / p99 latency µs" "$(fmt "$(j get10m .latency_us.p50)") / $(fmt "$(j get10m .latency_us.p99)")" \
-		"$(fmt "$(c rget10m p50_latency_ms)") / $(fmt "$(c rget10m p99_latency_ms)")"
-	row "GET, 10M keys" "hits (dss)" "$(j get10m '.outcomes.GET.ok')/$(j get10m .requests)" ""
+	row "GET, 10M keys" "requests/s" "$(fmt "$(med get10m .requests_per_second)" 0)" "$(fmt "$(med rget10m rps csv)" 0)"
+	row "GET, 10M keys" "p50 / p99 latency µs" "$(fmt "$(med get10m .latency_us.p50)") / $(fmt "$(med get10m .latency_us.p99)")" \
+		"$(fmt "$(med rget10m p50_latency_ms csv)") / $(fmt "$(med rget10m p99_latency_ms csv)")"
+	row "GET, 10M keys, 1 conn" "p50 round trip µs" "$(fmt "$(med one10m .latency_us.p50)")" "$(fmt "$(med rone10m p50_latency_ms csv)")"
+	row "GET, 10M keys" "hits (dss)" "$(j get10m.1 '.outcomes.GET.ok')/$(j get10m.1 .requests)" ""
 	row "GET, 10M keys" "server RSS MiB" "$(awk -v v="$rss" 'BEGIN { printf "%.0f", v / 1024 }')" "$(awk -v v="$rrss" 'BEGIN { printf "%.0f", v / 1024 }')"
 }
 

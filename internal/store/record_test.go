@@ -93,50 +93,6 @@ func TestNodesAreInterned(t *testing.T) {
 	}
 }
 
-// TestIndexHashCollisions gives two keys the same hash: both must stay
-// reachable, through every change.
-func TestIndexHashCollisions(t *testing.T) {
-	var a arena
-	x := newIndex()
-	put := func(key, value string) ref {
-		h := recordHeader{}
-		at, b := a.alloc(recordSize(h, len(key), len(value)))
-		writeRecord(b, h, key, []byte(value))
-		return at
-	}
-	// Put a and b in the same hash slot by hand, as a collision would.
-	x.put(&a, "a", put("a", "1"))
-	x.overflow = map[string]ref{"b": put("b", "2")}
-	check := func(key, value string) {
-		t.Helper()
-		at, ok := x.get(&a, []byte(key))
-		if value == "" {
-			if ok {
-				t.Fatalf("%s still found", key)
-			}
-			return
-		}
-		if !ok || string(a.at(at).value()) != value {
-			t.Fatalf("%s = %q, %v; want %q", key, a.at(at).value(), ok, value)
-		}
-	}
-	check("a", "1")
-	check("b", "2")
-	x.put(&a, "b", put("b", "3")) // an update of the overflowing key stays in overflow
-	check("b", "3")
-	if x.len() != 2 {
-		t.Fatalf("len %d", x.len())
-	}
-	x.delete(&a, "a")
-	check("a", "")
-	check("b", "3")
-	x.delete(&a, "b")
-	check("b", "")
-	if x.len() != 0 || x.overflow != nil {
-		t.Fatalf("len %d, overflow %v", x.len(), x.overflow)
-	}
-}
-
 // TestCompaction overwrites keys until most of the slabs are garbage: the
 // arena must compact it away, and every key must keep its latest value.
 func TestCompaction(t *testing.T) {
