@@ -247,7 +247,7 @@ func TestDeterminism(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, seed))
-	cmds := randomCommands(r, 5000)
+	cmds := randomCommands(r, 5000, 50)
 	a, b := New(), New()
 	var ra, rb []Result
 	for _, c := range cmds {
@@ -265,13 +265,14 @@ func TestDeterminism(t *testing.T) {
 	}
 }
 
-func randomCommands(r *rand.Rand, n int) []*Command {
+// randomCommands returns n commands of every kind on keys k0 to k<keys-1>.
+func randomCommands(r *rand.Rand, n, keys int) []*Command {
 	var cmds []*Command
 	now := int64(1000)
 	for i := 0; i < n; i++ {
 		now += int64(r.IntN(20))
 		c := &Command{
-			Key:     []byte(fmt.Sprintf("k%d", r.IntN(50))),
+			Key:     []byte(fmt.Sprintf("k%d", r.IntN(keys))),
 			Value:   []byte(fmt.Sprintf("v%d", r.IntN(4))),
 			Time:    now,
 			Version: v(now, uint32(i)),

@@ -12,9 +12,15 @@ import (
 // and the changes after the snapshot began. It must equal the original.
 func TestReplayOverFuzzySnapshot(t *testing.T) {
 	for round := 0; round < 20; round++ {
+		// Every fourth round has keys enough for the index to split its
+		// segments while the snapshot goes through them.
+		keys, n := 50, 4000
+		if round%4 == 3 {
+			keys, n = 40000, 60000
+		}
 		seed := rand.Uint64()
 		r := rand.New(rand.NewPCG(seed, uint64(round)))
-		cmds := randomCommands(r, 4000)
+		cmds := randomCommands(r, n, keys)
 		live := New()
 		var journal []Change
 		applyN := func(n int) {
@@ -25,12 +31,12 @@ func TestReplayOverFuzzySnapshot(t *testing.T) {
 				journal = append(journal, ch...)
 			}
 		}
-		applyN(1500)
-		start := live.Seq()
+		applyN(n * 3 / 8)
+		start, depth := live.Seq(), live.keys.depth
 		next, stop := iter.Pull(live.Entries())
 		var snapshot []Change
 		for {
-			applyN(r.IntN(5))
+			applyN(r.IntN(5 * n / 4000))
 			c, ok := next()
 			if !ok {
 				break
@@ -38,6 +44,9 @@ func TestReplayOverFuzzySnapshot(t *testing.T) {
 			snapshot = append(snapshot, c)
 		}
 		stop()
+		if keys > 50 && live.keys.depth == depth {
+			t.Fatalf("seed %d: the index did not split during the snapshot", seed)
+		}
 		applyN(len(cmds))
 
 		rebuilt := New()
