@@ -4,7 +4,7 @@
 # load generator to another.
 #
 #   scripts/bench.sh                 the default set (a few minutes)
-#   scripts/bench.sh --full          every scenario (about 12 minutes)
+#   scripts/bench.sh --full          every scenario (about 15 minutes)
 #   scripts/bench.sh --only "throughput fanout"
 #
 # Options:
