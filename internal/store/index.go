@@ -81,6 +81,14 @@ func (x *index) segmentOf(h uint64) *segment {
 	return x.dir[h>>(64-x.depth)]
 }
 
+// slotOf returns the segment of hash h and h's slot in it, or the free
+// slot where it would go.
+func (x *index) slotOf(h uint64) (*segment, int, bool) {
+	s := x.segmentOf(h)
+	i, ok := s.find(h)
+	return s, i, ok
+}
+
 // find returns the slot of h in s, or the free slot where it would go.
 func (s *segment) find(h uint64) (int, bool) {
 	for i := int(h>>1) & segmentMask; ; i = (i + 1) & segmentMask {
@@ -95,9 +103,7 @@ func (s *segment) find(h uint64) (int, bool) {
 
 // get returns where the record of key is.
 func (x *index) get(a *arena, key []byte) (ref, bool) {
-	h := x.hash(key)
-	s := x.segmentOf(h)
-	if i, ok := s.find(h); ok {
+	if s, i, ok := x.slotOf(x.hash(key)); ok {
 		if r := s.slots[i].at; a.at(r).key() == string(key) {
 			return r, true
 		}
@@ -118,8 +124,7 @@ func (x *index) put(a *arena, key string, r ref) {
 		}
 	}
 	h := x.hashString(key)
-	s := x.segmentOf(h)
-	i, ok := s.find(h)
+	s, i, ok := x.slotOf(h)
 	switch {
 	case ok && a.at(s.slots[i].at).key() == key:
 		s.slots[i].at = r
@@ -131,14 +136,11 @@ func (x *index) put(a *arena, key string, r ref) {
 		x.overflow[strings.Clone(key)] = r // key may alias a slab
 		return
 	}
-	if s.n >= segmentFull {
-		// A half takes every key only with hashes of one more bit in
-		// common, so this loops once in all likelihood.
-		for s.n >= segmentFull {
-			x.split(s)
-			s = x.segmentOf(h)
-		}
-		i, _ = s.find(h)
+	// A half takes every key only with hashes of one more bit in common,
+	// so this splits once in all likelihood.
+	for s.n >= segmentFull {
+		x.split(s)
+		s, i, _ = x.slotOf(h)
 	}
 	s.slots[i] = slot{h, r}
 	s.n++
@@ -181,9 +183,7 @@ func (x *index) split(s *segment) {
 
 // delete forgets key.
 func (x *index) delete(a *arena, key string) {
-	h := x.hashString(key)
-	s := x.segmentOf(h)
-	if i, ok := s.find(h); ok && a.at(s.slots[i].at).key() == key {
+	if s, i, ok := x.slotOf(x.hashString(key)); ok && a.at(s.slots[i].at).key() == key {
 		s.remove(i)
 		x.n--
 		return
@@ -233,12 +233,12 @@ func (x *index) all() iter.Seq[ref] {
 					hashes = append(hashes, sl.hash)
 				}
 			}
-			// The segment's range ends where its prefix does.
-			end := (next>>(64-s.depth) + 1) << (64 - s.depth)
-			next, done = end, s.depth == 0 || end == 0
+			// The segment's range ends where its prefix does; past the
+			// last prefix (and for depth 0) that is 1<<64, which is 0.
+			next = (next>>(64-s.depth) + 1) << (64 - s.depth)
+			done = next == 0
 			for _, h := range hashes {
-				s := x.segmentOf(h)
-				if i, ok := s.find(h); ok && !yield(s.slots[i].at) {
+				if s, i, ok := x.slotOf(h); ok && !yield(s.slots[i].at) {
 					return
 				}
 			}
