@@ -356,17 +356,28 @@ scenario_fsync() {
 	done
 }
 
-# Many busy connections.
+# Many busy connections, against the peak (64 connections) measured just
+# before on the same server start.
 scenario_connections_4096() {
-	log "4,096 connections"
-	start_dss
-	dss_bench conns --op set --clients 4096 --duration "${DURATION}s" --warmup 5s --timeout 30s
-	stop_dss
-	start_redis
-	redis_bench rconns -c 4096 -P 1 -d 100 -r 10000 -t set -n 300000
-	stop_redis
-	row "SET, 4096 conns" "requests/s" "$(fmt "$(j conns .requests_per_second)" 0)" "$(fmt "$(c rconns rps)" 0)"
-	row "SET, 4096 conns" "p99 latency µs" "$(fmt "$(j conns .latency_us.p99)")" "$(fmt "$(c rconns p99_latency_ms)")"
+	local i
+	for i in $(seq 1 "$RUNS"); do
+		log "4,096 connections run $i/$RUNS"
+		start_dss
+		dss_bench "peak.$i" --op set --clients 64 --duration "${DURATION}s"
+		dss_bench "conns.$i" --op set --clients 4096 --duration "${DURATION}s" --warmup 5s --timeout 30s
+		stop_dss
+		start_redis
+		redis_bench "rpeak.$i" -c 64 -P 1 -d 100 -r 10000 -t set -n 300000
+		redis_bench "rconns.$i" -c 4096 -P 1 -d 100 -r 10000 -t set -n 300000
+		stop_redis
+	done
+	row "SET, 4096 conns" "requests/s" "$(fmt "$(med conns .requests_per_second)" 0)" "$(fmt "$(med rconns rps csv)" 0)"
+	row "SET, 4096 conns" "requests/s as a share of 64 conns, same server start" \
+		"$(for i in $(seq 1 "$RUNS"); do awk -v a="$(j "conns.$i" .requests_per_second)" -v b="$(j "peak.$i" .requests_per_second)" 'BEGIN { print a / b }'; done | median | xargs printf %.2f)" \
+		"$(for i in $(seq 1 "$RUNS"); do awk -v a="$(c "rconns.$i" rps)" -v b="$(c "rpeak.$i" rps)" 'BEGIN { print a / b }'; done | median | xargs printf %.2f)"
+	row "SET, 4096 conns" "p99 latency µs" "$(fmt "$(med conns .latency_us.p99)")" "$(fmt "$(med rconns p99_latency_ms csv)")"
+	row "SET, 4096 conns" "server CPU µs/request" "$(fmt "$(med conns .server_cpu_us_per_request)")" ""
+	row "SET, 4096 conns" "load generator CPU µs/request (dss bench)" "$(fmt "$(med conns .client_cpu_us_per_request)")" ""
 }
 
 # Memory of 10,000 idle connections.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +37,10 @@ type Config struct {
 	// MaxPacketSize bounds inbound MQTT packets in bytes; 0 means the
 	// protocol's limit (256 MiB).
 	MaxPacketSize uint32
+	// ReadLoops is the number of read loops that serve busy connections
+	// (epoll, Linux only) instead of a goroutine woken per request: 0
+	// means one per CPU the process may use, a negative number none.
+	ReadLoops int
 }
 
 // inlineClientID names the broker's own client, which publishes responses
@@ -93,6 +98,7 @@ func New(cfg Config) (*Broker, error) {
 		// request is read into memory of its connection, reused by the
 		// next packet.
 		ConsumedTopic: proto.RequestTopic,
+		ReadLoops:     readLoops(cfg.ReadLoops),
 	})
 	b := &Broker{
 		cfg:       cfg,
@@ -114,6 +120,17 @@ func New(cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker: listen on %s: %w", cfg.Listen, err)
 	}
 	return b, nil
+}
+
+// readLoops returns the number of read loops Config.ReadLoops n asks for.
+func readLoops(n int) int {
+	switch {
+	case n < 0:
+		return 0
+	case n == 0:
+		return runtime.GOMAXPROCS(0)
+	}
+	return n
 }
 
 // Addr returns the address the MQTT listener is bound to.

@@ -31,6 +31,10 @@ type Config struct {
 	// MaxPacketSize bounds inbound MQTT packets; 0 means no bound beyond
 	// the protocol's 256 MiB.
 	MaxPacketSize uint32
+	// ReadLoops is the number of read loops that serve busy connections
+	// instead of a goroutine woken per request (Linux): 0 means one per
+	// CPU the process may use, a negative number none.
+	ReadLoops int
 
 	// DataDir is where the state is kept across restarts; empty keeps
 	// everything in memory only.

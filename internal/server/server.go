@@ -79,6 +79,7 @@ func New(cfg Config) (*Server, error) {
 		Logger:        cfg.Logger,
 		Metrics:       metrics,
 		MaxPacketSize: cfg.MaxPacketSize,
+		ReadLoops:     cfg.ReadLoops,
 	})
 	if err != nil {
 		if s.journal != nil {

@@ -146,6 +146,11 @@ type ClientConnection struct {
 	// TCP or Unix connection, not TLS or a websocket). dss: WriteNow
 	// writes through it without waiting when it must not block.
 	raw syscall.RawConn
+	// src is what bconn reads: Conn, or a read loop's one read of a
+	// turn; loop is the state the connection shares with its read loop
+	// (dss, see readloop.go).
+	src  connReader
+	loop loopState
 }
 
 // maxConsumedBuffer bounds the buffer a connection keeps for publishes to
@@ -213,12 +218,13 @@ func newClient(c net.Conn, o *ops) *Client {
 	if c != nil {
 		cl.Net = ClientConnection{
 			Conn:   c,
-			bconn:  bufio.NewReaderSize(c, o.options.ClientNetReadBufferSize),
 			Remote: c.RemoteAddr().String(),
 		}
 		if sc, ok := c.(syscall.Conn); ok {
 			cl.Net.raw, _ = sc.SyscallConn()
 		}
+		cl.Net.src = connReader{conn: c, raw: cl.Net.raw}
+		cl.Net.bconn = bufio.NewReaderSize(&cl.Net.src, o.options.ClientNetReadBufferSize)
 	}
 
 	return cl
@@ -579,6 +585,13 @@ func (cl *Client) Read(packetHandler ReadFn) error {
 			return nil
 		}
 
+		if cl.parks() {
+			if err := cl.park(); err != nil {
+				return err
+			}
+			continue
+		}
+
 		cl.refreshDeadline(cl.State.Keepalive)
 		var fh packets.FixedHeader
 		err = cl.ReadFixedHeader(&fh)
@@ -845,6 +858,10 @@ func (cl *Client) WritePackets(pks ...*packets.Packet) error {
 
 	if cl.Net.Conn == nil {
 		return nil
+	}
+
+	if cl.serving() {
+		return cl.writeFromLoop(pks)
 	}
 
 	buf := mempool.GetBuffer()

@@ -38,6 +38,9 @@ func (cl *Client) WriteNow(wait bool, pks ...*packets.Packet) (bool, error) {
 	if cl.Net.Conn == nil {
 		return true, nil // as WritePackets: nowhere to write
 	}
+	if cl.serving() {
+		wait = false // a read loop waits for no connection
+	}
 	if !wait && cl.Net.raw == nil {
 		return false, nil
 	}
@@ -123,4 +126,24 @@ func (cl *Client) writeRaw(b []byte) {
 	if err != nil && !errors.Is(err, ErrConnectionClosed) {
 		cl.ops.log.Debug("failed writing packets", "error", err, "client", cl.ID)
 	}
+}
+
+// writeFromLoop writes pks for a read loop, which must not wait for the
+// connection: as WriteNow without waiting, or queued for the write loop.
+// A client whose queue is full, which reads nothing of what it is sent,
+// loses them.
+func (cl *Client) writeFromLoop(pks []*packets.Packet) error {
+	written, err := cl.WriteNow(false, pks...)
+	if written || err != nil {
+		return err
+	}
+	for _, pk := range pks {
+		queued := new(packets.Packet)
+		*queued = *pk
+		if !cl.enqueue(pendingWrite{pk: queued}) {
+			cl.ops.log.Debug("write queue full: packet dropped", "client", cl.ID, "type", pk.FixedHeader.Type)
+			return packets.ErrPendingClientWritesExceeded
+		}
+	}
+	return nil
 }
