@@ -365,7 +365,7 @@ func (cl *Client) WriteLoop() {
 					pks = append(pks, w.pk)
 					n++
 				}
-				if err := cl.WritePackets(pks...); err != nil {
+				if err := cl.writePacketsWaiting(pks); err != nil {
 					cl.ops.log.Debug("failed publishing packet", "error", err, "client", cl.ID)
 				}
 				for _, w := range batch[:n] {
@@ -852,16 +852,23 @@ func (cl *Client) WritePacket(pk packets.Packet) error {
 // PUBACK of a request and its response together.
 // The packets are changed in place as they are prepared for this client.
 func (cl *Client) WritePackets(pks ...*packets.Packet) error {
+	if cl.serving() {
+		return cl.writeFromLoop(pks)
+	}
+	return cl.writePacketsWaiting(pks)
+}
+
+// writePacketsWaiting is WritePackets waiting for the connection to take
+// every byte, whoever else holds the client: the write loop's, which
+// must not queue what it took from the queue behind what came after
+// (dss).
+func (cl *Client) writePacketsWaiting(pks []*packets.Packet) error {
 	if cl.Closed() {
 		return ErrConnectionClosed
 	}
 
 	if cl.Net.Conn == nil {
 		return nil
-	}
-
-	if cl.serving() {
-		return cl.writeFromLoop(pks)
 	}
 
 	buf := mempool.GetBuffer()

@@ -389,3 +389,23 @@ func TestPacketSize(t *testing.T) {
 		require.Equal(t, c.header, header, "%x", c.b)
 	}
 }
+
+func TestClientWriteLoopKeepsOrderWhileALoopServesTheClient(t *testing.T) {
+	cl, peer := tcpTestClient(t)
+	go cl.WriteLoop()
+	// While a read loop handles one of the client's packets, the write
+	// loop writes what it took from the queue itself, in order, rather
+	// than queueing it again behind what came after.
+	cl.Net.loop.serving.Store(true)
+	var want []byte
+	for i := 0; i < 100; i++ {
+		pk, enc := numberedPublish(t, byte(i), 100)
+		want = append(want, enc...)
+		require.True(t, cl.WriteLater(pk))
+	}
+	got := make([]byte, len(want))
+	require.NoError(t, peer.SetReadDeadline(time.Now().Add(5*time.Second)))
+	_, err := io.ReadFull(peer, got)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+}

@@ -48,7 +48,7 @@ func (cl *Client) WriteNow(wait bool, pks ...*packets.Packet) (bool, error) {
 		return false, nil
 	}
 	if wait {
-		err := cl.WritePackets(pks...)
+		err := cl.writePacketsWaiting(pks)
 		cl.State.outbound.giveBack(nil)
 		return true, err
 	}
