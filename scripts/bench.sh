@@ -221,6 +221,18 @@ med() {
 		if [ "${3:-}" = csv ]; then c "$1.$k" "$2"; else j "$1.$k" "$2"; fi
 	done | median
 }
+# share NAME BASE FIELD [csv]: the median over the runs of NAME.k's FIELD
+# divided by BASE.k's, two decimals.
+share() {
+	local k
+	for k in $(seq 1 "$RUNS"); do
+		if [ "${4:-}" = csv ]; then
+			awk -v a="$(c "$1.$k" "$3")" -v b="$(c "$2.$k" "$3")" 'BEGIN { print a / b }'
+		else
+			awk -v a="$(j "$1.$k" "$3")" -v b="$(j "$2.$k" "$3")" 'BEGIN { print a / b }'
+		fi
+	done | median | xargs printf %.2f
+}
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # ---------------------------------------------------------------- table
@@ -373,8 +385,7 @@ scenario_connections_4096() {
 	done
 	row "SET, 4096 conns" "requests/s" "$(fmt "$(med conns .requests_per_second)" 0)" "$(fmt "$(med rconns rps csv)" 0)"
 	row "SET, 4096 conns" "requests/s as a share of 64 conns, same server start" \
-		"$(for i in $(seq 1 "$RUNS"); do awk -v a="$(j "conns.$i" .requests_per_second)" -v b="$(j "peak.$i" .requests_per_second)" 'BEGIN { print a / b }'; done | median | xargs printf %.2f)" \
-		"$(for i in $(seq 1 "$RUNS"); do awk -v a="$(c "rconns.$i" rps)" -v b="$(c "rpeak.$i" rps)" 'BEGIN { print a / b }'; done | median | xargs printf %.2f)"
+		"$(share conns peak .requests_per_second)" "$(share rconns rpeak rps csv)"
 	row "SET, 4096 conns" "p99 latency µs" "$(fmt "$(med conns .latency_us.p99)")" "$(fmt "$(med rconns p99_latency_ms csv)")"
 	row "SET, 4096 conns" "server CPU µs/request" "$(fmt "$(med conns .server_cpu_us_per_request)")" ""
 	row "SET, 4096 conns" "load generator CPU µs/request (dss bench)" "$(fmt "$(med conns .client_cpu_us_per_request)")" ""

@@ -127,7 +127,7 @@ type loopState struct {
 	read    atomic.Int64 // unix nanoseconds of the loop's last read, for the keepalive
 }
 
-// Serving reports whether a read loop is handling a packet of the
+// serving reports whether a read loop is handling a packet of the
 // client, so that nothing may wait for the connection.
 func (cl *Client) serving() bool {
 	return cl.Net.loop.serving.Load()
@@ -172,32 +172,28 @@ func (cl *Client) park() error {
 		ls.loop = nil
 		return nil
 	}
-	var expiry <-chan time.Time
-	full := time.Duration(cl.State.Keepalive+cl.State.Keepalive/2) * time.Second // [MQTT-3.1.2-22]
+
+	full := time.Duration(cl.State.Keepalive) * 3 / 2 * time.Second // [MQTT-3.1.2-22]
+	var expiry <-chan time.Time                                     // nil, never ready, without a keepalive
+	var t *time.Timer
 	if full > 0 {
-		t := time.NewTimer(full)
+		t = time.NewTimer(full)
 		defer t.Stop()
 		expiry = t.C
-		for {
-			select {
-			case err := <-ls.resume:
-				return err
-			case <-cl.State.open.Done():
-				return cl.unpark(net.ErrClosed)
-			case <-expiry:
-				idle := time.Duration(time.Now().UnixNano() - ls.read.Load())
-				if idle >= full {
-					return cl.unpark(os.ErrDeadlineExceeded)
-				}
-				t.Reset(full - idle)
-			}
-		}
 	}
-	select {
-	case err := <-ls.resume:
-		return err
-	case <-cl.State.open.Done():
-		return cl.unpark(net.ErrClosed)
+	for {
+		select {
+		case err := <-ls.resume:
+			return err
+		case <-cl.State.open.Done():
+			return cl.unpark(net.ErrClosed)
+		case <-expiry:
+			idle := time.Duration(time.Now().UnixNano() - ls.read.Load())
+			if idle >= full {
+				return cl.unpark(os.ErrDeadlineExceeded)
+			}
+			t.Reset(full - idle)
+		}
 	}
 }
 
