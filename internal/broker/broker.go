@@ -176,7 +176,9 @@ func (b *Broker) publish(pk *packets.Packet) { b.publishWithAck(pk, nil, nil, fa
 
 // publishWithAck publishes pk, and ack (the PUBACK of requester's request)
 // with it: when requester is among the subscribers, both go out in one
-// write; otherwise ack goes alone. The caller's goroutine writes to the
+// write; otherwise ack goes alone. When requester is the only subscriber
+// (the usual response topic), its own route, kept on its connection,
+// spares the lookups by topic and client id. The caller's goroutine writes to the
 // requester when the requester's write loop has nothing queued: with now
 // set it is the requester's reader (the result was ready at once) and
 // waits for the connection; otherwise it writes what the connection takes
@@ -193,7 +195,21 @@ func (b *Broker) publishWithAck(pk *packets.Packet, requester *mqtt.Client, ack 
 	pk.FixedHeader.Type = packets.Publish
 	pk.Origin = inlineClientID
 	pk.Created = time.Now().Unix()
-	rt := b.routes.lookup(pk.TopicName)
+	var rt route
+	if requester != nil {
+		var own *ownRoute
+		if own, rt = b.routes.forRequester(requester, pk.TopicName); own != nil {
+			pk.Owner = owner
+			sent, err := b.deliver(requester, own.sub, pk, ack, now)
+			b.delivered(requester, pk, err)
+			if !sent {
+				b.sendAck(requester, ack, now)
+			}
+			return true
+		}
+	} else {
+		rt = b.routes.lookup(pk.TopicName)
+	}
 	if rt.general {
 		b.sendAck(requester, ack, now)
 		b.inject(pk)
@@ -221,12 +237,17 @@ func (b *Broker) publishWithAck(pk *packets.Packet, requester *mqtt.Client, ack 
 		} else {
 			err = b.srv.PublishToClient(cl, t.sub, pk)
 		}
-		if err != nil {
-			b.log.Debug("message not delivered", "client", cl.ID, "topic", pk.TopicName, "err", err)
-		}
+		b.delivered(cl, pk, err)
 	}
 	b.sendAck(requester, ack, now)
 	return true
+}
+
+// delivered logs a delivery that failed.
+func (b *Broker) delivered(cl *mqtt.Client, pk *packets.Packet, err error) {
+	if err != nil {
+		b.log.Debug("message not delivered", "client", cl.ID, "topic", pk.TopicName, "err", err)
+	}
 }
 
 // deliver prepares out for cl, its only receiver, in place and writes it

@@ -56,6 +56,40 @@ func (r *routes) lookup(topic string) route {
 	return r.fill(topic, gen)
 }
 
+// ownRoute is the route of a requester's responses when the requester is
+// the only subscriber of their topic, as it is of the response topic the
+// protocol recommends. It is kept on the requester's connection
+// (Client.Attached): with thousands of busy connections, finding the
+// topic in the map of every route and then the client by its id cost a
+// handful of cache misses per response, where the connection itself is
+// in the cache already. An ownRoute is never changed once stored.
+type ownRoute struct {
+	topic string
+	gen   uint64
+	sub   packets.Subscription
+}
+
+// forRequester returns the route of topic: as the requester's own route
+// when the requester is its only subscriber and still holds its session
+// (not taken over by a new connection, which the client id then names),
+// otherwise as the route to look its subscribers up in.
+func (r *routes) forRequester(requester *mqtt.Client, topic string) (*ownRoute, route) {
+	gen := r.gen.Load()
+	if o, _ := requester.Attached.Load().(*ownRoute); o != nil && o.gen == gen && o.topic == topic {
+		if requester.IsTakenOver() {
+			return nil, r.lookup(topic)
+		}
+		return o, route{}
+	}
+	rt := r.lookup(topic)
+	if rt.general || len(rt.targets) != 1 || rt.targets[0].clientID != requester.ID || requester.IsTakenOver() {
+		return nil, rt
+	}
+	o := &ownRoute{topic: strings.Clone(topic), gen: rt.gen, sub: rt.targets[0].sub}
+	requester.Attached.Store(o)
+	return o, route{}
+}
+
 // sendableIdentifiers returns the subscription identifiers a delivery
 // carries: a subscription merged from several filters lists those
 // without one as 0, which is never sent. The broker would range over the

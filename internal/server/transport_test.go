@@ -135,6 +135,36 @@ func TestResponsesFollowSubscriptions(t *testing.T) {
 	requester.NoMessage(100 * time.Millisecond)
 }
 
+// TestResponsesFollowSubscriptionChanges changes who subscribes to a
+// requester's response topic between its requests: the route the broker
+// keeps on the requester's connection must not outlive the change.
+func TestResponsesFollowSubscriptionChanges(t *testing.T) {
+	s, _ := start(t)
+	requester := dsstest.Dial(t, s.Addr(), "requester")
+	expect(t, "alone", requester.Set([]string{"k", "v1"}), "+OK\r\n", "any")
+
+	// A second subscriber receives the next response too.
+	listener := dsstest.Dial(t, s.Addr(), "listener")
+	listener.Subscribe(requester.ResponseTopic)
+	expect(t, "watched", requester.Set([]string{"k", "v2"}), "+OK\r\n", "any")
+	if p := listener.Next(); p.Topic != requester.ResponseTopic || string(p.Payload) != "+OK\r\n" {
+		t.Fatalf("listener got %s %q", p.Topic, p.Payload)
+	}
+
+	// Once the requester no longer subscribes, its responses go to the
+	// listener alone.
+	ctx, cancel := context.WithTimeout(context.Background(), dsstest.Timeout)
+	defer cancel()
+	if _, err := requester.Paho.Unsubscribe(ctx, &paho.Unsubscribe{Topics: []string{requester.ResponseTopic}}); err != nil {
+		t.Fatal(err)
+	}
+	requester.Send(dsstest.Cmd("GET", "k"))
+	if p := listener.Next(); string(p.Payload) != "$2\r\nv2\r\n" {
+		t.Fatalf("listener got %q", p.Payload)
+	}
+	requester.NoMessage(100 * time.Millisecond)
+}
+
 func TestOrdinaryPublishSubscribe(t *testing.T) {
 	s, _ := start(t)
 	sub := dsstest.DialNoSubscribe(t, s.Addr(), "sub")

@@ -113,6 +113,10 @@ type Client struct {
 	ID           string           // the client id.
 	ops          *ops             // ops provides a reference to server ops.
 	sync.RWMutex                  // mutex
+
+	// Attached is the embedding application's: what it keeps for the
+	// connection, beside it. dss: the route of the client's responses.
+	Attached atomic.Value
 }
 
 // ClientConnection contains the connection transport and metadata for the client.

@@ -139,6 +139,7 @@ func (l *readLoop) handBack(cl *Client, err error) {
 // loop is closed.
 func (l *readLoop) run() {
 	events := make([]syscall.EpollEvent, 128)
+	ready := make([]readyConn, 0, len(events))
 	for {
 		var n int
 		var werr error
@@ -160,8 +161,18 @@ func (l *readLoop) run() {
 			return
 		}
 		now := time.Now().UnixNano()
+		l.mu.Lock()
+		ready = ready[:0]
 		for _, ev := range events[:n] {
-			l.serve(ev.Fd, now)
+			ready = append(ready, readyConn{fd: ev.Fd, cl: l.conns[ev.Fd]})
+		}
+		ahead := len(l.conns) >= prefetchFrom
+		l.mu.Unlock()
+		for i, r := range ready {
+			if ahead {
+				prefetchAhead(ready, i)
+			}
+			l.serve(r.fd, r.cl, now)
 		}
 		// The loop is runnable while connections have data: let the
 		// goroutines it feeds (a journal, a write loop) run between
@@ -170,11 +181,15 @@ func (l *readLoop) run() {
 	}
 }
 
-// serve gives the connection of descriptor fd a turn, at now.
-func (l *readLoop) serve(fd int32, now int64) {
-	l.mu.Lock()
-	cl := l.conns[fd]
-	l.mu.Unlock()
+// readyConn is a connection epoll reported ready, and its client (nil if
+// it was removed since).
+type readyConn struct {
+	fd int32
+	cl *Client
+}
+
+// serve gives cl, the connection of descriptor fd, a turn at now.
+func (l *readLoop) serve(fd int32, cl *Client, now int64) {
 	if cl == nil {
 		return // removed since the event
 	}
@@ -195,4 +210,35 @@ func (l *readLoop) serve(fd int32, now int64) {
 	l.mu.Lock()
 	l.handBack(cl, err)
 	l.mu.Unlock()
+}
+
+// prefetchFrom is the number of connections from which a loop prefetches
+// the memory of the connections it is about to serve (see prefetch.go):
+// below it, their memory stays in the cache between turns.
+const prefetchFrom = 256
+
+// prefetchStride is how many turns ahead each step of a prefetch runs:
+// a turn takes microseconds, a memory read a tenth of one.
+const prefetchStride = 1
+
+// prefetchAhead is called before the turn of ready[i]: it takes the next
+// step of the prefetch of each connection up to three strides ahead.
+func prefetchAhead(ready []readyConn, i int) {
+	if i == 0 {
+		// The first connections of a round get every step at once.
+		for j := 0; j < len(ready) && j < 3*prefetchStride; j++ {
+			if cl := ready[j].cl; cl != nil {
+				cl.prefetchClient()
+			}
+		}
+	}
+	if j := i + 3*prefetchStride; j < len(ready) && ready[j].cl != nil {
+		ready[j].cl.prefetchClient()
+	}
+	if j := i + 2*prefetchStride; j < len(ready) && ready[j].cl != nil {
+		ready[j].cl.prefetchReferents()
+	}
+	if j := i + prefetchStride; j < len(ready) && ready[j].cl != nil {
+		ready[j].cl.prefetchSocket()
+	}
 }

@@ -1,0 +1,7 @@
+// SPDX-License-Identifier: MIT
+
+//go:build !amd64
+
+package mqtt
+
+func prefetch(addr uintptr) {}
