@@ -277,21 +277,21 @@ scenario_throughput() {
 		local OP
 		OP=$(echo "$op" | tr a-z A-Z)
 		row "$OP, 64 conns" "requests/s" \
-			"$(fmt "$(for i in $(seq 1 "$RUNS"); do j "$op.$i" .requests_per_second; done | median)" 0)" \
-			"$(fmt "$(for i in $(seq 1 "$RUNS"); do c "$r.$i" rps; done | median)" 0)"
+			"$(fmt "$(med "$op" .requests_per_second)" 0)" \
+			"$(fmt "$(med "$r" rps csv)" 0)"
 		row "$OP, 64 conns" "p50 latency µs" \
-			"$(fmt "$(for i in $(seq 1 "$RUNS"); do j "$op.$i" .latency_us.p50; done | median)")" \
-			"$(fmt "$(for i in $(seq 1 "$RUNS"); do c "$r.$i" p50_latency_ms; done | median)")"
+			"$(fmt "$(med "$op" .latency_us.p50)")" \
+			"$(fmt "$(med "$r" p50_latency_ms csv)")"
 		row "$OP, 64 conns" "p99 latency µs" \
-			"$(fmt "$(for i in $(seq 1 "$RUNS"); do j "$op.$i" .latency_us.p99; done | median)")" \
-			"$(fmt "$(for i in $(seq 1 "$RUNS"); do c "$r.$i" p99_latency_ms; done | median)")"
+			"$(fmt "$(med "$op" .latency_us.p99)")" \
+			"$(fmt "$(med "$r" p99_latency_ms csv)")"
 		row "$OP, 64 conns" "p99.9 / max latency µs (dss)" \
-			"$(fmt "$(for i in $(seq 1 "$RUNS"); do j "$op.$i" '.latency_us."p99_9"'; done | median)") / $(fmt "$(for i in $(seq 1 "$RUNS"); do j "$op.$i" .latency_us.max; done | median)")" ""
+			"$(fmt "$(med "$op" '.latency_us."p99_9"')") / $(fmt "$(med "$op" .latency_us.max)")" ""
 		row "$OP, 64 conns" "server CPU µs/request" \
-			"$(fmt "$(for i in $(seq 1 "$RUNS"); do j "$op.$i" .server_cpu_us_per_request; done | median)")" \
+			"$(fmt "$(med "$op" .server_cpu_us_per_request)")" \
 			"$(fmt "$(for i in $(seq 1 "$RUNS"); do cat "$WORK/$r.$i.cpu"; done | median)")"
 		row "$OP, 64 conns" "load generator CPU µs/request (dss bench; redis-benchmark)" \
-			"$(fmt "$(for i in $(seq 1 "$RUNS"); do j "$op.$i" .client_cpu_us_per_request; done | median)")" \
+			"$(fmt "$(med "$op" .client_cpu_us_per_request)")" \
 			"$(fmt "$(for i in $(seq 1 "$RUNS"); do cat "$WORK/$r.$i.selfcpu"; done | median)")"
 		row "$OP, 64 conns" "errors + timeouts (dss, all runs)" \
 			"$(for i in $(seq 1 "$RUNS"); do j "$op.$i" '.errors + .timeouts'; done | awk '{ s += $1 } END { print s + 0 }')" ""
@@ -312,11 +312,11 @@ scenario_single_client() {
 		stop_redis
 	done
 	row "GET, 1 conn" "p50 round trip µs" \
-		"$(fmt "$(for i in $(seq 1 "$RUNS"); do j "one.$i" .latency_us.p50; done | median)")" \
-		"$(fmt "$(for i in $(seq 1 "$RUNS"); do c "rone.$i" p50_latency_ms; done | median)")"
+		"$(fmt "$(med "one" .latency_us.p50)")" \
+		"$(fmt "$(med "rone" p50_latency_ms csv)")"
 	row "GET, 1 conn" "requests/s" \
-		"$(fmt "$(for i in $(seq 1 "$RUNS"); do j "one.$i" .requests_per_second; done | median)" 0)" \
-		"$(fmt "$(for i in $(seq 1 "$RUNS"); do c "rone.$i" rps; done | median)" 0)"
+		"$(fmt "$(med "one" .requests_per_second)" 0)" \
+		"$(fmt "$(med "rone" rps csv)" 0)"
 }
 
 # One SET reaching 1,000 watchers of the key (target: 50 ms median).
@@ -329,11 +329,11 @@ scenario_fanout() {
 		stop_dss
 	done
 	row "KEYNOTIFY, 1000 watchers" "all watchers notified, p50 ms" \
-		"$(fmt "$(for i in $(seq 1 "$RUNS"); do j "fan.$i" '.keynotify.all_watchers_us.p50 / 1000'; done | median)" 2)" ""
+		"$(fmt "$(med "fan" '.keynotify.all_watchers_us.p50 / 1000')" 2)" ""
 	row "KEYNOTIFY, 1000 watchers" "all watchers notified, p99 ms" \
-		"$(fmt "$(for i in $(seq 1 "$RUNS"); do j "fan.$i" '.keynotify.all_watchers_us.p99 / 1000'; done | median)" 2)" ""
+		"$(fmt "$(med "fan" '.keynotify.all_watchers_us.p99 / 1000')" 2)" ""
 	row "KEYNOTIFY, 1000 watchers" "deliveries/s" \
-		"$(fmt "$(for i in $(seq 1 "$RUNS"); do j "fan.$i" '.keynotify.deliveries / .seconds'; done | median)" 0)" ""
+		"$(fmt "$(med "fan" '.keynotify.deliveries / .seconds')" 0)" ""
 }
 
 # SET with every change on disk before the response, and once a second.
@@ -356,15 +356,15 @@ scenario_fsync() {
 			stop_redis
 		done
 		row "SET, fsync $mode" "requests/s" \
-			"$(fmt "$(for i in $(seq 1 "$RUNS"); do j "fsync-$mode.$i" .requests_per_second; done | median)" 0)" \
-			"$(fmt "$(for i in $(seq 1 "$RUNS"); do c "rfsync-$mode.$i" rps; done | median)" 0)"
+			"$(fmt "$(med "fsync-$mode" .requests_per_second)" 0)" \
+			"$(fmt "$(med "rfsync-$mode" rps csv)" 0)"
 		row "SET, fsync $mode" "requests/s as a share of dss in memory, same runs" \
-			"$(awk -v a="$(for i in $(seq 1 "$RUNS"); do j "fsync-$mode.$i" .requests_per_second; done | median)" \
-				-v b="$(for i in $(seq 1 "$RUNS"); do j "fsync-mem.$i" .requests_per_second; done | median)" \
+			"$(awk -v a="$(med "fsync-$mode" .requests_per_second)" \
+				-v b="$(med "fsync-mem" .requests_per_second)" \
 				'BEGIN { printf "%.2f", a / b }')" ""
 		row "SET, fsync $mode" "p99 latency µs" \
-			"$(fmt "$(for i in $(seq 1 "$RUNS"); do j "fsync-$mode.$i" .latency_us.p99; done | median)")" \
-			"$(fmt "$(for i in $(seq 1 "$RUNS"); do c "rfsync-$mode.$i" p99_latency_ms; done | median)")"
+			"$(fmt "$(med "fsync-$mode" .latency_us.p99)")" \
+			"$(fmt "$(med "rfsync-$mode" p99_latency_ms csv)")"
 	done
 }
 

@@ -74,15 +74,14 @@ type ownRoute struct {
 // (not taken over by a new connection, which the client id then names),
 // otherwise as the route to look its subscribers up in.
 func (r *routes) forRequester(requester *mqtt.Client, topic string) (*ownRoute, route) {
-	gen := r.gen.Load()
-	if o, _ := requester.Attached.Load().(*ownRoute); o != nil && o.gen == gen && o.topic == topic {
-		if requester.IsTakenOver() {
-			return nil, r.lookup(topic)
-		}
+	if requester.IsTakenOver() {
+		return nil, r.lookup(topic)
+	}
+	if o, _ := requester.Attached.Load().(*ownRoute); o != nil && o.gen == r.gen.Load() && o.topic == topic {
 		return o, route{}
 	}
 	rt := r.lookup(topic)
-	if rt.general || len(rt.targets) != 1 || rt.targets[0].clientID != requester.ID || requester.IsTakenOver() {
+	if rt.general || len(rt.targets) != 1 || rt.targets[0].clientID != requester.ID {
 		return nil, rt
 	}
 	o := &ownRoute{topic: strings.Clone(topic), gen: rt.gen, sub: rt.targets[0].sub}
