@@ -150,6 +150,8 @@ type ClientConnection struct {
 	// TCP or Unix connection, not TLS or a websocket). dss: WriteNow
 	// writes through it without waiting when it must not block.
 	raw syscall.RawConn
+	// writer writes through raw for WriteNow (under writeMu).
+	writer fdWriter
 	// src is what bconn reads: Conn, or a read loop's one read of a
 	// turn; loop is the state the connection shares with its read loop
 	// (dss, see readloop.go).

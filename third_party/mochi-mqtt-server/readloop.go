@@ -46,6 +46,22 @@ type connReader struct {
 	pending []byte
 	turn    bool // a read loop reads: one read without waiting, then errWouldBlock
 	read    bool // the read of the turn was made
+	// readFD makes the read of a turn through raw: bound once, with its
+	// buffer and results here, so that a read allocates no closure.
+	readFD func(fd uintptr) bool
+	p      []byte
+	n      int
+	err    error
+}
+
+// readOnce is the read of a turn, for raw.Read.
+func (r *connReader) readOnce(fd uintptr) bool {
+	for {
+		r.n, r.err = syscall.Read(int(fd), r.p)
+		if r.err != syscall.EINTR {
+			return true
+		}
+	}
 }
 
 func (r *connReader) Read(p []byte) (int, error) {
@@ -61,16 +77,14 @@ func (r *connReader) Read(p []byte) (int, error) {
 		return 0, errWouldBlock
 	}
 	r.read = true
-	var n int
-	var err error
-	if rerr := r.raw.Read(func(fd uintptr) bool {
-		for {
-			n, err = syscall.Read(int(fd), p)
-			if err != syscall.EINTR {
-				return true
-			}
-		}
-	}); rerr != nil {
+	if r.readFD == nil {
+		r.readFD = r.readOnce
+	}
+	r.p = p
+	rerr := r.raw.Read(r.readFD)
+	n, err := r.n, r.err
+	r.p, r.err = nil, nil
+	if rerr != nil {
 		return 0, rerr
 	}
 	switch {
@@ -92,23 +106,30 @@ type loopBuffers struct {
 	reader       *bufio.Reader
 	consumedBuf  []byte
 	consumedUser []packets.UserProperty
+	// The buffers of the connection that has them, until giveBack.
+	own     *bufio.Reader
+	ownBuf  []byte
+	ownUser []packets.UserProperty
 }
 
-// lend has cl use b's buffers, its own reader holding nothing, and
-// returns the function that gives them back, keeping what b's reader
-// holds for the connection's next read.
-func (b *loopBuffers) lend(cl *Client) func() {
-	own, buf, user := cl.Net.bconn, cl.Net.consumedBuf, cl.Net.consumedUser
+// lend has cl use b's buffers, its own reader holding nothing, until
+// giveBack.
+func (b *loopBuffers) lend(cl *Client) {
+	b.own, b.ownBuf, b.ownUser = cl.Net.bconn, cl.Net.consumedBuf, cl.Net.consumedUser
 	b.reader.Reset(&cl.Net.src)
 	cl.Net.bconn, cl.Net.consumedBuf, cl.Net.consumedUser = b.reader, b.consumedBuf, b.consumedUser
-	return func() {
-		if n := b.reader.Buffered(); n > 0 {
-			left, _ := b.reader.Peek(n)
-			cl.Net.src.pending = append(cl.Net.src.pending, left...)
-		}
-		b.consumedBuf, b.consumedUser = cl.Net.consumedBuf, cl.Net.consumedUser
-		cl.Net.bconn, cl.Net.consumedBuf, cl.Net.consumedUser = own, buf, user
+}
+
+// giveBack takes b's buffers back from cl, keeping what b's reader holds
+// for the connection's next read.
+func (b *loopBuffers) giveBack(cl *Client) {
+	if n := b.reader.Buffered(); n > 0 {
+		left, _ := b.reader.Peek(n)
+		cl.Net.src.pending = append(cl.Net.src.pending, left...)
 	}
+	b.consumedBuf, b.consumedUser = cl.Net.consumedBuf, cl.Net.consumedUser
+	cl.Net.bconn, cl.Net.consumedBuf, cl.Net.consumedUser = b.own, b.ownBuf, b.ownUser
+	b.own, b.ownBuf, b.ownUser = nil, nil, nil
 }
 
 // readers holds the buffered readers of connections parked in a read
@@ -223,7 +244,8 @@ func (cl *Client) unpark(err error) error {
 // errHandBack to hand the connection back to its reader goroutine, or the
 // error that ends the connection.
 func (cl *Client) turn(bufs *loopBuffers, now int64) error {
-	defer bufs.lend(cl)()
+	bufs.lend(cl)
+	defer bufs.giveBack(cl)
 	src := &cl.Net.src
 	src.turn, src.read = true, false
 	cl.Net.loop.serving.Store(true)

@@ -140,17 +140,18 @@ func (l *readLoop) handBack(cl *Client, err error) {
 func (l *readLoop) run() {
 	events := make([]syscall.EpollEvent, 128)
 	ready := make([]readyConn, 0, len(events))
-	for {
-		var n int
-		var werr error
-		err := l.raw.Read(func(fd uintptr) bool {
-			for {
-				n, werr = syscall.EpollWait(int(fd), events, 0)
-				if werr != syscall.EINTR {
-					return n != 0 || werr != nil
-				}
+	var n int
+	var werr error
+	wait := func(fd uintptr) bool {
+		for {
+			n, werr = syscall.EpollWait(int(fd), events, 0)
+			if werr != syscall.EINTR {
+				return n != 0 || werr != nil
 			}
-		})
+		}
+	}
+	for {
+		err := l.raw.Read(wait)
 		if err == nil {
 			err = werr
 		}

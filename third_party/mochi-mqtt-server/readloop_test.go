@@ -409,3 +409,80 @@ func TestClientWriteLoopKeepsOrderWhileALoopServesTheClient(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, want, got)
 }
+
+func TestReadLoopTurnReadsWithoutAllocating(t *testing.T) {
+	cl, peer := tcpTestClient(t)
+	bufs := loopBuffers{reader: bufio.NewReaderSize(nil, 4096)}
+	ping := []byte{packets.Pingreq << 4, 0}
+	src := &cl.Net.src
+	allocs := testing.AllocsPerRun(500, func() {
+		if _, err := peer.Write(ping); err != nil {
+			t.Fatal(err)
+		}
+		bufs.lend(cl)
+		src.turn = true
+		for cl.Net.bconn.Buffered() < len(ping) {
+			src.read = false // a read per round, until the bytes came
+			if _, err := cl.Net.bconn.Peek(len(ping)); err != nil && err != errWouldBlock {
+				t.Fatal(err)
+			}
+		}
+		b, _ := cl.Net.bconn.Peek(len(ping))
+		if !bytes.Equal(b, ping) {
+			t.Fatalf("read % x, want % x", b, ping)
+		}
+		_, _ = cl.Net.bconn.Discard(len(ping))
+		src.turn = false
+		bufs.giveBack(cl)
+	})
+	require.Zero(t, allocs, "allocations per turn's read")
+}
+
+func TestReadLoopReadsWhatAFullBufferLeft(t *testing.T) {
+	h := new(echoHook)
+	_, addr := loopServer(t, h, 256)
+	p := dialLoop(t, addr, "a", 30)
+
+	// Forty requests in one write: a turn's read takes what fits in the
+	// loop's 256 bytes, and no more data comes to report the rest.
+	var all []byte
+	for i := 0; i < 40; i++ {
+		all = append(all, p.request([]byte(fmt.Sprintf("request %02d", i)))...)
+	}
+	require.Greater(t, len(all), 3*256)
+	p.write(all)
+	for i := 0; i < 40; i++ {
+		require.Equal(t, []byte(fmt.Sprintf("request %02d", i)), p.answer(uint16(i+1)))
+	}
+	require.Equal(t, int64(40), h.byLoop.Load())
+}
+
+func TestReadLoopSeesThePeersEndBehindItsLastRequest(t *testing.T) {
+	h := new(echoHook)
+	s, addr := loopServer(t, h, 0)
+	busy := dialLoop(t, addr, "busy", 30)
+	last := dialLoop(t, addr, "last", 30)
+	busy.write(busy.request([]byte("x")))
+	require.Equal(t, []byte("x"), busy.answer(busy.next))
+	cl, ok := s.Clients.Get("busy")
+	require.True(t, ok)
+
+	// The loop waits for the turn on "busy" while a request and the end
+	// of "last" come, so that one event reports both.
+	cl.Net.loop.mu.Lock()
+	busy.write(busy.request([]byte("y")))
+	time.Sleep(50 * time.Millisecond)
+	last.write(last.request([]byte("bye")))
+	require.NoError(t, last.conn.(*net.TCPConn).CloseWrite())
+	time.Sleep(50 * time.Millisecond)
+	cl.Net.loop.mu.Unlock()
+
+	require.Equal(t, []byte("y"), busy.answer(busy.next))
+	require.Equal(t, []byte("bye"), last.answer(last.next))
+	require.Eventually(t, func() bool {
+		_, ok := h.disconnectError("last")
+		return ok
+	}, 5*time.Second, 10*time.Millisecond, "the end of the connection after its request")
+	_, ok = h.disconnectError("busy")
+	require.False(t, ok)
+}

@@ -78,31 +78,17 @@ func (cl *Client) writeNoWait(pks []*packets.Packet) ([]byte, error) {
 	if len(data) == 0 {
 		return nil, encodeErr
 	}
-	var n int
-	var werr error
-	err := cl.Net.raw.Write(func(fd uintptr) bool {
-		for n < len(data) {
-			m, err := syscall.Write(int(fd), data[n:])
-			if m > 0 {
-				n += m
-			}
-			switch {
-			case err == syscall.EINTR:
-				continue
-			case err == syscall.EAGAIN:
-				return true // full: the write loop waits for room
-			case err != nil:
-				werr = err
-				return true
-			case m == 0:
-				return true
-			}
-		}
-		return true
-	})
-	if err == nil {
-		err = werr
+	w := &cl.Net.writer
+	if w.writeFD == nil {
+		w.writeFD = w.writeNoWait
 	}
+	w.data, w.n, w.err = data, 0, nil
+	err := cl.Net.raw.Write(w.writeFD)
+	n := w.n
+	if err == nil {
+		err = w.err
+	}
+	w.data, w.err = nil, nil
 	if err != nil {
 		return nil, err
 	}
@@ -112,6 +98,38 @@ func (cl *Client) writeNoWait(pks []*packets.Packet) ([]byte, error) {
 		return nil, encodeErr
 	}
 	return append([]byte(nil), data[n:]...), encodeErr
+}
+
+// fdWriter writes to a descriptor as far as it takes data without
+// waiting, for syscall.RawConn.Write: bound once per connection, with its
+// data and results here, so that a write allocates no closure. Used under
+// the connection's write lock.
+type fdWriter struct {
+	writeFD func(fd uintptr) bool
+	data    []byte
+	n       int // bytes of data written
+	err     error
+}
+
+func (w *fdWriter) writeNoWait(fd uintptr) bool {
+	for w.n < len(w.data) {
+		m, err := syscall.Write(int(fd), w.data[w.n:])
+		if m > 0 {
+			w.n += m
+		}
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			return true // full: the write loop waits for room
+		case err != nil:
+			w.err = err
+			return true
+		case m == 0:
+			return true
+		}
+	}
+	return true
 }
 
 // writeRaw writes bytes WriteNow could not write at once, on the write

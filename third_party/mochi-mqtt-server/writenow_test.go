@@ -198,3 +198,25 @@ func TestClientNextPacketIDDoesNotWaitForAWrite(t *testing.T) {
 		t.Fatal("NextPacketID waited for the write")
 	}
 }
+
+func TestClientWriteNowAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocations are counted without the race detector (.ci/run)")
+	}
+	cl, peer := tcpTestClient(t)
+	ack := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback}, PacketID: 7}
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		_, _ = io.Copy(io.Discard, peer)
+	}()
+	allocs := testing.AllocsPerRun(1000, func() {
+		if written, err := cl.WriteNow(false, &ack); !written || err != nil {
+			t.Fatalf("WriteNow: written %v, error %v", written, err)
+		}
+	})
+	require.Zero(t, allocs, "allocations per write of an acknowledgement")
+	peer.CloseRead()
+	cl.Stop(errClientStop)
+	<-drained
+}
