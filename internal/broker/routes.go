@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
@@ -66,7 +67,24 @@ func (r *routes) lookup(topic string) route {
 type ownRoute struct {
 	topic string
 	gen   uint64
-	sub   packets.Subscription
+	// inline holds the topic when it fits (the protocol's response
+	// topic with a client id of up to 46 bytes): a read loop fetches the
+	// first two cache lines of a connection's attachment ahead of its
+	// turn, and the topic compared with a response's is then among them.
+	inline [104]byte
+	sub    packets.Subscription
+}
+
+// newOwnRoute returns the own route of topic, with a copy of it.
+func newOwnRoute(topic string, gen uint64, sub packets.Subscription) *ownRoute {
+	o := &ownRoute{gen: gen, sub: sub}
+	if len(topic) <= len(o.inline) {
+		n := copy(o.inline[:], topic)
+		o.topic = unsafe.String(unsafe.SliceData(o.inline[:n]), n)
+	} else {
+		o.topic = strings.Clone(topic)
+	}
+	return o
 }
 
 // forRequester returns the route of topic: as the requester's own route
@@ -84,7 +102,7 @@ func (r *routes) forRequester(requester *mqtt.Client, topic string) (*ownRoute, 
 	if rt.general || len(rt.targets) != 1 || rt.targets[0].clientID != requester.ID {
 		return nil, rt
 	}
-	o := &ownRoute{topic: strings.Clone(topic), gen: rt.gen, sub: rt.targets[0].sub}
+	o := newOwnRoute(topic, rt.gen, rt.targets[0].sub)
 	requester.Attached.Store(o)
 	return o, route{}
 }

@@ -185,20 +185,24 @@ type Will struct {
 
 // ClientState tracks the state of the client.
 type ClientState struct {
-	TopicAliases    TopicAliases       // a map of topic aliases
-	stopCause       atomic.Value       // reason for stopping
-	Inflight        *Inflight          // a map of in-flight qos messages
-	Subscriptions   *Subscriptions     // a map of the subscription filters a client maintains
-	disconnected    int64              // the time the client disconnected in unix time, for calculating expiry
-	outbound        outboundQueue      // queue for pending outbound packets
-	endOnce         sync.Once          // only end once
-	isTakenOver     atomic.Bool        // used to identify orphaned clients
-	packetID        uint32             // the current highest packetID
-	open            context.Context    // indicate that the client is open for packet exchange
-	cancelOpen      context.CancelFunc // cancel function for open context
-	outboundQty     int32              // number of messages currently in the outbound queue
-	Keepalive       uint16             // the number of seconds the connection can wait
-	ServerKeepalive bool               // keepalive was set by the server
+	TopicAliases  TopicAliases       // a map of topic aliases
+	stopCause     atomic.Value       // reason for stopping
+	Inflight      *Inflight          // a map of in-flight qos messages
+	Subscriptions *Subscriptions     // a map of the subscription filters a client maintains
+	disconnected  int64              // the time the client disconnected in unix time, for calculating expiry
+	outbound      outboundQueue      // queue for pending outbound packets
+	endOnce       sync.Once          // only end once
+	isTakenOver   atomic.Bool        // used to identify orphaned clients
+	packetID      uint32             // the current highest packetID
+	open          context.Context    // indicate that the client is open for packet exchange
+	cancelOpen    context.CancelFunc // cancel function for open context
+	// ended is set when cancelOpen cancels open. dss: Closed reads it,
+	// in the Client, rather than the context's own memory, which is out
+	// of the cache when thousands of connections take turns.
+	ended           atomic.Bool
+	outboundQty     int32  // number of messages currently in the outbound queue
+	Keepalive       uint16 // the number of seconds the connection can wait
+	ServerKeepalive bool   // keepalive was set by the server
 }
 
 // newClient returns a new instance of Client. This is almost exclusively used by Server
@@ -211,7 +215,6 @@ func newClient(c net.Conn, o *ops) *Client {
 			Subscriptions: NewSubscriptions(),
 			TopicAliases:  NewTopicAliases(o.options.Capabilities.TopicAliasMaximum),
 			open:          ctx,
-			cancelOpen:    cancel,
 			Keepalive:     defaultKeepalive,
 			outbound:      outboundQueue{ready: make(chan struct{}, 1)},
 		},
@@ -231,6 +234,11 @@ func newClient(c net.Conn, o *ops) *Client {
 		}
 		cl.Net.src = connReader{conn: c, raw: cl.Net.raw}
 		cl.Net.bconn = bufio.NewReaderSize(&cl.Net.src, o.options.ClientNetReadBufferSize)
+	}
+
+	cl.State.cancelOpen = func() {
+		cl.State.ended.Store(true)
+		cancel()
 	}
 
 	return cl
@@ -671,7 +679,7 @@ func (cl *Client) StopTime() int64 {
 
 // Closed returns true if client connection is closed.
 func (cl *Client) Closed() bool {
-	return cl.State.open == nil || cl.State.open.Err() != nil
+	return cl.State.open == nil || cl.State.ended.Load()
 }
 
 func (cl *Client) IsTakenOver() bool {

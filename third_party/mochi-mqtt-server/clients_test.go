@@ -995,3 +995,20 @@ func TestPublishesTo(t *testing.T) {
 	require.False(t, publishesTo([]byte{0, 3, 'r', 'e'}, "req"))
 	require.False(t, publishesTo([]byte{0}, "req"))
 }
+
+// dss: Closed reads a flag that cancelOpen sets with the context.
+func TestClientClosedFollowsItsContext(t *testing.T) {
+	cl, _, _ := newTestClient()
+	require.False(t, cl.Closed())
+	cl.State.cancelOpen()
+	require.True(t, cl.Closed())
+	require.Error(t, cl.State.open.Err())
+
+	cl, _, _ = newTestClient()
+	cl.Stop(errClientStop)
+	require.True(t, cl.Closed())
+	require.Error(t, cl.State.open.Err())
+
+	require.True(t, (&Client{}).Closed(), "a client that was never opened")
+	require.False(t, (&Client{State: ClientState{open: context.Background()}}).Closed())
+}

@@ -222,24 +222,33 @@ const prefetchFrom = 256
 // a turn takes microseconds, a memory read a tenth of one.
 const prefetchStride = 1
 
+// prefetchSteps are the steps of a connection's prefetch, the first
+// furthest ahead: each reads what the one before fetched.
+var prefetchSteps = [...]func(*Client){
+	(*Client).prefetchClient,
+	(*Client).prefetchReferents,
+	(*Client).prefetchSocket,
+	(*Client).prefetchLeaves,
+}
+
 // prefetchAhead is called before the turn of ready[i]: it takes the next
-// step of the prefetch of each connection up to three strides ahead.
+// step of the prefetch of each connection up to len(prefetchSteps)
+// strides ahead.
 func prefetchAhead(ready []readyConn, i int) {
+	const steps = len(prefetchSteps)
 	if i == 0 {
 		// The first connections of a round get every step at once.
-		for j := 0; j < len(ready) && j < 3*prefetchStride; j++ {
+		for j := 0; j < len(ready) && j < steps*prefetchStride; j++ {
 			if cl := ready[j].cl; cl != nil {
-				cl.prefetchClient()
+				for _, step := range prefetchSteps {
+					step(cl)
+				}
 			}
 		}
 	}
-	if j := i + 3*prefetchStride; j < len(ready) && ready[j].cl != nil {
-		ready[j].cl.prefetchClient()
-	}
-	if j := i + 2*prefetchStride; j < len(ready) && ready[j].cl != nil {
-		ready[j].cl.prefetchReferents()
-	}
-	if j := i + prefetchStride; j < len(ready) && ready[j].cl != nil {
-		ready[j].cl.prefetchSocket()
+	for s, step := range prefetchSteps {
+		if j := i + (steps-s)*prefetchStride; j < len(ready) && ready[j].cl != nil {
+			step(ready[j].cl)
+		}
 	}
 }
