@@ -24,10 +24,7 @@ import (
 
 // prefetchClient fetches the Client itself (14 cache lines).
 func (cl *Client) prefetchClient() {
-	p := uintptr(unsafe.Pointer(cl))
-	for off := uintptr(0); off < unsafe.Sizeof(*cl); off += 64 {
-		prefetch(p + off)
-	}
+	prefetch(uintptr(unsafe.Pointer(cl)), unsafe.Sizeof(*cl))
 }
 
 // prefetchReferents fetches what the Client points to: its inflight
@@ -36,14 +33,12 @@ func (cl *Client) prefetchClient() {
 //
 //go:norace
 func (cl *Client) prefetchReferents() {
-	prefetch(uintptr(unsafe.Pointer(cl.State.Inflight)))
+	prefetch(uintptr(unsafe.Pointer(cl.State.Inflight)), 1)
 	if tc, ok := cl.Net.Conn.(*net.TCPConn); ok {
-		prefetch(uintptr(unsafe.Pointer(tc)))
+		prefetch(uintptr(unsafe.Pointer(tc)), 1)
 	}
 	if v := cl.Attached.Load(); v != nil {
-		p := uintptr(dataOf(v))
-		prefetch(p)
-		prefetch(p + 64)
+		prefetch(uintptr(dataOf(v)), 128)
 	}
 }
 
@@ -54,16 +49,13 @@ func (cl *Client) prefetchReferents() {
 //go:norace
 func (cl *Client) prefetchSocket() {
 	if tc, ok := cl.Net.Conn.(*net.TCPConn); ok {
-		prefetch(*(*uintptr)(unsafe.Pointer(tc)))
+		prefetch(*(*uintptr)(unsafe.Pointer(tc)), 1)
 	}
 	if inf := cl.State.Inflight; inf != nil {
-		prefetch(uintptr(inf.internalMap()))
+		prefetch(uintptr(inf.internalMap()), 1)
 		if pk := inf.recent.Load(); pk != nil {
 			// Filled again by the next delivery (13 lines, written).
-			p := uintptr(unsafe.Pointer(pk))
-			for off := uintptr(0); off < unsafe.Sizeof(*pk); off += 64 {
-				prefetch(p + off)
-			}
+			prefetch(uintptr(unsafe.Pointer(pk)), unsafe.Sizeof(*pk))
 		}
 	}
 }
@@ -81,7 +73,7 @@ func (cl *Client) prefetchSocket() {
 func (cl *Client) prefetchLeaves() {
 	if tc, ok := cl.Net.Conn.(*net.TCPConn); ok && pollDescOffset >= 0 {
 		if fd := *(*unsafe.Pointer)(unsafe.Pointer(tc)); fd != nil {
-			prefetch(*(*uintptr)(unsafe.Add(fd, pollDescOffset)))
+			prefetch(*(*uintptr)(unsafe.Add(fd, pollDescOffset)), 1)
 		}
 	}
 	inf := cl.State.Inflight
@@ -89,15 +81,10 @@ func (cl *Client) prefetchLeaves() {
 		return
 	}
 	if m := (*mapHeader)(inf.internalMap()); m != nil && m.dirLen == 0 {
-		for off := uintptr(0); off < smallGroupBytes; off += 64 {
-			prefetch(uintptr(m.dirPtr) + off)
-		}
+		prefetch(uintptr(m.dirPtr), smallGroupBytes)
 	}
 	if pk := inf.recent.Load(); pk != nil && pk.Owner != nil {
-		p := uintptr(dataOf(pk.Owner))
-		for off := uintptr(0); off < ownerBytes; off += 64 {
-			prefetch(p + off)
-		}
+		prefetch(uintptr(dataOf(pk.Owner)), ownerBytes)
 	}
 }
 

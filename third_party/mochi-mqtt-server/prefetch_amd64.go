@@ -2,8 +2,9 @@
 
 package mqtt
 
-// prefetch asks the CPU to bring the cache line at addr into its cache,
-// without waiting for it. It never faults.
+// prefetch asks the CPU to bring the cache lines of the n bytes (at
+// least one) at addr into its cache, without waiting for them. It never
+// faults.
 //
 //go:noescape
-func prefetch(addr uintptr)
+func prefetch(addr, n uintptr)

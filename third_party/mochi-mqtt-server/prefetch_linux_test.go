@@ -92,3 +92,14 @@ func TestPollDescOffsetFindsTheRuntimesDescriptor(t *testing.T) {
 	fd := *(*unsafe.Pointer)(unsafe.Pointer(tc))
 	require.Equal(t, uintptr(want), *(*uintptr)(unsafe.Add(fd, pollDescOffset)))
 }
+
+func TestPrefetchNeverFaults(t *testing.T) {
+	buf := make([]byte, 1000)
+	p := uintptr(unsafe.Pointer(&buf[0]))
+	for _, c := range []struct{ addr, n uintptr }{
+		{p, 1}, {p + 3, 1000 - 3}, {p + 63, 2}, {0, 1}, {8, 4096},
+		{^uintptr(0) - 10, 100}, // wraps around
+	} {
+		prefetch(c.addr, c.n)
+	}
+}

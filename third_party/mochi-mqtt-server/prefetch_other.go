@@ -4,4 +4,4 @@
 
 package mqtt
 
-func prefetch(addr uintptr) {}
+func prefetch(addr, n uintptr) {}
