@@ -233,6 +233,8 @@ func newClient(c net.Conn, o *ops) *Client {
 			cl.Net.raw, _ = sc.SyscallConn()
 		}
 		cl.Net.src = connReader{conn: c, raw: cl.Net.raw}
+		cl.Net.src.readFD = cl.Net.src.readOnce
+		cl.Net.writer.writeFD = cl.Net.writer.writeNoWait
 		cl.Net.bconn = bufio.NewReaderSize(&cl.Net.src, o.options.ClientNetReadBufferSize)
 	}
 

@@ -48,8 +48,8 @@ func (cl *Client) prefetchReferents() {
 //
 //go:norace
 func (cl *Client) prefetchSocket() {
-	if tc, ok := cl.Net.Conn.(*net.TCPConn); ok {
-		prefetch(*(*uintptr)(unsafe.Pointer(tc)), 1)
+	if fd := cl.netFD(); fd != nil {
+		prefetch(uintptr(fd), 1)
 	}
 	if inf := cl.State.Inflight; inf != nil {
 		prefetch(uintptr(inf.internalMap()), 1)
@@ -71,10 +71,8 @@ func (cl *Client) prefetchSocket() {
 //
 //go:norace
 func (cl *Client) prefetchLeaves() {
-	if tc, ok := cl.Net.Conn.(*net.TCPConn); ok && pollDescOffset >= 0 {
-		if fd := *(*unsafe.Pointer)(unsafe.Pointer(tc)); fd != nil {
-			prefetch(*(*uintptr)(unsafe.Add(fd, pollDescOffset)), 1)
-		}
+	if fd := cl.netFD(); fd != nil && pollDescOffset >= 0 {
+		prefetch(*(*uintptr)(unsafe.Add(fd, pollDescOffset)), 1)
 	}
 	inf := cl.State.Inflight
 	if inf == nil {
@@ -88,6 +86,18 @@ func (cl *Client) prefetchLeaves() {
 	}
 }
 
+// netFD is the socket's descriptor structure (net.netFD), the one word
+// of a TCP connection; nil for other connections. It does not read the
+// structure.
+//
+//go:norace
+func (cl *Client) netFD() unsafe.Pointer {
+	if tc, ok := cl.Net.Conn.(*net.TCPConn); ok {
+		return *(*unsafe.Pointer)(unsafe.Pointer(tc))
+	}
+	return nil
+}
+
 // pollDescOffset is where, in the socket's descriptor structure
 // (net.netFD), the pointer to the runtime's poll descriptor is
 // (poll.FD's pd.runtimeCtx), or -1 if this Go's structures do not have
@@ -96,7 +106,7 @@ func (cl *Client) prefetchLeaves() {
 var pollDescOffset = findPollDescOffset()
 
 func findPollDescOffset() int {
-	// A TCPConn's first word is its netFD: prefetchSocket relies on it.
+	// A TCPConn's first word is its netFD: netFD relies on it.
 	conn, ok := reflect.TypeOf(net.TCPConn{}).FieldByName("conn")
 	if !ok || conn.Offset != 0 || conn.Type.Kind() != reflect.Struct {
 		return -1

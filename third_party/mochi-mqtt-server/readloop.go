@@ -46,8 +46,9 @@ type connReader struct {
 	pending []byte
 	turn    bool // a read loop reads: one read without waiting, then errWouldBlock
 	read    bool // the read of the turn was made
-	// readFD makes the read of a turn through raw: bound once, with its
-	// buffer and results here, so that a read allocates no closure.
+	// readFD makes the read of a turn through raw: readOnce, bound when
+	// the connection is made, with its buffer and results here, so that
+	// a read allocates no closure.
 	readFD func(fd uintptr) bool
 	p      []byte
 	n      int
@@ -77,9 +78,6 @@ func (r *connReader) Read(p []byte) (int, error) {
 		return 0, errWouldBlock
 	}
 	r.read = true
-	if r.readFD == nil {
-		r.readFD = r.readOnce
-	}
 	r.p = p
 	rerr := r.raw.Read(r.readFD)
 	n, err := r.n, r.err

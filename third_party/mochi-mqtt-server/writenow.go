@@ -79,9 +79,6 @@ func (cl *Client) writeNoWait(pks []*packets.Packet) ([]byte, error) {
 		return nil, encodeErr
 	}
 	w := &cl.Net.writer
-	if w.writeFD == nil {
-		w.writeFD = w.writeNoWait
-	}
 	w.data, w.n, w.err = data, 0, nil
 	err := cl.Net.raw.Write(w.writeFD)
 	n := w.n
@@ -101,9 +98,9 @@ func (cl *Client) writeNoWait(pks []*packets.Packet) ([]byte, error) {
 }
 
 // fdWriter writes to a descriptor as far as it takes data without
-// waiting, for syscall.RawConn.Write: bound once per connection, with its
-// data and results here, so that a write allocates no closure. Used under
-// the connection's write lock.
+// waiting, for syscall.RawConn.Write: writeFD is writeNoWait, bound when
+// the connection is made, with its data and results here, so that a
+// write allocates no closure. Used under the connection's write lock.
 type fdWriter struct {
 	writeFD func(fd uintptr) bool
 	data    []byte
