@@ -143,6 +143,20 @@ func (i *Inflight) GetAll(immediate bool) []packets.Packet {
 	return m
 }
 
+// expired returns the ids of the packets due to be dropped at now (see
+// inflightExpired), nil if there are none.
+func (i *Inflight) expired(now, maximumExpiry int64) []uint16 {
+	i.RLock()
+	defer i.RUnlock()
+	var ids []uint16
+	for id, pk := range i.internal {
+		if inflightExpired(pk, now, maximumExpiry) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
 // HasParked reports whether packets wait for send quota. dss: it spares
 // the read loop NextImmediate's packet-sized result after every packet.
 func (i *Inflight) HasParked() bool {

@@ -25,9 +25,14 @@ type readLoop struct {
 	raw  syscall.RawConn
 	bufs loopBuffers // for the connection in its turn, on the loop's goroutine
 
-	mu     sync.Mutex
-	epfd   int
-	conns  map[int32]*Client // by descriptor
+	mu   sync.Mutex
+	epfd int
+	// conns holds the connections by descriptor, which the kernel
+	// keeps small and dense: a round looks up every reported one, and an
+	// array of 4,096 pointers is 64 cache lines where a map of them
+	// missed the cache twice a lookup. count is how many there are.
+	conns  []*Client
+	count  int
 	closed bool
 }
 
@@ -48,7 +53,7 @@ func newReadLoop(size int) (*readLoop, error) {
 		_ = file.Close()
 		return nil, err
 	}
-	l := &readLoop{file: file, raw: raw, epfd: epfd, conns: make(map[int32]*Client)}
+	l := &readLoop{file: file, raw: raw, epfd: epfd}
 	l.bufs.reader = bufio.NewReaderSize(nil, size)
 	go l.run()
 	return l, nil
@@ -75,7 +80,11 @@ func (l *readLoop) add(cl *Client) error {
 		return os.NewSyscallError("epoll_ctl", err)
 	}
 	ls.fd, ls.added = fd, true
-	l.conns[int32(fd)] = cl
+	if fd >= len(l.conns) {
+		l.conns = append(l.conns, make([]*Client, fd+1-len(l.conns))...)
+	}
+	l.conns[fd] = cl
+	l.count++
 	return nil
 }
 
@@ -97,8 +106,9 @@ func (l *readLoop) drop(cl *Client) {
 		return
 	}
 	ls.added = false
-	if l.conns[int32(ls.fd)] == cl {
-		delete(l.conns, int32(ls.fd))
+	if l.conns[ls.fd] == cl {
+		l.conns[ls.fd] = nil
+		l.count--
 	}
 	if !l.closed {
 		// The descriptor is open: the connection is closed by its
@@ -116,7 +126,9 @@ func (l *readLoop) close() {
 		return
 	}
 	for _, cl := range l.conns {
-		l.handBack(cl, nil)
+		if cl != nil {
+			l.handBack(cl, nil)
+		}
 	}
 	l.closed = true
 	_ = l.file.Close()
@@ -165,9 +177,9 @@ func (l *readLoop) run() {
 		l.mu.Lock()
 		ready = ready[:0]
 		for _, ev := range events[:n] {
-			ready = append(ready, readyConn{fd: ev.Fd, cl: l.conns[ev.Fd]})
+			ready = append(ready, readyConn{fd: ev.Fd, cl: l.conns[ev.Fd]}) // added once, so in range
 		}
-		ahead := len(l.conns) >= prefetchFrom
+		ahead := l.count >= prefetchFrom
 		l.mu.Unlock()
 		for i, r := range ready {
 			if ahead {

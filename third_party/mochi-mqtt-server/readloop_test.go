@@ -349,7 +349,10 @@ func TestReadLoopReleasesAConnectionTheServerEnds(t *testing.T) {
 	l := s.readLoops[0]
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	require.Empty(t, l.conns)
+	require.Zero(t, l.count)
+	for _, cl := range l.conns {
+		require.Nil(t, cl)
+	}
 }
 
 func TestReadLoopDoesNotWaitForAClientThatDoesNotRead(t *testing.T) {

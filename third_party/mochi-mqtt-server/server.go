@@ -175,6 +175,11 @@ type loop struct {
 	retainedExpiry *time.Ticker     // interval ticker for cleaning retained messages
 	willDelaySend  *time.Ticker     // interval ticker for sending Will Messages with a delay
 	willDelayed    *packets.Packets // activate LWT packets which will be sent after a delay
+
+	// swept holds the clients a sweep of the event loop goes through,
+	// kept from sweep to sweep (dss: the sweeps of every second copied
+	// the map of clients, a map of 4,096 entries twice a second).
+	swept []*Client
 }
 
 // ops contains server values which can be propagated to other structs.
@@ -1996,7 +2001,10 @@ func (s *Server) loadRetained(v []storage.Message) {
 // clearExpiredClients deletes all clients which have been disconnected for longer
 // than their given expiry intervals.
 func (s *Server) clearExpiredClients(dt int64) {
-	for id, client := range s.Clients.GetAll() {
+	s.loop.swept = s.Clients.AppendAll(s.loop.swept[:0])
+	defer clear(s.loop.swept) // holds no client until the next sweep
+	for _, client := range s.loop.swept {
+		id := client.ID
 		disconnected := client.StopTime()
 		if disconnected == 0 {
 			continue
@@ -2033,7 +2041,9 @@ func (s *Server) clearExpiredRetainedMessages(now int64) {
 
 // clearExpiredInflights deletes any inflight messages which have expired.
 func (s *Server) clearExpiredInflights(now int64) {
-	for _, client := range s.Clients.GetAll() {
+	s.loop.swept = s.Clients.AppendAll(s.loop.swept[:0])
+	defer clear(s.loop.swept)
+	for _, client := range s.loop.swept {
 		if deleted := client.ClearExpiredInflights(now, s.Options.Capabilities.MaximumMessageExpiryInterval); len(deleted) > 0 {
 			for _, id := range deleted {
 				s.hooks.OnQosDropped(client, packets.Packet{PacketID: id})

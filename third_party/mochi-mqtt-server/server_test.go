@@ -3613,6 +3613,33 @@ func TestServerClearExpiredClients(t *testing.T) {
 	require.Equal(t, 2, s.Clients.Len())
 }
 
+// The sweeps of every second go through every client: with nothing to
+// drop they must not allocate (they copied the map of clients, and every
+// packet in flight, each time), and they must not keep the clients they
+// looked at alive until the next sweep.
+func TestServerSweepsAllocateNothingWhenNothingExpired(t *testing.T) {
+	s := New(nil)
+	s.Options.Capabilities.MaximumMessageExpiryInterval = 60
+	n := time.Now().Unix()
+	for i := 0; i < 64; i++ {
+		cl, _, _ := newTestClient()
+		cl.ID = "c" + strconv.Itoa(i)
+		cl.ops.info = s.Info
+		cl.State.Inflight.Set(packets.Packet{ProtocolVersion: 5, PacketID: 1, Created: n, Expiry: n + 60})
+		s.Clients.Add(cl)
+	}
+
+	allocs := testing.AllocsPerRun(20, func() {
+		s.clearExpiredInflights(n)
+		s.clearExpiredClients(n)
+	})
+	require.Zero(t, allocs)
+	require.Equal(t, 64, s.Clients.Len())
+	for _, cl := range s.loop.swept[:cap(s.loop.swept)] {
+		require.Nil(t, cl)
+	}
+}
+
 func TestLoadServerInfoRestoreOnRestart(t *testing.T) {
 	s := New(nil)
 	s.Options.Capabilities.Compatibilities.RestoreSysInfoOnRestart = true
