@@ -592,7 +592,7 @@ func (cl *Client) ClearExpiredInflights(now, maximumExpiry int64) []uint16 {
 		if !ok || !inflightExpired(&tk, now, maximumExpiry) {
 			continue // acknowledged, or replaced by a newer packet, since
 		}
-		if ok := cl.State.Inflight.Delete(id); ok {
+		if cl.State.Inflight.Delete(id) {
 			cl.ops.hooks.OnQosDropped(cl, tk)
 			atomic.AddInt64(&cl.ops.info.Inflight, -1)
 			deleted = append(deleted, id)

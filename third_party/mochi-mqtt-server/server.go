@@ -2001,13 +2001,10 @@ func (s *Server) loadRetained(v []storage.Message) {
 // clearExpiredClients deletes all clients which have been disconnected for longer
 // than their given expiry intervals.
 func (s *Server) clearExpiredClients(dt int64) {
-	s.loop.swept = s.Clients.AppendAll(s.loop.swept[:0])
-	defer clear(s.loop.swept) // holds no client until the next sweep
-	for _, client := range s.loop.swept {
-		id := client.ID
+	s.sweep(func(client *Client) {
 		disconnected := client.StopTime()
 		if disconnected == 0 {
-			continue
+			return
 		}
 
 		expire := s.Options.Capabilities.MaximumSessionExpiryInterval
@@ -2017,8 +2014,18 @@ func (s *Server) clearExpiredClients(dt int64) {
 
 		if disconnected+int64(expire) < dt {
 			s.hooks.OnClientExpired(client)
-			s.Clients.Delete(id) // [MQTT-4.1.0-2]
+			s.Clients.Delete(client.ID) // [MQTT-4.1.0-2]
 		}
+	})
+}
+
+// sweep calls fn with every client, from the slice kept for sweeps; only
+// the event loop sweeps.
+func (s *Server) sweep(fn func(*Client)) {
+	s.loop.swept = s.Clients.AppendAll(s.loop.swept[:0])
+	defer clear(s.loop.swept) // holds no client until the next sweep
+	for _, client := range s.loop.swept {
+		fn(client)
 	}
 }
 
@@ -2041,15 +2048,11 @@ func (s *Server) clearExpiredRetainedMessages(now int64) {
 
 // clearExpiredInflights deletes any inflight messages which have expired.
 func (s *Server) clearExpiredInflights(now int64) {
-	s.loop.swept = s.Clients.AppendAll(s.loop.swept[:0])
-	defer clear(s.loop.swept)
-	for _, client := range s.loop.swept {
-		if deleted := client.ClearExpiredInflights(now, s.Options.Capabilities.MaximumMessageExpiryInterval); len(deleted) > 0 {
-			for _, id := range deleted {
-				s.hooks.OnQosDropped(client, packets.Packet{PacketID: id})
-			}
+	s.sweep(func(client *Client) {
+		for _, id := range client.ClearExpiredInflights(now, s.Options.Capabilities.MaximumMessageExpiryInterval) {
+			s.hooks.OnQosDropped(client, packets.Packet{PacketID: id})
 		}
-	}
+	})
 }
 
 // sendDelayedLWT sends any LWT messages which have reached their issue time.
