@@ -230,12 +230,9 @@ func (l *readLoop) serve(fd int32, cl *Client, now int64) {
 // below it, their memory stays in the cache between turns.
 const prefetchFrom = 256
 
-// prefetchStride is how many turns ahead each step of a prefetch runs:
-// a turn takes microseconds, a memory read a tenth of one.
-const prefetchStride = 1
-
 // prefetchSteps are the steps of a connection's prefetch, the first
-// furthest ahead: each reads what the one before fetched.
+// furthest ahead, one turn apart: each reads what the one before
+// fetched, and a turn takes microseconds, a memory read a tenth of one.
 var prefetchSteps = [...]func(*Client){
 	(*Client).prefetchClient,
 	(*Client).prefetchReferents,
@@ -245,12 +242,12 @@ var prefetchSteps = [...]func(*Client){
 
 // prefetchAhead is called before the turn of ready[i]: it takes the next
 // step of the prefetch of each connection up to len(prefetchSteps)
-// strides ahead.
+// turns ahead.
 func prefetchAhead(ready []readyConn, i int) {
 	const steps = len(prefetchSteps)
 	if i == 0 {
 		// The first connections of a round get every step at once.
-		for j := 0; j < len(ready) && j < steps*prefetchStride; j++ {
+		for j := 0; j < len(ready) && j < steps; j++ {
 			if cl := ready[j].cl; cl != nil {
 				for _, step := range prefetchSteps {
 					step(cl)
@@ -259,7 +256,7 @@ func prefetchAhead(ready []readyConn, i int) {
 		}
 	}
 	for s, step := range prefetchSteps {
-		if j := i + (steps-s)*prefetchStride; j < len(ready) && ready[j].cl != nil {
+		if j := i + steps - s; j < len(ready) && ready[j].cl != nil {
 			step(ready[j].cl)
 		}
 	}
