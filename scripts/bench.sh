@@ -16,11 +16,12 @@
 #   --keep             keep the work directory (raw JSON and CSV of every run)
 #
 # Environment: SERVER_CPU (default 0), LOAD_CPU (default 1), DSS_PORT
-# (default 18830), REDIS_PORT (default 16380), WORK (default a new
-# temporary directory).
+# (default 18830), REDIS_PORT (default 16380), FLOOR_PORT (default 18900),
+# WORK (default a new temporary directory).
 #
 # It installs redis-server, redis-tools and jq with apt-get when they are
-# missing (as root), and builds dss with the Go toolchain on PATH.
+# missing (as root), and builds dss and scripts/tcpfloor with the Go
+# toolchain on PATH.
 #
 # Adding a scenario: write a function scenario_NAME that calls row (or
 # rows) for every line of the table, and add NAME to SCENARIOS or FULL.
@@ -42,7 +43,7 @@ while [ $# -gt 0 ]; do
 	--duration) DURATION="$2"; shift ;;
 	--out) OUT="$2"; shift ;;
 	--keep) KEEP=1 ;;
-	-h | --help) sed -n '2,26p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,27p' "$0"; exit 0 ;;
 	*) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -57,12 +58,16 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 WORK="${WORK:-$(mktemp -d /tmp/dss-bench.XXXXXX)}"
 DSS="$WORK/dss"
 DSS_PID=""
+FLOOR="$WORK/tcpfloor"
+FLOOR_PORT="${FLOOR_PORT:-18900}"
+FLOOR_PID=""
 REDIS_PID=""
 
 log() { echo "bench.sh: $*" >&2; }
 
 cleanup() {
 	stop_dss
+	stop_floor
 	stop_redis
 	if [ "$KEEP" = 0 ]; then rm -rf "$WORK"; else log "raw results kept in $WORK"; fi
 }
@@ -88,7 +93,7 @@ setup() {
 	fi
 	ulimit -n "$(ulimit -Hn)" || true
 	log "building dss"
-	(cd "$ROOT" && go build -o "$DSS" ./cmd/dss)
+	(cd "$ROOT" && go build -o "$DSS" ./cmd/dss && go build -o "$FLOOR" ./scripts/tcpfloor)
 	log "work directory $WORK; server on CPU $SERVER_CPU, load on CPU $LOAD_CPU"
 }
 
@@ -129,6 +134,30 @@ stop_dss() {
 		wait "$DSS_PID" 2>/dev/null || true
 		DSS_PID=""
 	fi
+}
+
+# start_floor: the bare server of scripts/tcpfloor, 3 µs of work a request.
+start_floor() {
+	stop_floor
+	port_free "$FLOOR_PORT"
+	taskset -c "$SERVER_CPU" "$FLOOR" serve --addr "127.0.0.1:$FLOOR_PORT" --work 3us 2>>"$WORK/floor.log" &
+	FLOOR_PID=$!
+	wait_port "$FLOOR_PORT"
+}
+
+stop_floor() {
+	if [ -n "$FLOOR_PID" ]; then
+		kill "$FLOOR_PID" 2>/dev/null || true
+		wait "$FLOOR_PID" 2>/dev/null || true
+		FLOOR_PID=""
+	fi
+}
+
+# floor_load NAME CONNS WARMUP: tcpfloor's load generator on the load CPU
+# against the running tcpfloor server; its JSON report in $WORK/NAME.json.
+floor_load() {
+	taskset -c "$LOAD_CPU" "$FLOOR" load --addr "127.0.0.1:$FLOOR_PORT" --conns "$2" \
+		--warmup "$3" --duration "${DURATION}s" --server-pid "$FLOOR_PID" >"$WORK/$1.json" 2>>"$WORK/floor.log"
 }
 
 # start_redis [redis-server flags...]: a fresh redis without persistence
@@ -369,7 +398,8 @@ scenario_fsync() {
 }
 
 # Many busy connections, against the peak (64 connections) measured just
-# before on the same server start.
+# before on the same server start. tcpfloor, a bare epoll server doing 3
+# µs of work per request, shows what the kernel leaves any server here.
 scenario_connections_4096() {
 	local i
 	for i in $(seq 1 "$RUNS"); do
@@ -382,6 +412,10 @@ scenario_connections_4096() {
 		redis_bench "rpeak.$i" -c 64 -P 1 -d 100 -r 10000 -t set -n 300000
 		redis_bench "rconns.$i" -c 4096 -P 1 -d 100 -r 10000 -t set -n 300000
 		stop_redis
+		start_floor
+		floor_load "fpeak.$i" 64 2s
+		floor_load "fconns.$i" 4096 5s
+		stop_floor
 	done
 	row "SET, 4096 conns" "requests/s" "$(fmt "$(med conns .requests_per_second)" 0)" "$(fmt "$(med rconns rps csv)" 0)"
 	row "SET, 4096 conns" "requests/s as a share of 64 conns, same server start" \
@@ -389,6 +423,10 @@ scenario_connections_4096() {
 	row "SET, 4096 conns" "p99 latency µs" "$(fmt "$(med conns .latency_us.p99)")" "$(fmt "$(med rconns p99_latency_ms csv)")"
 	row "SET, 4096 conns" "server CPU µs/request" "$(fmt "$(med conns .server_cpu_us_per_request)")" ""
 	row "SET, 4096 conns" "load generator CPU µs/request (dss bench)" "$(fmt "$(med conns .client_cpu_us_per_request)")" ""
+	row "tcpfloor, 4096 conns" "requests/s as a share of 64 conns, same server start" "$(share fconns fpeak .requests_per_second)" ""
+	row "tcpfloor, 64 / 4096 conns" "requests/s" "$(fmt "$(med fpeak .requests_per_second)" 0) / $(fmt "$(med fconns .requests_per_second)" 0)" ""
+	row "tcpfloor, 64 / 4096 conns" "server CPU µs/request" \
+		"$(fmt "$(med fpeak .server_cpu_us_per_request)") / $(fmt "$(med fconns .server_cpu_us_per_request)")" ""
 }
 
 # Memory of 10,000 idle connections.

@@ -1,0 +1,67 @@
+//go:build linux
+
+package main
+
+import (
+	"net/netip"
+	"os"
+	"testing"
+	"time"
+)
+
+// TestLoadAgainstServer runs the server and the load generator of the
+// tool against each other on loopback and checks what the report says.
+func TestLoadAgainstServer(t *testing.T) {
+	lfd, err := listen(netip.MustParseAddrPort("127.0.0.1:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, err := boundAddr(lfd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := newServer(lfd, time.Microsecond, 150)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.run() }()
+	defer func() {
+		s.stop()
+		if err := <-served; err != nil {
+			t.Errorf("server: %v", err)
+		}
+	}()
+
+	r, err := load(loadConfig{
+		addr: sa.String(), conns: 16, requestSize: 250, responseSize: 150,
+		warmup: 50 * time.Millisecond, duration: 300 * time.Millisecond,
+		serverPID: os.Getpid(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Conns != 16 || r.Requests < 100 || r.RequestsPerSecond <= 0 {
+		t.Fatalf("report %+v: want 16 connections and at least 100 requests", r)
+	}
+	if r.Seconds < 0.3 || r.Seconds > 1 {
+		t.Errorf("window of %.3f s, want about 0.3", r.Seconds)
+	}
+	if r.ClientCPU <= 0 || r.ServerCPU <= 0 {
+		t.Errorf("CPU per request: client %.2f µs, server %.2f µs, want both above 0", r.ClientCPU, r.ServerCPU)
+	}
+}
+
+// TestLoadRejectsBadConfig checks the errors of a configuration that
+// cannot be run.
+func TestLoadRejectsBadConfig(t *testing.T) {
+	for _, cfg := range []loadConfig{
+		{addr: "not an address", conns: 1, requestSize: 1, responseSize: 1},
+		{addr: "[::1]:1", conns: 1, requestSize: 1, responseSize: 1},
+		{addr: "127.0.0.1:1", conns: 0, requestSize: 1, responseSize: 1},
+	} {
+		if _, err := load(cfg); err == nil {
+			t.Errorf("load(%+v): no error", cfg)
+		}
+	}
+}
