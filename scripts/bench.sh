@@ -128,13 +128,18 @@ start_dss() {
 	wait_port "$DSS_PORT"
 }
 
-stop_dss() {
-	if [ -n "$DSS_PID" ]; then
-		kill "$DSS_PID" 2>/dev/null || true
-		wait "$DSS_PID" 2>/dev/null || true
-		DSS_PID=""
+# stop_pid VAR: stops the server whose PID the variable VAR holds, if
+# any, waits for it and clears VAR.
+stop_pid() {
+	local -n server_pid=$1
+	if [ -n "$server_pid" ]; then
+		kill "$server_pid" 2>/dev/null || true
+		wait "$server_pid" 2>/dev/null || true
+		server_pid=""
 	fi
 }
+
+stop_dss() { stop_pid DSS_PID; }
 
 # start_floor: the bare server of scripts/tcpfloor, 3 µs of work a request.
 start_floor() {
@@ -145,13 +150,7 @@ start_floor() {
 	wait_port "$FLOOR_PORT"
 }
 
-stop_floor() {
-	if [ -n "$FLOOR_PID" ]; then
-		kill "$FLOOR_PID" 2>/dev/null || true
-		wait "$FLOOR_PID" 2>/dev/null || true
-		FLOOR_PID=""
-	fi
-}
+stop_floor() { stop_pid FLOOR_PID; }
 
 # floor_load NAME CONNS WARMUP: tcpfloor's load generator on the load CPU
 # against the running tcpfloor server; its JSON report in $WORK/NAME.json.
@@ -173,13 +172,7 @@ start_redis() {
 	wait_port "$REDIS_PORT"
 }
 
-stop_redis() {
-	if [ -n "$REDIS_PID" ]; then
-		kill "$REDIS_PID" 2>/dev/null || true
-		wait "$REDIS_PID" 2>/dev/null || true
-		REDIS_PID=""
-	fi
-}
+stop_redis() { stop_pid REDIS_PID; }
 
 # dss_bench NAME [bench flags...]: runs dss bench on the load CPU against
 # the running dss and leaves its JSON report in $WORK/NAME.json.

@@ -117,19 +117,6 @@ func listen(ap netip.AddrPort) (int, error) {
 	return fd, nil
 }
 
-// boundAddr is the IPv4 address a socket is bound to.
-func boundAddr(fd int) (netip.AddrPort, error) {
-	sa, err := syscall.Getsockname(fd)
-	if err != nil {
-		return netip.AddrPort{}, os.NewSyscallError("getsockname", err)
-	}
-	in4, ok := sa.(*syscall.SockaddrInet4)
-	if !ok {
-		return netip.AddrPort{}, errors.New("not an IPv4 socket")
-	}
-	return netip.AddrPortFrom(netip.AddrFrom4(in4.Addr), uint16(in4.Port)), nil
-}
-
 // server answers every read of a connection with one response, after its
 // busy work, on one locked thread.
 type server struct {

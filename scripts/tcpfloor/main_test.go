@@ -3,8 +3,10 @@
 package main
 
 import (
+	"errors"
 	"net/netip"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -64,4 +66,17 @@ func TestLoadRejectsBadConfig(t *testing.T) {
 			t.Errorf("load(%+v): no error", cfg)
 		}
 	}
+}
+
+// boundAddr is the IPv4 address a socket is bound to.
+func boundAddr(fd int) (netip.AddrPort, error) {
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		return netip.AddrPort{}, os.NewSyscallError("getsockname", err)
+	}
+	in4, ok := sa.(*syscall.SockaddrInet4)
+	if !ok {
+		return netip.AddrPort{}, errors.New("not an IPv4 socket")
+	}
+	return netip.AddrPortFrom(netip.AddrFrom4(in4.Addr), uint16(in4.Port)), nil
 }
