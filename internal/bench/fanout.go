@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dssio/dss/internal/procstat"
 	"github.com/dssio/dss/internal/proto"
 	"github.com/dssio/dss/internal/resp"
 )
@@ -125,7 +126,7 @@ func runKeyNotify(ctx context.Context, cfg *Config, progress io.Writer) (*Report
 		all     = newHistogram()
 		set     = newHistogram()
 		nr      = &NotifyReport{Watchers: cfg.Watchers}
-		u0, u1  usage
+		u0, u1  procstat.Reading
 		sampled bool
 	)
 	tpl := newTemplate(opSet, keys, requestArgs{value: makeValue(cfg.ValueSize)}, writer.responseTopic)
@@ -137,7 +138,7 @@ func runKeyNotify(ctx context.Context, cfg *Config, progress io.Writer) (*Report
 			break
 		}
 		if !sampled && now >= ph.t0 {
-			u0, _ = readUsage(cfg.ServerPID)
+			u0, _ = procstat.Read(cfg.ServerPID)
 			sampled = true
 		}
 		ts = appendTimestamp(ts[:0], time.Now().UnixMilli())
@@ -185,7 +186,7 @@ func runKeyNotify(ctx context.Context, cfg *Config, progress io.Writer) (*Report
 		timer.Stop()
 	}
 	if sampled {
-		u1, _ = readUsage(cfg.ServerPID)
+		u1, _ = procstat.Read(cfg.ServerPID)
 	}
 	stopWatchers()
 
@@ -201,7 +202,7 @@ func runKeyNotify(ctx context.Context, cfg *Config, progress io.Writer) (*Report
 	rep.Requests, rep.Sent = nr.Notifications, nr.Notifications
 	rep.Notify = nr
 	if sampled {
-		rep.Seconds = u1.at.Sub(u0.at).Seconds()
+		rep.Seconds = u1.At.Sub(u0.At).Seconds()
 		if rep.Seconds > 0 {
 			rep.Throughput = float64(nr.Notifications) / rep.Seconds
 		}

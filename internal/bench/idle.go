@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/dssio/dss/internal/procstat"
 )
 
 // runIdle connects the clients, holds the connections for the duration
@@ -13,7 +15,7 @@ import (
 func runIdle(ctx context.Context, cfg *Config, progress io.Writer) (*Report, error) {
 	rep := newReport(cfg)
 	rep.WarmupSeconds = 0
-	u0, err := readUsage(cfg.ServerPID)
+	u0, err := procstat.Read(cfg.ServerPID)
 	if err != nil {
 		return nil, err
 	}
@@ -31,11 +33,11 @@ func runIdle(ctx context.Context, cfg *Config, progress io.Writer) (*Report, err
 	case <-ctx.Done():
 		t.Stop()
 	}
-	u1, err := readUsage(cfg.ServerPID)
+	u1, err := procstat.Read(cfg.ServerPID)
 	if err != nil {
 		return nil, err
 	}
-	rep.Seconds = u1.at.Sub(u0.at).Seconds()
+	rep.Seconds = u1.At.Sub(u0.At).Seconds()
 	rep.addUsage(u0, u1, 0)
 	return rep, nil
 }

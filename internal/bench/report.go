@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/dssio/dss/internal/procstat"
 )
 
 // Report is the result of a run. Latencies are in microseconds.
@@ -156,19 +157,19 @@ func (r *Report) addErrors(c *counters) {
 }
 
 // addUsage puts the CPU and memory used between u0 and u1 into the report.
-func (r *Report) addUsage(u0, u1 usage, requests int64) {
-	window := u1.at.Sub(u0.at).Seconds()
-	self := (u1.self - u0.self).Seconds()
+func (r *Report) addUsage(u0, u1 procstat.Reading, requests int64) {
+	window := u1.At.Sub(u0.At).Seconds()
+	self := (u1.Self - u0.Self).Seconds()
 	if window > 0 {
 		r.ClientCPUCores = self / window
 	}
 	if requests > 0 {
 		r.ClientCPUPerRequest = self * 1e6 / float64(requests)
 	}
-	if !u0.serverOK || !u1.serverOK {
+	if !u0.ServerOK || !u1.ServerOK {
 		return
 	}
-	server := (u1.server - u0.server).Seconds()
+	server := (u1.Server - u0.Server).Seconds()
 	if window > 0 {
 		cores := server / window
 		r.ServerCPUCores = &cores
@@ -177,7 +178,7 @@ func (r *Report) addUsage(u0, u1 usage, requests int64) {
 		per := server * 1e6 / float64(requests)
 		r.ServerCPUPerRequest = &per
 	}
-	r.ServerRSSStart, r.ServerRSSEnd = &u0.serverRSS, &u1.serverRSS
+	r.ServerRSSStart, r.ServerRSSEnd = &u0.ServerRSS, &u1.ServerRSS
 }
 
 // WriteJSON writes the report as indented JSON.

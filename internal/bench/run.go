@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/dssio/dss/internal/procstat"
 )
 
 // Run carries out the run that cfg describes against cfg.Server and
@@ -30,7 +32,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	}
 	if cfg.ServerPID != 0 {
 		// Fail now rather than report no server figures at the end.
-		if _, err := readUsage(cfg.ServerPID); err != nil {
+		if _, err := procstat.Read(cfg.ServerPID); err != nil {
 			return nil, err
 		}
 	}
@@ -72,19 +74,19 @@ func runRequests(ctx context.Context, cfg *Config, progress io.Writer) (*Report,
 		fmt.Fprintf(progress, "storing %d keys\n", cfg.Keys)
 		ph := &phase{cfg: cfg, base: time.Now(), t1: math.MaxInt64, keys: keys, value: value,
 			hist: newHistograms(16), sequential: true}
-		u0, _ := readUsage(cfg.ServerPID)
+		u0, _ := procstat.Read(cfg.ServerPID)
 		cnt := runPhase(ctx, ph, conns, seed)
-		u1, _ := readUsage(cfg.ServerPID)
+		u1, _ := procstat.Read(cfg.ServerPID)
 		if cfg.Workload.Mode == ModeFill {
 			rep.WarmupSeconds = 0
-			rep.Seconds = u1.at.Sub(u0.at).Seconds()
+			rep.Seconds = u1.At.Sub(u0.At).Seconds()
 			rep.addCounters(&cnt)
 			rep.Throughput = float64(rep.Requests) / rep.Seconds
 			rep.Latency = latencyOf(ph.hist.merged())
 			rep.addUsage(u0, u1, rep.Requests)
 			return rep, nil
 		}
-		rep.Preload = &Phase{Requests: cnt.requests, Seconds: u1.at.Sub(u0.at).Seconds(),
+		rep.Preload = &Phase{Requests: cnt.requests, Seconds: u1.At.Sub(u0.At).Seconds(),
 			Errors: cnt.totalErrors(), Timeouts: cnt.timeouts}
 		rep.addErrors(&cnt)
 		rep.Sent += cnt.sent
@@ -117,7 +119,7 @@ func runRequests(ctx context.Context, cfg *Config, progress io.Writer) (*Report,
 		return runCounted(ctx, ph, conns, rep, seed+1, progress)
 	}
 	fmt.Fprintf(progress, "running %s: %v warm-up, %v measured\n", w, cfg.Warmup, cfg.Duration)
-	sampled := make(chan [2]usage, 1)
+	sampled := make(chan [2]procstat.Reading, 1)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -129,7 +131,7 @@ func runRequests(ctx context.Context, cfg *Config, progress io.Writer) (*Report,
 	u := <-sampled
 	rep.addCounters(&cnt)
 	ph.hist.fillTimeline(rep.Timeline)
-	rep.Seconds = u[1].at.Sub(u[0].at).Seconds()
+	rep.Seconds = u[1].At.Sub(u[0].At).Seconds()
 	if rep.Seconds > 0 {
 		rep.Throughput = float64(rep.Requests) / rep.Seconds
 	}
@@ -146,11 +148,11 @@ func runCounted(ctx context.Context, ph *phase, conns []*conn, rep *Report, seed
 	ph.budget = new(atomic.Int64)
 	ph.budget.Store(ph.cfg.Requests)
 	rep.WarmupSeconds = 0
-	u0, _ := readUsage(ph.cfg.ServerPID)
+	u0, _ := procstat.Read(ph.cfg.ServerPID)
 	cnt := runPhase(ctx, ph, conns, seed)
-	u1, _ := readUsage(ph.cfg.ServerPID)
+	u1, _ := procstat.Read(ph.cfg.ServerPID)
 	rep.addCounters(&cnt)
-	rep.Seconds = u1.at.Sub(u0.at).Seconds()
+	rep.Seconds = u1.At.Sub(u0.At).Seconds()
 	if rep.Seconds > 0 {
 		rep.Throughput = float64(rep.Requests) / rep.Seconds
 	}
@@ -161,8 +163,8 @@ func runCounted(ctx context.Context, ph *phase, conns []*conn, rep *Report, seed
 
 // sampleWindow reads the CPU usage at the start and the end of the
 // measured window, or when ctx ends.
-func sampleWindow(ctx context.Context, ph *phase, pid int) [2]usage {
-	var u [2]usage
+func sampleWindow(ctx context.Context, ph *phase, pid int) [2]procstat.Reading {
+	var u [2]procstat.Reading
 	for i, at := range []int64{ph.t0, ph.t1} {
 		t := time.NewTimer(time.Until(ph.base.Add(time.Duration(at))))
 		select {
@@ -170,7 +172,7 @@ func sampleWindow(ctx context.Context, ph *phase, pid int) [2]usage {
 		case <-ctx.Done():
 			t.Stop()
 		}
-		u[i], _ = readUsage(pid)
+		u[i], _ = procstat.Read(pid)
 		if i == 0 && ctx.Err() != nil {
 			u[1] = u[0]
 			break

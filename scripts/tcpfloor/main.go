@@ -25,7 +25,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/procfs"
+	"github.com/dssio/dss/internal/procstat"
 )
 
 func main() {
@@ -139,10 +139,9 @@ func newServer(lfd int, work time.Duration, responseSize int) (*server, error) {
 	}
 	s := &server{lfd: lfd, epfd: epfd, stopR: p[0], stopW: p[1], work: work, response: make([]byte, responseSize)}
 	for _, fd := range []int{lfd, s.stopR} {
-		ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(fd)}
-		if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		if err := watch(epfd, fd, syscall.EPOLLIN); err != nil {
 			s.close()
-			return nil, os.NewSyscallError("epoll_ctl", err)
+			return nil, err
 		}
 	}
 	return s, nil
@@ -216,13 +215,18 @@ func (s *server) accept(conns map[int]bool) error {
 			return os.NewSyscallError("accept4", err)
 		}
 		_ = syscall.SetsockoptInt(fd, syscall.IPPROTO_TCP, syscall.TCP_NODELAY, 1)
-		ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(fd)}
-		if err := syscall.EpollCtl(s.epfd, syscall.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		if err := watch(s.epfd, fd, syscall.EPOLLIN|syscall.EPOLLRDHUP); err != nil {
 			syscall.Close(fd)
-			return os.NewSyscallError("epoll_ctl", err)
+			return err
 		}
 		conns[fd] = true
 	}
+}
+
+// watch adds fd to the epoll instance epfd, for events.
+func watch(epfd, fd int, events uint32) error {
+	ev := syscall.EpollEvent{Events: events, Fd: int32(fd)}
+	return os.NewSyscallError("epoll_ctl", syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, fd, &ev))
 }
 
 // spin keeps the CPU busy for d, the server's own work on a request.
@@ -289,9 +293,8 @@ func load(cfg loadConfig) (loadReport, error) {
 		if err := syscall.SetNonblock(fd, true); err != nil {
 			return loadReport{}, os.NewSyscallError("setnonblock", err)
 		}
-		ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(fd)}
-		if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, fd, &ev); err != nil {
-			return loadReport{}, os.NewSyscallError("epoll_ctl", err)
+		if err := watch(epfd, fd, syscall.EPOLLIN|syscall.EPOLLRDHUP); err != nil {
+			return loadReport{}, err
 		}
 	}
 	request := make([]byte, cfg.requestSize)
@@ -304,19 +307,19 @@ func load(cfg loadConfig) (loadReport, error) {
 	events := make([]syscall.EpollEvent, 128)
 	buf := make([]byte, 4096)
 	var done int64
-	var start, end cpuReading
+	var start, end procstat.Reading
 	measuring := false
 	windowAt := time.Now().Add(cfg.warmup)
 	for {
 		now := time.Now()
 		if !measuring && !now.Before(windowAt) {
-			if start, err = readCPU(cfg.serverPID); err != nil {
+			if start, err = procstat.Read(cfg.serverPID); err != nil {
 				return loadReport{}, err
 			}
 			measuring, done = true, 0
 		}
-		if measuring && now.Sub(start.at) >= cfg.duration {
-			if end, err = readCPU(cfg.serverPID); err != nil {
+		if measuring && now.Sub(start.At) >= cfg.duration {
+			if end, err = procstat.Read(cfg.serverPID); err != nil {
 				return loadReport{}, err
 			}
 			break
@@ -350,42 +353,13 @@ func load(cfg loadConfig) (loadReport, error) {
 			received[fd] = got
 		}
 	}
-	secs := end.at.Sub(start.at).Seconds()
+	secs := end.At.Sub(start.At).Seconds()
 	r := loadReport{Conns: cfg.conns, Seconds: secs, Requests: done, RequestsPerSecond: float64(done) / secs}
 	if done > 0 {
-		r.ClientCPU = (end.self - start.self).Seconds() * 1e6 / float64(done)
+		r.ClientCPU = (end.Self - start.Self).Seconds() * 1e6 / float64(done)
 		if cfg.serverPID != 0 {
-			r.ServerCPU = (end.server - start.server).Seconds() * 1e6 / float64(done)
+			r.ServerCPU = (end.Server - start.Server).Seconds() * 1e6 / float64(done)
 		}
 	}
-	return r, nil
-}
-
-// cpuReading is the CPU time of this process and of the server's at a
-// moment.
-type cpuReading struct {
-	at           time.Time
-	self, server time.Duration
-}
-
-func readCPU(serverPID int) (cpuReading, error) {
-	r := cpuReading{at: time.Now()}
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return r, os.NewSyscallError("getrusage", err)
-	}
-	r.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	if serverPID == 0 {
-		return r, nil
-	}
-	p, err := procfs.NewProc(serverPID)
-	if err != nil {
-		return r, err
-	}
-	st, err := p.Stat()
-	if err != nil {
-		return r, err
-	}
-	r.server = time.Duration(st.CPUTime() * float64(time.Second))
 	return r, nil
 }
