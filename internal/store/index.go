@@ -115,6 +115,21 @@ func (x *index) get(a *arena, key []byte) (ref, bool) {
 	return 0, false
 }
 
+// holds reports whether r, the place of a record of key, is where the
+// index has key: whether that record is live. Unlike get it does not read
+// the record the index points to, which for a record left behind by a
+// newer write is elsewhere in the arena and out of the cache.
+func (x *index) holds(key string, r ref) bool {
+	if s, i, ok := x.slotOf(x.hashString(key)); ok && s.slots[i].at == r {
+		return true // a place holds one record, and r's is key's
+	}
+	if x.overflow != nil {
+		cur, ok := x.overflow[key]
+		return ok && cur == r
+	}
+	return false
+}
+
 // put makes r the place of the record of key.
 func (x *index) put(a *arena, key string, r ref) {
 	if x.overflow != nil {

@@ -28,6 +28,9 @@ func checkIndex(t *testing.T, a *arena, x *index, want map[string]ref) {
 		if got, ok := x.get(a, []byte(key)); !ok || got != at {
 			t.Fatalf("%s at %#x, %v; want %#x", key, got, ok, at)
 		}
+		if !x.holds(key, at) {
+			t.Fatalf("%s: its record at %#x is not live", key, at)
+		}
 	}
 	n := 0
 	for i := 0; i < len(x.dir); {
@@ -247,18 +250,35 @@ func TestIndexHashCollisions(t *testing.T) {
 			t.Fatalf("%s = %q, %v; want %q", key, a.at(at).value(), ok, value)
 		}
 	}
+	live := func(key string, at ref, want bool) {
+		t.Helper()
+		if x.holds(key, at) != want {
+			t.Fatalf("%s at %#x live: %v, want %v", key, at, !want, want)
+		}
+	}
 	check("a", "1")
 	check("b", "2")
+	a1, _ := x.get(&a, []byte("a"))
+	b2, _ := x.get(&a, []byte("b"))
+	live("a", a1, true)
+	live("b", b2, true)
 	x.put(&a, "b", put("b", "3")) // an update of the overflowing key stays in overflow
 	check("b", "3")
+	b3, _ := x.get(&a, []byte("b"))
+	live("b", b2, false) // left behind by the update
+	live("b", b3, true)
 	if x.len() != 2 {
 		t.Fatalf("len %d", x.len())
 	}
+	x.put(&a, "a", put("a", "4"))
+	live("a", a1, false)
 	x.delete(&a, "a")
 	check("a", "")
 	check("b", "3")
+	live("b", b3, true)
 	x.delete(&a, "b")
 	check("b", "")
+	live("b", b3, false)
 	if x.len() != 0 || x.overflow != nil {
 		t.Fatalf("len %d, overflow %v", x.len(), x.overflow)
 	}

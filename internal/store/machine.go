@@ -324,7 +324,7 @@ func (m *Machine) compact() {
 		r := a.at(at)
 		a.next += len(r)
 		key := r.key()
-		if cur, ok := m.keys.get(a, unsafe.Slice(unsafe.StringData(key), len(key))); !ok || cur != at {
+		if !m.keys.holds(key, at) {
 			continue // garbage
 		}
 		nat, b := a.alloc(len(r))

@@ -68,6 +68,39 @@ func BenchmarkApplySetExistingKey(b *testing.B) {
 	}
 }
 
+// BenchmarkApplySetRandomKey overwrites keys in random order, so that
+// with many keys the lookup and the compaction that follows overwrites
+// (every record it looks at has its newer copy somewhere else) miss the
+// processor's caches, as a server's do.
+func BenchmarkApplySetRandomKey(b *testing.B) {
+	for _, n := range []int{10000, 1000000} {
+		b.Run("keys="+strconv.Itoa(n), func(b *testing.B) {
+			b.ReportAllocs()
+			keys := benchKeys(n)
+			m := New()
+			var changes []Change
+			c := Command{Op: OpSet, Value: benchValue, Time: 1}
+			for i, k := range keys {
+				c.Key, c.Version = k, hlc.Timestamp{Wall: 1, Counter: uint32(i), Node: "n"}
+				_, changes = m.Apply(&c, changes[:0])
+			}
+			other := bytes.Repeat([]byte("w"), 100)
+			r := rand.New(rand.NewPCG(1, 2))
+			i := 0
+			for b.Loop() {
+				c.Key = keys[r.IntN(n)]
+				c.Value = benchValue
+				if i&1 == 1 {
+					c.Value = other
+				}
+				c.Version = hlc.Timestamp{Wall: 2, Counter: uint32(i), Node: "n"}
+				_, changes = m.Apply(&c, changes[:0])
+				i++
+			}
+		})
+	}
+}
+
 // BenchmarkGet reads keys in random order: with 2,000,000 keys (about
 // 350 MB of records and index) most reads miss the processor's caches,
 // as a server's do with millions of keys.
