@@ -42,22 +42,28 @@ func BenchmarkApplySetNewKey(b *testing.B) {
 	}
 }
 
-// BenchmarkApplySetExistingKey overwrites one of 10,000 keys per operation.
-func BenchmarkApplySetExistingKey(b *testing.B) {
-	b.ReportAllocs()
-	keys := benchKeys(10000)
+// filledMachine returns a machine holding keys, each with benchValue.
+func filledMachine(keys [][]byte) *Machine {
 	m := New()
-	var changes []Change
 	c := Command{Op: OpSet, Value: benchValue, Time: 1}
 	for i, k := range keys {
 		c.Key, c.Version = k, hlc.Timestamp{Wall: 1, Counter: uint32(i), Node: "n"}
-		_, changes = m.Apply(&c, changes[:0])
+		m.Apply(&c, nil)
 	}
-	// Alternate between two values, as a real overwrite changes the value.
+	return m
+}
+
+// benchOverwrites overwrites the keys of m that next picks, one per
+// operation, alternating between two values as a real overwrite changes
+// the value.
+func benchOverwrites(b *testing.B, m *Machine, keys [][]byte, next func(i int) int) {
+	b.ReportAllocs()
 	other := bytes.Repeat([]byte("w"), 100)
+	var changes []Change
+	c := Command{Op: OpSet, Time: 1}
 	i := 0
 	for b.Loop() {
-		c.Key = keys[i%len(keys)]
+		c.Key = keys[next(i)]
 		c.Value = benchValue
 		if i&1 == 1 {
 			c.Value = other
@@ -68,6 +74,13 @@ func BenchmarkApplySetExistingKey(b *testing.B) {
 	}
 }
 
+// BenchmarkApplySetExistingKey overwrites one of 10,000 keys per
+// operation, in order.
+func BenchmarkApplySetExistingKey(b *testing.B) {
+	keys := benchKeys(10000)
+	benchOverwrites(b, filledMachine(keys), keys, func(i int) int { return i % len(keys) })
+}
+
 // BenchmarkApplySetRandomKey overwrites keys in random order, so that
 // with many keys the lookup and the compaction that follows overwrites
 // (every record it looks at has its newer copy somewhere else) miss the
@@ -75,28 +88,9 @@ func BenchmarkApplySetExistingKey(b *testing.B) {
 func BenchmarkApplySetRandomKey(b *testing.B) {
 	for _, n := range []int{10000, 1000000} {
 		b.Run("keys="+strconv.Itoa(n), func(b *testing.B) {
-			b.ReportAllocs()
 			keys := benchKeys(n)
-			m := New()
-			var changes []Change
-			c := Command{Op: OpSet, Value: benchValue, Time: 1}
-			for i, k := range keys {
-				c.Key, c.Version = k, hlc.Timestamp{Wall: 1, Counter: uint32(i), Node: "n"}
-				_, changes = m.Apply(&c, changes[:0])
-			}
-			other := bytes.Repeat([]byte("w"), 100)
 			r := rand.New(rand.NewPCG(1, 2))
-			i := 0
-			for b.Loop() {
-				c.Key = keys[r.IntN(n)]
-				c.Value = benchValue
-				if i&1 == 1 {
-					c.Value = other
-				}
-				c.Version = hlc.Timestamp{Wall: 2, Counter: uint32(i), Node: "n"}
-				_, changes = m.Apply(&c, changes[:0])
-				i++
-			}
+			benchOverwrites(b, filledMachine(keys), keys, func(int) int { return r.IntN(n) })
 		})
 	}
 }
@@ -109,12 +103,7 @@ func BenchmarkGet(b *testing.B) {
 		b.Run("keys="+strconv.Itoa(n), func(b *testing.B) {
 			b.ReportAllocs()
 			keys := benchKeys(n)
-			m := New()
-			c := Command{Op: OpSet, Value: benchValue, Time: 1}
-			for i, k := range keys {
-				c.Key, c.Version = k, hlc.Timestamp{Wall: 1, Counter: uint32(i), Node: "n"}
-				m.Apply(&c, nil)
-			}
+			m := filledMachine(keys)
 			order := rand.New(rand.NewPCG(1, 2)).Perm(n)
 			i := 0
 			for b.Loop() {
