@@ -357,7 +357,7 @@ func load(cfg loadConfig) (loadReport, error) {
 	r := loadReport{Conns: cfg.conns, Seconds: secs, Requests: done, RequestsPerSecond: float64(done) / secs}
 	if done > 0 {
 		r.ClientCPU = (end.Self - start.Self).Seconds() * 1e6 / float64(done)
-		if cfg.serverPID != 0 {
+		if end.ServerOK {
 			r.ServerCPU = (end.Server - start.Server).Seconds() * 1e6 / float64(done)
 		}
 	}
