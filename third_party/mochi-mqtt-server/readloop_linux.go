@@ -83,8 +83,12 @@ func (l *readLoop) add(cl *Client) error {
 	if fd >= len(l.conns) {
 		l.conns = append(l.conns, make([]*Client, fd+1-len(l.conns))...)
 	}
+	if l.conns[fd] == nil {
+		// Otherwise the slot held a connection closed while parked,
+		// whose removal is still to come (see drop): counted already.
+		l.count++
+	}
 	l.conns[fd] = cl
-	l.count++
 	return nil
 }
 
@@ -111,9 +115,15 @@ func (l *readLoop) drop(cl *Client) {
 		l.count--
 	}
 	if !l.closed {
-		// The descriptor is open: the connection is closed by its
-		// reader goroutine, which waits for this.
-		_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, ls.fd, nil)
+		// A client stopped by another goroutine (a takeover, the
+		// server's end) has its connection closed while parked, before
+		// its reader goroutine gets here: the descriptor's number may
+		// belong to a newer connection of this loop by now. Control
+		// runs only while the connection is open, and keeps it open
+		// meanwhile; closing it took it out of the epoll instance.
+		_ = cl.Net.raw.Control(func(fd uintptr) {
+			_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, int(fd), nil)
+		})
 	}
 }
 

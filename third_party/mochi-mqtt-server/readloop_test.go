@@ -15,6 +15,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -488,4 +489,61 @@ func TestReadLoopSeesThePeersEndBehindItsLastRequest(t *testing.T) {
 	}, 5*time.Second, 10*time.Millisecond, "the end of the connection after its request")
 	_, ok = h.disconnectError("busy")
 	require.False(t, ok)
+}
+
+// TestReadLoopRemovesAClosedConnectionNotItsDescriptorsNextOwner: a
+// client stopped by another goroutine has its connection closed while
+// parked, and its reader goroutine takes it out of the loop later; by
+// then the descriptor's number may be a newer connection's, which the
+// loop must go on watching.
+func TestReadLoopRemovesAClosedConnectionNotItsDescriptorsNextOwner(t *testing.T) {
+	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	require.NoError(t, err)
+	defer syscall.Close(epfd)
+	l := &readLoop{epfd: epfd} // not running: the test waits on its epoll instance itself
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	client := func() (*Client, net.Conn, int) {
+		conn, err := net.Dial("tcp", ln.Addr().String())
+		require.NoError(t, err)
+		raw, err := conn.(*net.TCPConn).SyscallConn()
+		require.NoError(t, err)
+		cl := &Client{}
+		cl.Net.raw = raw
+		var fd int
+		require.NoError(t, raw.Control(func(d uintptr) { fd = int(d) }))
+		return cl, conn, fd
+	}
+
+	a, connA, fdA := client()
+	require.NoError(t, l.add(a))
+	require.NoError(t, connA.Close()) // as Client.Stop does
+	b, connB, fdB := client()
+	defer connB.Close()
+	require.Equal(t, fdA, fdB, "the kernel gives out the lowest free descriptor")
+	require.NoError(t, l.add(b))
+	l.remove(a) // a's reader goroutine, late
+	require.Equal(t, 1, l.count)
+	require.Same(t, b, l.conns[fdB])
+
+	// The listener's backlog holds a's server end, then b's: a byte
+	// from each.
+	for i := 0; i < 2; i++ {
+		peer, err := ln.Accept()
+		require.NoError(t, err)
+		defer peer.Close()
+		_, err = peer.Write([]byte{0})
+		require.NoError(t, err)
+	}
+	events := make([]syscall.EpollEvent, 4)
+	n, err := syscall.EpollWait(epfd, events, 5000)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "b's data is reported")
+	require.Equal(t, int32(fdB), events[0].Fd)
+
+	l.remove(b)
+	require.Zero(t, l.count)
+	require.Nil(t, l.conns[fdB])
 }
