@@ -116,7 +116,7 @@ func TestSet(t *testing.T) {
 // TestPipelinedRequests keeps eight requests in flight per connection: the
 // broker must not hang when a response is queued to a client while it
 // reads the client's next request (a deadlock of the broker library that
-// third_party/mochi-mqtt-server fixes).
+// internal/mqtt fixes).
 func TestPipelinedRequests(t *testing.T) {
 	rep := run(t, "set", bench.Config{Inflight: 8, Timeout: 2 * time.Second})
 	clean(t, rep)

@@ -9,9 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	mqtt "github.com/mochi-mqtt/server/v2"
-	"github.com/mochi-mqtt/server/v2/listeners"
-	"github.com/mochi-mqtt/server/v2/packets"
+	mqtt "github.com/dssio/dss/internal/mqtt"
+	"github.com/dssio/dss/internal/mqtt/listeners"
+	"github.com/dssio/dss/internal/mqtt/packets"
 	"golang.org/x/time/rate"
 
 	"github.com/dssio/dss/internal/engine"

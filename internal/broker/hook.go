@@ -3,8 +3,8 @@ package broker
 import (
 	"strings"
 
-	mqtt "github.com/mochi-mqtt/server/v2"
-	"github.com/mochi-mqtt/server/v2/packets"
+	mqtt "github.com/dssio/dss/internal/mqtt"
+	"github.com/dssio/dss/internal/mqtt/packets"
 
 	"github.com/dssio/dss/internal/proto"
 )

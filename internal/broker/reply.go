@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/mochi-mqtt/server/v2/packets"
+	"github.com/dssio/dss/internal/mqtt/packets"
 
 	"github.com/dssio/dss/hlc"
 	"github.com/dssio/dss/internal/proto"

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"sync"
 
-	mqtt "github.com/mochi-mqtt/server/v2"
-	"github.com/mochi-mqtt/server/v2/packets"
+	mqtt "github.com/dssio/dss/internal/mqtt"
+	"github.com/dssio/dss/internal/mqtt/packets"
 
 	"github.com/dssio/dss/hlc"
 	"github.com/dssio/dss/internal/engine"

@@ -3,7 +3,7 @@ package broker
 import (
 	"slices"
 
-	"github.com/mochi-mqtt/server/v2/packets"
+	"github.com/dssio/dss/internal/mqtt/packets"
 
 	"github.com/dssio/dss/internal/engine"
 	"github.com/dssio/dss/internal/proto"

@@ -4,10 +4,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
-	mqtt "github.com/mochi-mqtt/server/v2"
-	"github.com/mochi-mqtt/server/v2/packets"
+	mqtt "github.com/dssio/dss/internal/mqtt"
+	"github.com/dssio/dss/internal/mqtt/packets"
 )
 
 // routes caches, by topic, who subscribed to it, so that the broker's
@@ -67,24 +66,14 @@ func (r *routes) lookup(topic string) route {
 type ownRoute struct {
 	topic string
 	gen   uint64
-	// inline holds the topic when it fits (the protocol's response
-	// topic with a client id of up to 46 bytes): a read loop fetches the
-	// first two cache lines of a connection's attachment ahead of its
-	// turn, and the topic compared with a response's is then among them.
-	inline [104]byte
-	sub    packets.Subscription
+	sub   packets.Subscription
 }
 
 // newOwnRoute returns the own route of topic, with a copy of it.
 func newOwnRoute(topic string, gen uint64, sub packets.Subscription) *ownRoute {
-	o := &ownRoute{gen: gen, sub: sub}
-	if len(topic) <= len(o.inline) {
-		n := copy(o.inline[:], topic)
-		o.topic = unsafe.String(unsafe.SliceData(o.inline[:n]), n)
-	} else {
-		o.topic = strings.Clone(topic)
-	}
-	return o
+	// The topic may be in the request's memory, which the connection
+	// reuses for its next packet.
+	return &ownRoute{topic: strings.Clone(topic), gen: gen, sub: sub}
 }
 
 // forRequester returns the route of topic: as the requester's own route

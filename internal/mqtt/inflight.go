@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2023 mochi-mqtt, mochi-co
+// SPDX-FileContributor: mochi-co
+
+package mqtt
+
+import (
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dssio/dss/internal/mqtt/packets"
+)
+
+// Inflight is a map of InflightMessage keyed on packet id.
+//
+// dss: the map holds pointers to packets that the Inflight recycles. A
+// map of packets by value allocated every packet anew (a packet is about
+// 800 bytes, so the map stores it out of line), one per QoS 1 message.
+type Inflight struct {
+	sync.RWMutex
+	internal            map[uint16]*packets.Packet // internal contains the inflight packets
+	spare               []*packets.Packet          // emptied packets for reuse, the last emptied last; guarded by the mutex
+	receiveQuota        int32                      // remaining inbound qos quota for flow control
+	sendQuota           int32                      // remaining outbound qos quota for flow control
+	maximumReceiveQuota int32                      // maximum allowed receive quota
+	maximumSendQuota    int32                      // maximum allowed send quota
+	parked              int                        // packets waiting for send quota (Expiry < 0); guarded by the mutex
+}
+
+// NewInflights returns a new instance of an Inflight packets map.
+func NewInflights() *Inflight {
+	return &Inflight{
+		internal: map[uint16]*packets.Packet{},
+	}
+}
+
+// maxSpare bounds how many emptied packets an Inflight keeps for reuse.
+const maxSpare = 16
+
+// Set adds or updates an inflight packet by packet id.
+func (i *Inflight) Set(m packets.Packet) bool {
+	return i.SetCopy(&m)
+}
+
+// SetCopy is Set with the packet passed by pointer; it keeps a copy.
+// dss: a packet is 800 bytes, and a copy of it as argument is stack
+// written for every delivery.
+func (i *Inflight) SetCopy(m *packets.Packet) bool {
+	i.Lock()
+	defer i.Unlock()
+
+	old, ok := i.internal[m.PacketID]
+	if ok && old.Expiry < 0 {
+		i.parked--
+	}
+	if m.Expiry < 0 {
+		i.parked++
+	}
+	if !ok {
+		if n := len(i.spare); n > 0 {
+			old, i.spare = i.spare[n-1], i.spare[:n-1]
+		} else {
+			old = new(packets.Packet)
+		}
+		i.internal[m.PacketID] = old
+	}
+	m.Retain() // dss: before the release, in case both are the same owner's
+	if ok {
+		old.Release()
+	}
+	*old = *m
+	return !ok
+}
+
+// Has reports whether a packet with packet id id is in flight. dss: it
+// spares the callers that only ask that the copy of the packet that Get
+// makes.
+func (i *Inflight) Has(id uint16) bool {
+	i.RLock()
+	defer i.RUnlock()
+	_, ok := i.internal[id]
+	return ok
+}
+
+// Get returns an inflight packet by packet id.
+func (i *Inflight) Get(id uint16) (packets.Packet, bool) {
+	i.RLock()
+	defer i.RUnlock()
+
+	if m, ok := i.internal[id]; ok {
+		return *m, true
+	}
+
+	return packets.Packet{}, false
+}
+
+// Len returns the size of the inflight messages map.
+func (i *Inflight) Len() int {
+	i.RLock()
+	defer i.RUnlock()
+	return len(i.internal)
+}
+
+// Clone returns a new instance of Inflight with the same message data.
+// This is used when transferring inflights from a taken-over session.
+func (i *Inflight) Clone() *Inflight {
+	c := NewInflights()
+	i.RLock()
+	defer i.RUnlock()
+	for k, v := range i.internal {
+		p := *v
+		p.Retain() // dss: the original may be let go of without a release
+		c.internal[k] = &p
+	}
+	c.parked = i.parked
+	return c
+}
+
+// GetAll returns all the inflight messages.
+func (i *Inflight) GetAll(immediate bool) []packets.Packet {
+	i.RLock()
+	defer i.RUnlock()
+
+	m := []packets.Packet{}
+	for _, v := range i.internal {
+		if !immediate || (immediate && v.Expiry < 0) {
+			m = append(m, *v)
+		}
+	}
+
+	sort.Slice(m, func(i, j int) bool {
+		return uint16(m[i].Created) < uint16(m[j].Created)
+	})
+
+	return m
+}
+
+// expired returns the ids of the packets due to be dropped at now (see
+// inflightExpired), nil if there are none.
+func (i *Inflight) expired(now, maximumExpiry int64) []uint16 {
+	i.RLock()
+	defer i.RUnlock()
+	var ids []uint16
+	for id, pk := range i.internal {
+		if inflightExpired(pk, now, maximumExpiry) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// HasParked reports whether packets wait for send quota. dss: it spares
+// the read loop NextImmediate's packet-sized result after every packet.
+func (i *Inflight) HasParked() bool {
+	i.RLock()
+	n := i.parked
+	i.RUnlock()
+	return n > 0
+}
+
+// NextImmediate returns the next inflight packet which is indicated to be sent immediately.
+// This typically occurs when the quota has been exhausted, and we need to wait until new quota
+// is free to continue sending.
+//
+// dss: this took the read lock and then called GetAll, which takes it
+// again: with a writer waiting in between, both waited forever. It also
+// copied and sorted every inflight packet after every inbound packet; it
+// now scans only when packets are parked.
+func (i *Inflight) NextImmediate() (packets.Packet, bool) {
+	i.RLock()
+	defer i.RUnlock()
+	if i.parked == 0 {
+		return packets.Packet{}, false
+	}
+	var next *packets.Packet
+	for _, v := range i.internal {
+		if v.Expiry >= 0 {
+			continue
+		}
+		if next == nil || uint16(v.Created) < uint16(next.Created) || (v.Created == next.Created && v.PacketID < next.PacketID) {
+			next = v
+		}
+	}
+	if next == nil {
+		return packets.Packet{}, false
+	}
+	return *next, true
+}
+
+// Delete removes an in-flight message from the map. Returns true if the message existed.
+func (i *Inflight) Delete(id uint16) bool {
+	i.Lock()
+	defer i.Unlock()
+
+	old, ok := i.internal[id]
+	if !ok {
+		return false
+	}
+	if old.Expiry < 0 {
+		i.parked--
+	}
+	delete(i.internal, id)
+	old.Release()
+	// dss: the packet is not cleared (800 bytes written for every
+	// acknowledgement): the next SetCopy overwrites all of it. Until
+	// then it holds on to what it referred to, memory of its owner's
+	// (released above, and reused by it) or garbage.
+	old.Owner = nil
+	if len(i.spare) < maxSpare {
+		i.spare = append(i.spare, old)
+	}
+	return true
+}
+
+// TakeRecieveQuota reduces the receive quota by 1.
+func (i *Inflight) DecreaseReceiveQuota() {
+	if atomic.LoadInt32(&i.receiveQuota) > 0 {
+		atomic.AddInt32(&i.receiveQuota, -1)
+	}
+}
+
+// TakeRecieveQuota increases the receive quota by 1.
+func (i *Inflight) IncreaseReceiveQuota() {
+	if atomic.LoadInt32(&i.receiveQuota) < atomic.LoadInt32(&i.maximumReceiveQuota) {
+		atomic.AddInt32(&i.receiveQuota, 1)
+	}
+}
+
+// ResetReceiveQuota resets the receive quota to the maximum allowed value.
+func (i *Inflight) ResetReceiveQuota(n int32) {
+	atomic.StoreInt32(&i.receiveQuota, n)
+	atomic.StoreInt32(&i.maximumReceiveQuota, n)
+}
+
+// DecreaseSendQuota reduces the send quota by 1.
+func (i *Inflight) DecreaseSendQuota() {
+	if atomic.LoadInt32(&i.sendQuota) > 0 {
+		atomic.AddInt32(&i.sendQuota, -1)
+	}
+}
+
+// IncreaseSendQuota increases the send quota by 1.
+func (i *Inflight) IncreaseSendQuota() {
+	if atomic.LoadInt32(&i.sendQuota) < atomic.LoadInt32(&i.maximumSendQuota) {
+		atomic.AddInt32(&i.sendQuota, 1)
+	}
+}
+
+// ResetSendQuota resets the send quota to the maximum allowed value.
+func (i *Inflight) ResetSendQuota(n int32) {
+	atomic.StoreInt32(&i.sendQuota, n)
+	atomic.StoreInt32(&i.maximumSendQuota, n)
+}

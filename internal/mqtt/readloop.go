@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: MIT
+
+package mqtt
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/dssio/dss/internal/mqtt/packets"
+)
+
+// dss: with a goroutine blocked in a read on every connection, each
+// request wakes its connection's goroutine, whose stack, buffers and
+// state are out of the cache when thousands of connections take turns:
+// at 4,096 busy connections a request cost twice the CPU it costs at 64.
+// With Options.ReadLoops, a connection whose reader has nothing buffered
+// is handed to a read loop, which waits for all its connections at once
+// (epoll) and reads and handles the acknowledgements and requests of the
+// state store (the packets readFast handles) of each that has data, on
+// its one stack. Every other packet, one larger than the read buffer, an
+// error, a connection with writes waiting, or a connection the server
+// ends, goes back to the connection's reader goroutine, which waits
+// meanwhile and handles it as before.
+
+// errWouldBlock is what a connection's reader returns to the read loop
+// once it has made its one read of a turn.
+var errWouldBlock = errors.New("no more data ready")
+
+// errHandBack ends a read loop's turn on a connection that goes back to
+// its reader goroutine.
+var errHandBack = errors.New("handed back to the reader")
+
+// connReader reads a connection for a bufio.Reader: the bytes a read
+// loop's turn left (pending) first; then from the connection's reader
+// goroutine, waiting for data, or from a read loop, once without waiting.
+type connReader struct {
+	conn    net.Conn
+	raw     syscall.RawConn
+	pending []byte
+	turn    bool // a read loop reads: one read without waiting, then errWouldBlock
+	read    bool // the read of the turn was made
+	// readFD makes the read of a turn through raw: readOnce, bound when
+	// the connection is made, with its buffer and results here, so that
+	// a read allocates no closure.
+	readFD func(fd uintptr) bool
+	p      []byte
+	n      int
+	err    error
+}
+
+// readOnce is the read of a turn, for raw.Read.
+func (r *connReader) readOnce(fd uintptr) bool {
+	for {
+		r.n, r.err = syscall.Read(int(fd), r.p)
+		if r.err != syscall.EINTR {
+			return true
+		}
+	}
+}
+
+func (r *connReader) Read(p []byte) (int, error) {
+	if len(r.pending) > 0 {
+		n := copy(p, r.pending)
+		r.pending = r.pending[:copy(r.pending, r.pending[n:])]
+		return n, nil
+	}
+	if !r.turn {
+		return r.conn.Read(p)
+	}
+	if r.read {
+		return 0, errWouldBlock
+	}
+	r.read = true
+	r.p = p
+	rerr := r.raw.Read(r.readFD)
+	n, err := r.n, r.err
+	r.p, r.err = nil, nil
+	if rerr != nil {
+		return 0, rerr
+	}
+	switch {
+	case err == syscall.EAGAIN:
+		return 0, errWouldBlock
+	case err != nil:
+		return 0, &net.OpError{Op: "read", Net: "tcp", Source: r.conn.LocalAddr(), Addr: r.conn.RemoteAddr(), Err: os.NewSyscallError("read", err)}
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// loopBuffers are a read loop's buffers, which the connection it gives a
+// turn uses instead of its own: with thousands of connections taking
+// turns, a connection's own buffers are out of the cache, the loop's are
+// not.
+type loopBuffers struct {
+	reader       *bufio.Reader
+	consumedBuf  []byte
+	consumedUser []packets.UserProperty
+	// The buffers of the connection that has them, until giveBack.
+	own     *bufio.Reader
+	ownBuf  []byte
+	ownUser []packets.UserProperty
+}
+
+// lend has cl use b's buffers, its own reader holding nothing, until
+// giveBack.
+func (b *loopBuffers) lend(cl *Client) {
+	b.own, b.ownBuf, b.ownUser = cl.Net.bconn, cl.Net.consumedBuf, cl.Net.consumedUser
+	b.reader.Reset(&cl.Net.src)
+	cl.Net.bconn, cl.Net.consumedBuf, cl.Net.consumedUser = b.reader, b.consumedBuf, b.consumedUser
+}
+
+// giveBack takes b's buffers back from cl, keeping what b's reader holds
+// for the connection's next read.
+func (b *loopBuffers) giveBack(cl *Client) {
+	if n := b.reader.Buffered(); n > 0 {
+		left, _ := b.reader.Peek(n)
+		cl.Net.src.pending = append(cl.Net.src.pending, left...)
+	}
+	b.consumedBuf, b.consumedUser = cl.Net.consumedBuf, cl.Net.consumedUser
+	cl.Net.bconn, cl.Net.consumedBuf, cl.Net.consumedUser = b.own, b.ownBuf, b.ownUser
+	b.own, b.ownBuf, b.ownUser = nil, nil, nil
+}
+
+// readers holds the buffered readers of connections parked in a read
+// loop, which need none until one is handed back.
+var readers sync.Pool
+
+// loopState is what a connection shares with the read loop that reads it
+// while its reader goroutine waits.
+type loopState struct {
+	loop    *readLoop
+	mu      sync.Mutex // held by the loop during a turn, and to add or remove the connection
+	fd      int        // the connection's descriptor, while added
+	added   bool       // the loop reads the connection (under mu)
+	serving atomic.Bool
+	resume  chan error   // the loop hands the connection back, with the error that ended it
+	read    atomic.Int64 // unix nanoseconds of the loop's last read, for the keepalive
+}
+
+// serving reports whether a read loop is handling a packet of the
+// client, so that nothing may wait for the connection.
+func (cl *Client) serving() bool {
+	return cl.Net.loop.serving.Load()
+}
+
+// parks reports whether the reader goroutine leaves the connection to a
+// read loop now: one is available and nothing is buffered or waiting
+// to be written.
+func (cl *Client) parks() bool {
+	return cl.Net.loop.loop != nil && cl.Net.bconn.Buffered() == 0 &&
+		len(cl.Net.src.pending) == 0 && atomic.LoadInt32(&cl.State.outboundQty) == 0
+}
+
+// park hands the connection to its read loop and waits until the loop
+// hands it back (nil, or the error that ended it), the client is
+// stopped, or its keepalive expires.
+func (cl *Client) park() error {
+	ls := &cl.Net.loop
+	if !cl.Net.deadlineAt.IsZero() {
+		// The loop does not move the deadline, and the write loop's
+		// writes must not fail for it; the keepalive is watched here.
+		cl.Net.deadlineAt, cl.Net.deadlineSet = time.Time{}, false
+		_ = cl.Net.Conn.SetDeadline(time.Time{})
+	}
+	ls.read.Store(time.Now().UnixNano())
+	// The loop's turns read with its own reader: this one goes back to
+	// the pool until the connection is handed back.
+	size := cl.Net.bconn.Size()
+	cl.Net.bconn.Reset(nil)
+	readers.Put(cl.Net.bconn)
+	cl.Net.bconn = nil
+	defer func() {
+		r, _ := readers.Get().(*bufio.Reader)
+		if r == nil || r.Size() != size {
+			r = bufio.NewReaderSize(nil, size)
+		}
+		r.Reset(&cl.Net.src)
+		cl.Net.bconn = r
+	}()
+	if err := ls.loop.add(cl); err != nil {
+		cl.ops.log.Debug("connection read by its own goroutine", "error", err, "client", cl.ID)
+		ls.loop = nil
+		return nil
+	}
+
+	full := time.Duration(cl.State.Keepalive) * 3 / 2 * time.Second // [MQTT-3.1.2-22]
+	var expiry <-chan time.Time                                     // nil, never ready, without a keepalive
+	var t *time.Timer
+	if full > 0 {
+		t = time.NewTimer(full)
+		defer t.Stop()
+		expiry = t.C
+	}
+	for {
+		select {
+		case err := <-ls.resume:
+			return err
+		case <-cl.State.open.Done():
+			return cl.unpark(net.ErrClosed)
+		case <-expiry:
+			idle := time.Duration(time.Now().UnixNano() - ls.read.Load())
+			if idle >= full {
+				return cl.unpark(os.ErrDeadlineExceeded)
+			}
+			t.Reset(full - idle)
+		}
+	}
+}
+
+// unpark takes the connection back from its read loop, after the loop's
+// turn on it if one is under way, for the reason err. An error the loop
+// handed it back with takes precedence.
+func (cl *Client) unpark(err error) error {
+	ls := &cl.Net.loop
+	ls.loop.remove(cl)
+	select {
+	case lerr := <-ls.resume:
+		if lerr != nil {
+			return lerr
+		}
+	default:
+	}
+	if cl.Closed() {
+		return nil // as the read loop of a closed client
+	}
+	return &net.OpError{Op: "read", Net: "tcp", Source: cl.Net.Conn.LocalAddr(), Addr: cl.Net.Conn.RemoteAddr(), Err: err}
+}
+
+// turn is a read loop's turn on the connection, which has data at now
+// (unix nanoseconds, for the keepalive): it reads
+// once and handles the complete packets read, as long as they are ones
+// readFast handles without waiting. It returns nil to wait for more data,
+// errHandBack to hand the connection back to its reader goroutine, or the
+// error that ends the connection.
+func (cl *Client) turn(bufs *loopBuffers, now int64) error {
+	bufs.lend(cl)
+	defer bufs.giveBack(cl)
+	src := &cl.Net.src
+	src.turn, src.read = true, false
+	cl.Net.loop.serving.Store(true)
+	defer func() {
+		src.turn = false
+		cl.Net.loop.serving.Store(false)
+	}()
+	cl.Net.loop.read.Store(now)
+	for {
+		if cl.Closed() {
+			return errHandBack
+		}
+		buffered := cl.Net.bconn.Buffered()
+		b, _ := cl.Net.bconn.Peek(buffered)
+		size, header := packetSize(b)
+		switch {
+		case size < 0 || size > cl.Net.bconn.Size():
+			return errHandBack // malformed, or larger than the buffer: read as before
+		case size == 0 || size > buffered:
+			if src.read {
+				return nil
+			}
+			if _, err := cl.Net.bconn.Peek(buffered + 1); err != nil && err != errWouldBlock {
+				return err
+			}
+			if cl.Net.bconn.Buffered() == buffered {
+				return nil
+			}
+			continue
+		}
+		if !cl.handlesFast(b[:size], header) {
+			return errHandBack
+		}
+		var fh packets.FixedHeader
+		if err := cl.ReadFixedHeader(&fh); err != nil {
+			return err
+		}
+		if err := cl.ops.readFast(cl, fh); err != nil {
+			return err
+		}
+	}
+}
+
+// handlesFast reports whether the packet pk, whose fixed header is
+// header bytes long, is one readFast handles without waiting for the
+// connection: a PUBACK when no message waits for the send quota it
+// frees, a publish to Options.ConsumedTopic when no write is waiting.
+func (cl *Client) handlesFast(pk []byte, header int) bool {
+	if cl.ops.readFast == nil {
+		return false
+	}
+	switch pk[0] >> 4 {
+	case packets.Puback:
+		return !cl.State.Inflight.HasParked()
+	case packets.Publish:
+		topic := cl.ops.options.ConsumedTopic
+		return topic != "" && len(pk)-header <= maxConsumedBuffer &&
+			publishesTo(pk[header:], topic) &&
+			atomic.LoadInt32(&cl.State.outboundQty) == 0
+	}
+	return false
+}
+
+// packetSize returns the size of the packet at the start of b and the
+// size of its fixed header; 0 if b does not hold the fixed header whole,
+// -1 if it is malformed.
+func packetSize(b []byte) (size, header int) {
+	remaining, shift := 0, 0
+	for i := 1; i < len(b) && i <= 4; i++ {
+		remaining |= int(b[i]&0x7f) << shift
+		if b[i]&0x80 == 0 {
+			return 1 + i + remaining, 1 + i
+		}
+		shift += 7
+	}
+	if len(b) > 4 {
+		return -1, 0
+	}
+	return 0, 0
+}

@@ -1,0 +1,549 @@
+// SPDX-License-Identifier: MIT
+
+//go:build linux
+
+package mqtt
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dssio/dss/internal/mqtt/listeners"
+	"github.com/dssio/dss/internal/mqtt/packets"
+)
+
+const loopTopic = "req/loop"
+
+// echoHook answers every publish to loopTopic with its PUBACK and a
+// publish to "resp" of the same payload, written from the goroutine that
+// handles the request, and counts where that goroutine was.
+type echoHook struct {
+	HookBase
+	byLoop, byReader atomic.Int64
+	// size, when set, is the size of every answer's payload instead.
+	size         int
+	mu           sync.Mutex
+	disconnected map[string]error
+}
+
+func (h *echoHook) ID() string { return "echo" }
+
+func (h *echoHook) Provides(b byte) bool {
+	return b == OnPublish || b == OnDisconnect || b == OnConnectAuthenticate || b == OnACLCheck
+}
+
+func (h *echoHook) OnConnectAuthenticate(*Client, packets.Packet) bool { return true }
+
+func (h *echoHook) OnACLCheck(*Client, string, bool) bool { return true }
+
+func (h *echoHook) OnPublish(cl *Client, pk packets.Packet) (packets.Packet, error) {
+	return pk, h.ConsumePublish(cl, &pk)
+}
+
+func (h *echoHook) ConsumePublish(cl *Client, pk *packets.Packet) error {
+	if cl.serving() {
+		h.byLoop.Add(1)
+	} else {
+		h.byReader.Add(1)
+	}
+	payload := pk.Payload
+	if h.size > 0 {
+		payload = make([]byte, h.size)
+	}
+	ack := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback}, PacketID: pk.PacketID}
+	out := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish}, TopicName: "resp", Payload: payload}
+	if written, err := cl.WriteNow(true, &ack, &out); err != nil || !written {
+		if err := cl.WritePackets(&ack, &out); err != nil {
+			return err
+		}
+	}
+	return packets.ErrRejectPacket
+}
+
+func (h *echoHook) OnDisconnect(cl *Client, err error, _ bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.disconnected == nil {
+		h.disconnected = make(map[string]error)
+	}
+	h.disconnected[cl.ID] = err
+}
+
+func (h *echoHook) disconnectError(id string) (error, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	err, ok := h.disconnected[id]
+	return err, ok
+}
+
+// loopServer starts a server with one read loop and the echo hook on a
+// loopback port, and returns it with its address.
+func loopServer(t *testing.T, h *echoHook, readBuffer int) (*Server, string) {
+	t.Helper()
+	s := New(&Options{
+		Logger:                  logger,
+		ConsumedTopic:           loopTopic,
+		ReadLoops:               1,
+		ClientNetReadBufferSize: readBuffer,
+	})
+	require.NoError(t, s.AddHook(h, nil))
+	l := listeners.NewTCP(listeners.Config{ID: "t", Address: "127.0.0.1:0"})
+	require.NoError(t, s.AddListener(l))
+	require.NoError(t, s.Serve())
+	require.Len(t, s.readLoops, 1)
+	t.Cleanup(func() { _ = s.Close() })
+	return s, l.Address()
+}
+
+// loopPeer is a client's end of a connection, speaking MQTT 5 by hand.
+type loopPeer struct {
+	t    *testing.T
+	conn net.Conn
+	r    *bufio.Reader
+	next uint16
+}
+
+func dialLoop(t *testing.T, addr, id string, keepalive uint16) *loopPeer {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	p := &loopPeer{t: t, conn: conn, r: bufio.NewReader(conn)}
+	connect := packets.Packet{
+		FixedHeader:     packets.FixedHeader{Type: packets.Connect},
+		ProtocolVersion: 5,
+		Connect: packets.ConnectParams{
+			ProtocolName:     []byte("MQTT"),
+			Clean:            true,
+			Keepalive:        keepalive,
+			ClientIdentifier: id,
+		},
+	}
+	var buf bytes.Buffer
+	require.NoError(t, connect.ConnectEncode(&buf))
+	p.write(buf.Bytes())
+	typ, _ := p.read()
+	require.Equal(t, packets.Connack, typ)
+	return p
+}
+
+func (p *loopPeer) write(b []byte) {
+	p.t.Helper()
+	_, err := p.conn.Write(b)
+	require.NoError(p.t, err)
+}
+
+// request returns the encoding of a QoS 1 publish of payload to
+// loopTopic, with the next packet id.
+func (p *loopPeer) request(payload []byte) []byte {
+	p.t.Helper()
+	p.next++
+	pk := packets.Packet{
+		FixedHeader:     packets.FixedHeader{Type: packets.Publish, Qos: 1},
+		ProtocolVersion: 5,
+		TopicName:       loopTopic,
+		PacketID:        p.next,
+		Payload:         payload,
+	}
+	var buf bytes.Buffer
+	require.NoError(p.t, pk.PublishEncode(&buf))
+	return buf.Bytes()
+}
+
+// read reads a packet, within five seconds, and returns its type and
+// body.
+func (p *loopPeer) read() (byte, []byte) {
+	p.t.Helper()
+	typ, body, err := p.tryRead(5 * time.Second)
+	require.NoError(p.t, err)
+	return typ, body
+}
+
+func (p *loopPeer) tryRead(wait time.Duration) (byte, []byte, error) {
+	_ = p.conn.SetReadDeadline(time.Now().Add(wait))
+	first, err := p.r.ReadByte()
+	if err != nil {
+		return 0, nil, err
+	}
+	n, err := binary.ReadUvarint(p.r)
+	if err != nil {
+		return 0, nil, err
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(p.r, body); err != nil {
+		return 0, nil, err
+	}
+	return first >> 4, body, nil
+}
+
+// answer reads the PUBACK and the answer of request id and returns the
+// answer's payload.
+func (p *loopPeer) answer(id uint16) []byte {
+	p.t.Helper()
+	typ, body := p.read()
+	require.Equal(p.t, packets.Puback, typ)
+	require.Equal(p.t, id, binary.BigEndian.Uint16(body))
+	typ, body = p.read()
+	require.Equal(p.t, packets.Publish, typ)
+	pk := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish}, ProtocolVersion: 5}
+	require.NoError(p.t, pk.PublishDecode(body))
+	require.Equal(p.t, "resp", pk.TopicName)
+	return pk.Payload
+}
+
+func TestReadLoopHandlesRequestsAndHandsBackTheRest(t *testing.T) {
+	h := new(echoHook)
+	_, addr := loopServer(t, h, 0)
+	p := dialLoop(t, addr, "a", 30)
+
+	for i := 0; i < 20; i++ {
+		want := []byte(fmt.Sprintf("request %d", i))
+		p.write(p.request(want))
+		require.Equal(t, want, p.answer(p.next))
+	}
+	require.Equal(t, int64(20), h.byLoop.Load())
+
+	// A SUBSCRIBE is handled by the connection's goroutine, and the
+	// requests after it by the loop again.
+	sub := packets.Packet{
+		FixedHeader:     packets.FixedHeader{Type: packets.Subscribe, Qos: 1},
+		ProtocolVersion: 5,
+		PacketID:        500,
+		Filters:         packets.Subscriptions{{Filter: "x/y"}},
+	}
+	var buf bytes.Buffer
+	require.NoError(t, sub.SubscribeEncode(&buf))
+	p.write(buf.Bytes())
+	typ, _ := p.read()
+	require.Equal(t, packets.Suback, typ)
+	p.write(p.request([]byte("after")))
+	require.Equal(t, []byte("after"), p.answer(p.next))
+	require.Equal(t, int64(21), h.byLoop.Load())
+	require.Equal(t, int64(0), h.byReader.Load())
+}
+
+func TestReadLoopReadsPacketsInPieces(t *testing.T) {
+	h := new(echoHook)
+	_, addr := loopServer(t, h, 0)
+	p := dialLoop(t, addr, "a", 30)
+
+	// Three requests in one write, then one a byte at a time, then one
+	// split inside its fixed header and a SUBSCRIBE in the same write.
+	var three []byte
+	for i := 0; i < 3; i++ {
+		three = append(three, p.request([]byte{byte(i)})...)
+	}
+	p.write(three)
+	for i := 0; i < 3; i++ {
+		require.Equal(t, []byte{byte(i)}, p.answer(uint16(i+1)))
+	}
+	for _, b := range p.request([]byte("slow")) {
+		p.write([]byte{b})
+		time.Sleep(time.Millisecond)
+	}
+	require.Equal(t, []byte("slow"), p.answer(p.next))
+
+	big := p.request(bytes.Repeat([]byte{'x'}, 300)) // a fixed header of 3 bytes
+	p.write(big[:2])
+	time.Sleep(10 * time.Millisecond)
+	sub := packets.Packet{
+		FixedHeader:     packets.FixedHeader{Type: packets.Subscribe, Qos: 1},
+		ProtocolVersion: 5,
+		PacketID:        500,
+		Filters:         packets.Subscriptions{{Filter: "x/y"}},
+	}
+	var buf bytes.Buffer
+	require.NoError(t, sub.SubscribeEncode(&buf))
+	p.write(append(big[2:], buf.Bytes()...))
+	require.Equal(t, bytes.Repeat([]byte{'x'}, 300), p.answer(p.next))
+	typ, _ := p.read()
+	require.Equal(t, packets.Suback, typ)
+	require.Equal(t, int64(5), h.byLoop.Load()+h.byReader.Load())
+	require.Positive(t, h.byLoop.Load())
+}
+
+func TestReadLoopHandsBackPacketsLargerThanItsBuffer(t *testing.T) {
+	h := new(echoHook)
+	_, addr := loopServer(t, h, 256)
+	p := dialLoop(t, addr, "a", 30)
+
+	large := bytes.Repeat([]byte{'L'}, 1000)
+	p.write(p.request(large))
+	require.Equal(t, large, p.answer(p.next))
+	require.Equal(t, int64(1), h.byReader.Load())
+	p.write(p.request([]byte("small")))
+	require.Equal(t, []byte("small"), p.answer(p.next))
+	require.Equal(t, int64(1), h.byLoop.Load())
+}
+
+func TestReadLoopEndsAConnectionWhoseKeepaliveExpires(t *testing.T) {
+	h := new(echoHook)
+	_, addr := loopServer(t, h, 0)
+	p := dialLoop(t, addr, "quiet", 1)
+	p.write(p.request([]byte("one")))
+	require.Equal(t, []byte("one"), p.answer(p.next))
+	require.Equal(t, int64(1), h.byLoop.Load())
+
+	// Silent for longer than 1.5 keepalives: the server ends the
+	// connection, as a read deadline would.
+	start := time.Now()
+	_, _, err := p.tryRead(10 * time.Second)
+	require.ErrorIs(t, err, io.EOF)
+	require.GreaterOrEqual(t, time.Since(start), time.Second)
+	require.Eventually(t, func() bool {
+		err, ok := h.disconnectError("quiet")
+		return ok && errors.Is(err, os.ErrDeadlineExceeded)
+	}, 5*time.Second, 10*time.Millisecond)
+}
+
+func TestReadLoopKeepsABusyConnectionPastItsKeepalive(t *testing.T) {
+	h := new(echoHook)
+	_, addr := loopServer(t, h, 0)
+	p := dialLoop(t, addr, "busy", 1)
+	deadline := time.Now().Add(3 * time.Second) // two keepalive expiries
+	for time.Now().Before(deadline) {
+		p.write(p.request([]byte("ping")))
+		require.Equal(t, []byte("ping"), p.answer(p.next))
+		time.Sleep(100 * time.Millisecond)
+	}
+	_, ok := h.disconnectError("busy")
+	require.False(t, ok)
+	require.Zero(t, h.byReader.Load())
+}
+
+func TestReadLoopReleasesAConnectionTheServerEnds(t *testing.T) {
+	h := new(echoHook)
+	s, addr := loopServer(t, h, 0)
+	p := dialLoop(t, addr, "a", 30)
+	p.write(p.request([]byte("x")))
+	require.Equal(t, []byte("x"), p.answer(p.next))
+
+	cl, ok := s.Clients.Get("a")
+	require.True(t, ok)
+	require.ErrorIs(t, s.DisconnectClient(cl, packets.ErrAdministrativeAction), packets.ErrAdministrativeAction)
+	// The DISCONNECT, unless the loop was in a turn on the connection
+	// (its write is then queued, and the write loop ends with the
+	// client), and the end of the connection.
+	typ, _, err := p.tryRead(5 * time.Second)
+	if err == nil {
+		require.Equal(t, packets.Disconnect, typ)
+		_, _, err = p.tryRead(5 * time.Second)
+	}
+	require.ErrorIs(t, err, io.EOF)
+	require.Eventually(t, func() bool {
+		_, ok := h.disconnectError("a")
+		return ok
+	}, 5*time.Second, 10*time.Millisecond)
+	l := s.readLoops[0]
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	require.Zero(t, l.count)
+	for _, cl := range l.conns {
+		require.Nil(t, cl)
+	}
+}
+
+func TestReadLoopDoesNotWaitForAClientThatDoesNotRead(t *testing.T) {
+	h := &echoHook{size: 256 << 10}
+	_, addr := loopServer(t, h, 0)
+
+	// Its answers fill the connection, which it does not read: the
+	// loop must not wait for room, or nobody else is answered.
+	stuck := dialLoop(t, addr, "stuck", 30)
+	for i := 0; i < 64; i++ {
+		stuck.write(stuck.request([]byte("x")))
+	}
+	other := dialLoop(t, addr, "other", 30)
+	for i := 0; i < 3; i++ {
+		other.write(other.request([]byte("y")))
+		require.Len(t, other.answer(other.next), 256<<10)
+	}
+}
+
+func TestPacketSize(t *testing.T) {
+	for _, c := range []struct {
+		b            []byte
+		size, header int
+	}{
+		{nil, 0, 0},
+		{[]byte{0x30}, 0, 0},
+		{[]byte{0x40, 2}, 4, 2},
+		{[]byte{0x30, 0x80}, 0, 0},
+		{[]byte{0x30, 0x80, 0x01}, 131, 3},
+		{[]byte{0x30, 0xff, 0xff, 0xff, 0x7f}, 1 + 4 + 268435455, 5},
+		{[]byte{0x30, 0xff, 0xff, 0xff}, 0, 0},
+		{[]byte{0x30, 0xff, 0xff, 0xff, 0xff}, -1, 0},
+		{[]byte{0x30, 0xff, 0xff, 0xff, 0xff, 0x01}, -1, 0},
+	} {
+		size, header := packetSize(c.b)
+		require.Equal(t, c.size, size, "%x", c.b)
+		require.Equal(t, c.header, header, "%x", c.b)
+	}
+}
+
+func TestClientWriteLoopKeepsOrderWhileALoopServesTheClient(t *testing.T) {
+	cl, peer := tcpTestClient(t)
+	go cl.WriteLoop()
+	// While a read loop handles one of the client's packets, the write
+	// loop writes what it took from the queue itself, in order, rather
+	// than queueing it again behind what came after.
+	cl.Net.loop.serving.Store(true)
+	var want []byte
+	for i := 0; i < 100; i++ {
+		pk, enc := numberedPublish(t, byte(i), 100)
+		want = append(want, enc...)
+		require.True(t, cl.WriteLater(pk))
+	}
+	got := make([]byte, len(want))
+	require.NoError(t, peer.SetReadDeadline(time.Now().Add(5*time.Second)))
+	_, err := io.ReadFull(peer, got)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+}
+
+func TestReadLoopTurnReadsWithoutAllocating(t *testing.T) {
+	cl, peer := tcpTestClient(t)
+	bufs := loopBuffers{reader: bufio.NewReaderSize(nil, 4096)}
+	ping := []byte{packets.Pingreq << 4, 0}
+	src := &cl.Net.src
+	allocs := testing.AllocsPerRun(500, func() {
+		if _, err := peer.Write(ping); err != nil {
+			t.Fatal(err)
+		}
+		bufs.lend(cl)
+		src.turn = true
+		for cl.Net.bconn.Buffered() < len(ping) {
+			src.read = false // a read per round, until the bytes came
+			if _, err := cl.Net.bconn.Peek(len(ping)); err != nil && err != errWouldBlock {
+				t.Fatal(err)
+			}
+		}
+		b, _ := cl.Net.bconn.Peek(len(ping))
+		if !bytes.Equal(b, ping) {
+			t.Fatalf("read % x, want % x", b, ping)
+		}
+		_, _ = cl.Net.bconn.Discard(len(ping))
+		src.turn = false
+		bufs.giveBack(cl)
+	})
+	require.Zero(t, allocs, "allocations per turn's read")
+}
+
+func TestReadLoopReadsWhatAFullBufferLeft(t *testing.T) {
+	h := new(echoHook)
+	_, addr := loopServer(t, h, 256)
+	p := dialLoop(t, addr, "a", 30)
+
+	// Forty requests in one write: a turn's read takes what fits in the
+	// loop's 256 bytes, and no more data comes to report the rest.
+	var all []byte
+	for i := 0; i < 40; i++ {
+		all = append(all, p.request([]byte(fmt.Sprintf("request %02d", i)))...)
+	}
+	require.Greater(t, len(all), 3*256)
+	p.write(all)
+	for i := 0; i < 40; i++ {
+		require.Equal(t, []byte(fmt.Sprintf("request %02d", i)), p.answer(uint16(i+1)))
+	}
+	require.Equal(t, int64(40), h.byLoop.Load())
+}
+
+func TestReadLoopSeesThePeersEndBehindItsLastRequest(t *testing.T) {
+	h := new(echoHook)
+	s, addr := loopServer(t, h, 0)
+	busy := dialLoop(t, addr, "busy", 30)
+	last := dialLoop(t, addr, "last", 30)
+	busy.write(busy.request([]byte("x")))
+	require.Equal(t, []byte("x"), busy.answer(busy.next))
+	cl, ok := s.Clients.Get("busy")
+	require.True(t, ok)
+
+	// The loop waits for the turn on "busy" while a request and the end
+	// of "last" come, so that one event reports both.
+	cl.Net.loop.mu.Lock()
+	busy.write(busy.request([]byte("y")))
+	time.Sleep(50 * time.Millisecond)
+	last.write(last.request([]byte("bye")))
+	require.NoError(t, last.conn.(*net.TCPConn).CloseWrite())
+	time.Sleep(50 * time.Millisecond)
+	cl.Net.loop.mu.Unlock()
+
+	require.Equal(t, []byte("y"), busy.answer(busy.next))
+	require.Equal(t, []byte("bye"), last.answer(last.next))
+	require.Eventually(t, func() bool {
+		_, ok := h.disconnectError("last")
+		return ok
+	}, 5*time.Second, 10*time.Millisecond, "the end of the connection after its request")
+	_, ok = h.disconnectError("busy")
+	require.False(t, ok)
+}
+
+// TestReadLoopRemovesAClosedConnectionNotItsDescriptorsNextOwner: a
+// client stopped by another goroutine has its connection closed while
+// parked, and its reader goroutine takes it out of the loop later; by
+// then the descriptor's number may be a newer connection's, which the
+// loop must go on watching.
+func TestReadLoopRemovesAClosedConnectionNotItsDescriptorsNextOwner(t *testing.T) {
+	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	require.NoError(t, err)
+	defer syscall.Close(epfd)
+	l := &readLoop{epfd: epfd} // not running: the test waits on its epoll instance itself
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	client := func() (*Client, net.Conn, int) {
+		conn, err := net.Dial("tcp", ln.Addr().String())
+		require.NoError(t, err)
+		raw, err := conn.(*net.TCPConn).SyscallConn()
+		require.NoError(t, err)
+		cl := &Client{}
+		cl.Net.raw = raw
+		var fd int
+		require.NoError(t, raw.Control(func(d uintptr) { fd = int(d) }))
+		return cl, conn, fd
+	}
+
+	a, connA, fdA := client()
+	require.NoError(t, l.add(a))
+	require.NoError(t, connA.Close()) // as Client.Stop does
+	b, connB, fdB := client()
+	defer connB.Close()
+	require.Equal(t, fdA, fdB, "the kernel gives out the lowest free descriptor")
+	require.NoError(t, l.add(b))
+	l.remove(a) // a's reader goroutine, late
+	require.Equal(t, 1, l.count)
+	require.Same(t, b, l.conns[fdB])
+
+	// The listener's backlog holds a's server end, then b's: a byte
+	// from each.
+	for i := 0; i < 2; i++ {
+		peer, err := ln.Accept()
+		require.NoError(t, err)
+		defer peer.Close()
+		_, err = peer.Write([]byte{0})
+		require.NoError(t, err)
+	}
+	events := make([]syscall.EpollEvent, 4)
+	n, err := syscall.EpollWait(epfd, events, 5000)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "b's data is reported")
+	require.Equal(t, int32(fdB), events[0].Fd)
+
+	l.remove(b)
+	require.Zero(t, l.count)
+	require.Nil(t, l.conns[fdB])
+}

@@ -1,0 +1,2086 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2022 mochi-mqtt, mochi-co
+// SPDX-FileContributor: mochi-co
+
+// Package mqtt provides a high performance, fully compliant MQTT v5 broker server with v3.1.1 backward compatibility.
+package mqtt
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dssio/dss/internal/mqtt/hooks/storage"
+	"github.com/dssio/dss/internal/mqtt/listeners"
+	"github.com/dssio/dss/internal/mqtt/packets"
+	"github.com/dssio/dss/internal/mqtt/system"
+
+	"log/slog"
+)
+
+const (
+	Version                       = "2.7.9" // the current server version.
+	defaultSysTopicInterval int64 = 1       // the interval between $SYS topic publishes
+	LocalListener                 = "local"
+	InlineClientId                = "inline"
+)
+
+var (
+	// Deprecated: Use NewDefaultServerCapabilities to avoid data race issue.
+	DefaultServerCapabilities = NewDefaultServerCapabilities()
+
+	ErrListenerIDExists       = errors.New("listener id already exists")                               // a listener with the same id already exists
+	ErrConnectionClosed       = errors.New("connection not open")                                      // connection is closed
+	ErrInlineClientNotEnabled = errors.New("please set Options.InlineClient=true to use this feature") // inline client is not enabled by default
+	ErrOptionsUnreadable      = errors.New("unable to read options from bytes")
+)
+
+// Capabilities indicates the capabilities and features provided by the server.
+type Capabilities struct {
+	MaximumClients               int64           `yaml:"maximum_clients" json:"maximum_clients"`                                 // maximum number of connected clients
+	MaximumMessageExpiryInterval int64           `yaml:"maximum_message_expiry_interval" json:"maximum_message_expiry_interval"` // maximum message expiry if message expiry is 0 or over
+	MaximumClientWritesPending   int32           `yaml:"maximum_client_writes_pending" json:"maximum_client_writes_pending"`     // maximum number of pending message writes for a client
+	MaximumSessionExpiryInterval uint32          `yaml:"maximum_session_expiry_interval" json:"maximum_session_expiry_interval"` // maximum number of seconds to keep disconnected sessions
+	MaximumPacketSize            uint32          `yaml:"maximum_packet_size" json:"maximum_packet_size"`                         // maximum packet size, no limit if 0
+	maximumPacketID              uint32          // unexported, used for testing only
+	ReceiveMaximum               uint16          `yaml:"receive_maximum" json:"receive_maximum"`                   // maximum number of concurrent qos messages per client
+	MaximumInflight              uint16          `yaml:"maximum_inflight" json:"maximum_inflight"`                 // maximum number of qos > 0 messages can be stored, 0(=8192)-65535
+	TopicAliasMaximum            uint16          `yaml:"topic_alias_maximum" json:"topic_alias_maximum"`           // maximum topic alias value
+	SharedSubAvailable           byte            `yaml:"shared_sub_available" json:"shared_sub_available"`         // support of shared subscriptions
+	MinimumProtocolVersion       byte            `yaml:"minimum_protocol_version" json:"minimum_protocol_version"` // minimum supported mqtt version
+	Compatibilities              Compatibilities `yaml:"compatibilities" json:"compatibilities"`                   // version compatibilities the server provides
+	MaximumQos                   byte            `yaml:"maximum_qos" json:"maximum_qos"`                           // maximum qos value available to clients
+	RetainAvailable              byte            `yaml:"retain_available" json:"retain_available"`                 // support of retain messages
+	WildcardSubAvailable         byte            `yaml:"wildcard_sub_available" json:"wildcard_sub_available"`     // support of wildcard subscriptions
+	SubIDAvailable               byte            `yaml:"sub_id_available" json:"sub_id_available"`                 // support of subscription identifiers
+}
+
+// NewDefaultServerCapabilities defines the default features and capabilities provided by the server.
+func NewDefaultServerCapabilities() *Capabilities {
+	return &Capabilities{
+		MaximumClients:               math.MaxInt64,  // maximum number of connected clients
+		MaximumMessageExpiryInterval: 60 * 60 * 24,   // maximum message expiry if message expiry is 0 or over
+		MaximumClientWritesPending:   1024 * 8,       // maximum number of pending message writes for a client
+		MaximumSessionExpiryInterval: math.MaxUint32, // maximum number of seconds to keep disconnected sessions
+		MaximumPacketSize:            0,              // no maximum packet size
+		maximumPacketID:              math.MaxUint16,
+		ReceiveMaximum:               1024,           // maximum number of concurrent qos messages per client
+		MaximumInflight:              1024 * 8,       // maximum number of qos > 0 messages can be stored
+		TopicAliasMaximum:            math.MaxUint16, // maximum topic alias value
+		SharedSubAvailable:           1,              // shared subscriptions are available
+		MinimumProtocolVersion:       3,              // minimum supported mqtt version (3.0.0)
+		MaximumQos:                   2,              // maximum qos value available to clients
+		RetainAvailable:              1,              // retain messages is available
+		WildcardSubAvailable:         1,              // wildcard subscriptions are available
+		SubIDAvailable:               1,              // subscription identifiers are available
+	}
+}
+
+// Compatibilities provides flags for using compatibility modes.
+type Compatibilities struct {
+	ObscureNotAuthorized       bool `yaml:"obscure_not_authorized" json:"obscure_not_authorized"`                 // return unspecified errors instead of not authorized
+	PassiveClientDisconnect    bool `yaml:"passive_client_disconnect" json:"passive_client_disconnect"`           // don't disconnect the client forcefully after sending disconnect packet (paho - spec violation)
+	AlwaysReturnResponseInfo   bool `yaml:"always_return_response_info" json:"always_return_response_info"`       // always return response info (useful for testing)
+	RestoreSysInfoOnRestart    bool `yaml:"restore_sys_info_on_restart" json:"restore_sys_info_on_restart"`       // restore system info from store as if server never stopped
+	NoInheritedPropertiesOnAck bool `yaml:"no_inherited_properties_on_ack" json:"no_inherited_properties_on_ack"` // don't allow inherited user properties on ack (paho - spec violation)
+}
+
+// Options contains configurable options for the server.
+type Options struct {
+	// Listeners specifies any listeners which should be dynamically added on serve. Used when setting listeners by config.
+	Listeners []listeners.Config `yaml:"listeners" json:"listeners"`
+
+	// Hooks specifies any hooks which should be dynamically added on serve. Used when setting hooks by config.
+	Hooks []HookLoadConfig `yaml:"hooks" json:"hooks"`
+
+	// Capabilities defines the server features and behaviour. If you only wish to modify
+	// several of these values, set them explicitly - e.g.
+	// 	server.Options.Capabilities.MaximumClientWritesPending = 16 * 1024
+	Capabilities *Capabilities `yaml:"capabilities" json:"capabilities"`
+
+	// ClientNetWriteBufferSize specifies the size of the client *bufio.Writer write buffer.
+	ClientNetWriteBufferSize int `yaml:"client_net_write_buffer_size" json:"client_net_write_buffer_size"`
+
+	// ClientNetReadBufferSize specifies the size of the client *bufio.Reader read buffer.
+	ClientNetReadBufferSize int `yaml:"client_net_read_buffer_size" json:"client_net_read_buffer_size"`
+
+	// Logger specifies a custom configured implementation of log/slog to override
+	// the servers default logger configuration. If you wish to change the log level,
+	// of the default logger, you can do so by setting:
+	// server := mqtt.New(nil)
+	// level := new(slog.LevelVar)
+	// server.Slog = slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+	// 	Level: level,
+	// }))
+	// level.Set(slog.LevelDebug)
+	Logger *slog.Logger `yaml:"-" json:"-"`
+
+	// SysTopicResendInterval specifies the interval between $SYS topic updates in seconds.
+	SysTopicResendInterval int64 `yaml:"sys_topic_resend_interval" json:"sys_topic_resend_interval"`
+
+	// Enable Inline client to allow direct subscribing and publishing from the parent codebase,
+	// with negligible performance difference (disabled by default to prevent confusion in statistics).
+	InlineClient bool `yaml:"inline_client" json:"inline_client"`
+
+	// ConsumedTopic names a topic whose publishes a hook takes in OnPublish,
+	// returning an error so that the server neither routes, retains nor
+	// acknowledges them. dss: a client's publish to it (without a topic
+	// alias) is decoded in buffers of its connection that the next packet
+	// reuses: hooks must copy whatever of it they keep once OnPublish (or
+	// OnPacketRead) returns.
+	ConsumedTopic string `yaml:"-" json:"-"`
+
+	// ReadLoops is the number of read loops (epoll, Linux only) that
+	// read the TCP and Unix socket connections whose reader goroutine
+	// has nothing buffered, handling the publishes to ConsumedTopic and
+	// the PUBACKs they find and handing every other packet back to the
+	// connection's goroutine; 0 leaves every connection to its own
+	// goroutine. dss: with thousands of busy connections a goroutine
+	// woken per request costs twice the CPU of a loop's turn.
+	ReadLoops int `yaml:"-" json:"-"`
+}
+
+// Server is an MQTT broker server. It should be created with server.New()
+// in order to ensure all the internal fields are correctly populated.
+type Server struct {
+	Options      *Options             // configurable server options
+	Listeners    *listeners.Listeners // listeners are network interfaces which listen for new connections
+	Clients      *Clients             // clients known to the broker
+	Topics       *TopicsIndex         // an index of topic filter subscriptions and retained messages
+	Info         *system.Info         // values about the server commonly known as $SYS topics
+	loop         *loop                // loop contains tickers for the system event loop
+	done         chan bool            // indicate that the server is ending
+	Log          *slog.Logger         // minimal no-alloc logger
+	hooks        *Hooks               // hooks contains hooks for extra functionality such as auth and persistent storage
+	inlineClient *Client              // inlineClient is a special client used for inline subscriptions and inline Publish
+	sessionMu    sync.Mutex           // dss: serializes session takeover and the end-of-connection cleanup
+	readLoops    []*readLoop          // dss: see Options.ReadLoops
+	nextLoop     atomic.Uint32        // dss: the read loop of the next connection
+}
+
+// loop contains interval tickers for the system events loop.
+type loop struct {
+	sysTopics      *time.Ticker     // interval ticker for sending updating $SYS topics
+	clientExpiry   *time.Ticker     // interval ticker for cleaning expired clients
+	inflightExpiry *time.Ticker     // interval ticker for cleaning up expired inflight messages
+	retainedExpiry *time.Ticker     // interval ticker for cleaning retained messages
+	willDelaySend  *time.Ticker     // interval ticker for sending Will Messages with a delay
+	willDelayed    *packets.Packets // activate LWT packets which will be sent after a delay
+
+	// swept holds the clients a sweep of the event loop goes through,
+	// kept from sweep to sweep (dss: the sweeps of every second copied
+	// the map of clients, a map of 4,096 entries twice a second).
+	swept []*Client
+}
+
+// ops contains server values which can be propagated to other structs.
+type ops struct {
+	options *Options     // a pointer to the server options and capabilities, for referencing in clients
+	info    *system.Info // pointers to server system info
+	hooks   *Hooks       // pointer to the server hooks
+	log     *slog.Logger // a structured logger for the client
+	// readFast reads and handles, by pointer, a PUBACK or a publish to
+	// Options.ConsumedTopic whose fixed header was read. dss: see
+	// consumed.go.
+	readFast func(cl *Client, fh packets.FixedHeader) error
+}
+
+// New returns a new instance of mochi mqtt broker. Optional parameters
+// can be specified to override some default settings (see Options).
+func New(opts *Options) *Server {
+	if opts == nil {
+		opts = new(Options)
+	}
+
+	opts.ensureDefaults()
+
+	s := &Server{
+		done:      make(chan bool),
+		Clients:   NewClients(),
+		Topics:    NewTopicsIndex(),
+		Listeners: listeners.New(),
+		loop: &loop{
+			sysTopics:      time.NewTicker(time.Second * time.Duration(opts.SysTopicResendInterval)),
+			clientExpiry:   time.NewTicker(time.Second),
+			inflightExpiry: time.NewTicker(time.Second),
+			retainedExpiry: time.NewTicker(time.Second),
+			willDelaySend:  time.NewTicker(time.Second),
+			willDelayed:    packets.NewPackets(),
+		},
+		Options: opts,
+		Info: &system.Info{
+			Version: Version,
+			Started: time.Now().Unix(),
+		},
+		Log: opts.Logger,
+		hooks: &Hooks{
+			Log: opts.Logger,
+		},
+	}
+
+	if s.Options.InlineClient {
+		s.inlineClient = s.NewClient(nil, LocalListener, InlineClientId, true)
+		s.Clients.Add(s.inlineClient)
+	}
+
+	return s
+}
+
+// ensureDefaults ensures that the server starts with sane default values, if none are provided.
+func (o *Options) ensureDefaults() {
+	if o.Capabilities == nil {
+		o.Capabilities = NewDefaultServerCapabilities()
+	}
+
+	o.Capabilities.maximumPacketID = math.MaxUint16 // spec maximum is 65535
+
+	if o.Capabilities.MaximumInflight == 0 {
+		o.Capabilities.MaximumInflight = 1024 * 8
+	}
+
+	if o.SysTopicResendInterval == 0 {
+		o.SysTopicResendInterval = defaultSysTopicInterval
+	}
+
+	if o.ClientNetWriteBufferSize == 0 {
+		o.ClientNetWriteBufferSize = 1024 * 2
+	}
+
+	if o.ClientNetReadBufferSize == 0 {
+		o.ClientNetReadBufferSize = 1024 * 2
+	}
+
+	if o.Logger == nil {
+		log := slog.New(slog.NewTextHandler(os.Stdout, nil))
+		o.Logger = log
+	}
+}
+
+// NewClient returns a new Client instance, populated with all the required values and
+// references to be used with the server. If you are using this client to directly publish
+// messages from the embedding application, set the inline flag to true to bypass ACL and
+// topic validation checks.
+func (s *Server) NewClient(c net.Conn, listener string, id string, inline bool) *Client {
+	cl := newClient(c, &ops{ // [MQTT-3.1.2-6] implicit
+		options:  s.Options,
+		info:     s.Info,
+		hooks:    s.hooks,
+		log:      s.Log,
+		readFast: s.readFast,
+	})
+
+	cl.ID = id
+	cl.Net.Listener = listener
+	if len(s.readLoops) > 0 && cl.Net.raw != nil {
+		cl.Net.loop.loop = s.readLoops[int(s.nextLoop.Add(1))%len(s.readLoops)]
+		cl.Net.loop.resume = make(chan error, 1)
+	}
+
+	if inline { // inline clients bypass acl and some validity checks.
+		cl.Net.Inline = true
+		// By default, we don't want to restrict developer publishes,
+		// but if you do, reset this after creating inline client.
+		cl.State.Inflight.ResetReceiveQuota(math.MaxInt32)
+	}
+
+	return cl
+}
+
+// AddHook attaches a new Hook to the server. Ideally, this should be called
+// before the server is started with s.Serve().
+func (s *Server) AddHook(hook Hook, config any) error {
+	nl := s.Log.With("hook", hook.ID())
+	hook.SetOpts(nl, &HookOptions{
+		Capabilities: s.Options.Capabilities,
+	})
+
+	s.Log.Info("added hook", "hook", hook.ID())
+	return s.hooks.Add(hook, config)
+}
+
+// AddHooksFromConfig adds hooks to the server which were specified in the hooks config (usually from a config file).
+// New built-in hooks should be added to this list.
+func (s *Server) AddHooksFromConfig(hooks []HookLoadConfig) error {
+	for _, h := range hooks {
+		if err := s.AddHook(h.Hook, h.Config); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AddListener adds a new network listener to the server, for receiving incoming client connections.
+func (s *Server) AddListener(l listeners.Listener) error {
+	if _, ok := s.Listeners.Get(l.ID()); ok {
+		return ErrListenerIDExists
+	}
+
+	nl := s.Log.With(slog.String("listener", l.ID()))
+	err := l.Init(nl)
+	if err != nil {
+		return err
+	}
+
+	s.Listeners.Add(l)
+
+	s.Log.Info("attached listener", "id", l.ID(), "protocol", l.Protocol(), "address", l.Address())
+	return nil
+}
+
+// AddListenersFromConfig adds the listeners named in configs.
+func (s *Server) AddListenersFromConfig(configs []listeners.Config) error {
+	for _, conf := range configs {
+		var l listeners.Listener
+		switch strings.ToLower(conf.Type) {
+		case listeners.TypeTCP:
+			l = listeners.NewTCP(conf)
+		case listeners.TypeMock:
+			l = listeners.NewMockListener(conf.ID, conf.Address)
+		default:
+			s.Log.Error("listener type unavailable by config", "listener", conf.Type)
+			continue
+		}
+		if err := s.AddListener(l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Serve starts the event loops responsible for establishing client connections
+// on all attached listeners, publishing the system topics, and starting all hooks.
+func (s *Server) Serve() error {
+	s.Log.Info("mochi mqtt starting", "version", Version)
+	defer s.Log.Info("mochi mqtt server started")
+
+	if len(s.Options.Listeners) > 0 {
+		err := s.AddListenersFromConfig(s.Options.Listeners)
+		if err != nil {
+			return err
+		}
+	}
+
+	if len(s.Options.Hooks) > 0 {
+		err := s.AddHooksFromConfig(s.Options.Hooks)
+		if err != nil {
+			return err
+		}
+	}
+
+	if s.hooks.Provides(
+		StoredClients,
+		StoredInflightMessages,
+		StoredRetainedMessages,
+		StoredSubscriptions,
+		StoredSysInfo,
+	) {
+		err := s.readStore()
+		if err != nil {
+			return err
+		}
+	}
+
+	s.startReadLoops()
+	go s.eventLoop()                            // spin up event loop for issuing $SYS values and closing server.
+	s.Listeners.ServeAll(s.EstablishConnection) // start listening on all listeners.
+	s.publishSysTopics()                        // begin publishing $SYS system values.
+	s.hooks.OnStarted()
+
+	return nil
+}
+
+// startReadLoops starts Options.ReadLoops read loops; where they cannot
+// run, every connection is read by its own goroutine.
+//
+// dss: see readloop.go.
+func (s *Server) startReadLoops() {
+	for i := 0; i < s.Options.ReadLoops; i++ {
+		l, err := newReadLoop(s.Options.ClientNetReadBufferSize)
+		if err != nil {
+			s.Log.Warn("connections are read by a goroutine each", "error", err)
+			return
+		}
+		s.readLoops = append(s.readLoops, l)
+	}
+}
+
+// eventLoop loops forever, running various server housekeeping methods at different intervals.
+func (s *Server) eventLoop() {
+	s.Log.Debug("system event loop started")
+	defer s.Log.Debug("system event loop halted")
+
+	for {
+		select {
+		case <-s.done:
+			s.loop.sysTopics.Stop()
+			return
+		case <-s.loop.sysTopics.C:
+			s.publishSysTopics()
+		case <-s.loop.clientExpiry.C:
+			s.clearExpiredClients(time.Now().Unix())
+		case <-s.loop.retainedExpiry.C:
+			s.clearExpiredRetainedMessages(time.Now().Unix())
+		case <-s.loop.willDelaySend.C:
+			s.sendDelayedLWT(time.Now().Unix())
+		case <-s.loop.inflightExpiry.C:
+			s.clearExpiredInflights(time.Now().Unix())
+		}
+	}
+}
+
+// EstablishConnection establishes a new client when a listener accepts a new connection.
+func (s *Server) EstablishConnection(listener string, c net.Conn) error {
+	cl := s.NewClient(c, listener, "", false)
+	return s.attachClient(cl, listener)
+}
+
+// attachClient validates an incoming client connection and if viable, attaches the client
+// to the server, performs session housekeeping, and reads incoming packets.
+func (s *Server) attachClient(cl *Client, listener string) error {
+	defer s.Listeners.ClientsWg.Done()
+	s.Listeners.ClientsWg.Add(1)
+
+	go cl.WriteLoop()
+	defer cl.Stop(nil)
+
+	pk, err := s.readConnectionPacket(cl)
+	if err != nil {
+		return fmt.Errorf("read connection: %w", err)
+	}
+
+	cl.ParseConnect(listener, pk)
+	if atomic.LoadInt64(&s.Info.ClientsConnected) >= s.Options.Capabilities.MaximumClients {
+		if cl.Properties.ProtocolVersion < 5 {
+			s.SendConnack(cl, packets.ErrServerUnavailable, false, nil)
+		} else {
+			s.SendConnack(cl, packets.ErrServerBusy, false, nil)
+		}
+
+		return packets.ErrServerBusy
+	}
+
+	code := s.validateConnect(cl, pk) // [MQTT-3.1.4-1] [MQTT-3.1.4-2]
+	if code != packets.CodeSuccess {
+		if err := s.SendConnack(cl, code, false, nil); err != nil {
+			return fmt.Errorf("invalid connection send ack: %w", err)
+		}
+		return code // [MQTT-3.2.2-7] [MQTT-3.1.4-6]
+	}
+
+	err = s.hooks.OnConnect(cl, pk)
+	if err != nil {
+		return err
+	}
+
+	cl.refreshDeadline(cl.State.Keepalive)
+	if !s.hooks.OnConnectAuthenticate(cl, pk) { // [MQTT-3.1.4-2]
+		err := s.SendConnack(cl, packets.ErrBadUsernameOrPassword, false, nil)
+		if err != nil {
+			return fmt.Errorf("invalid connection send ack: %w", err)
+		}
+
+		return packets.ErrBadUsernameOrPassword
+	}
+
+	atomic.AddInt64(&s.Info.ClientsConnected, 1)
+	defer atomic.AddInt64(&s.Info.ClientsConnected, -1)
+
+	s.hooks.OnSessionEstablish(cl, pk)
+
+	// dss: the takeover of an earlier connection with the same client id
+	// and that connection's own cleanup (below) are serialized, so that
+	// the cleanup cannot remove the new connection's subscriptions or its
+	// entry in the client list. The old connection is told to go only
+	// after the new one is registered.
+	s.sessionMu.Lock()
+	sessionPresent, takenOver := s.inheritClientSession(pk, cl)
+	s.Clients.Add(cl) // [MQTT-4.1.0-1]
+	s.sessionMu.Unlock()
+	if takenOver != nil {
+		_ = s.DisconnectClient(takenOver, packets.ErrSessionTakenOver) // [MQTT-3.1.4-3]
+	}
+
+	err = s.SendConnack(cl, code, sessionPresent, nil) // [MQTT-3.1.4-5] [MQTT-3.2.0-1] [MQTT-3.2.0-2] &[MQTT-3.14.0-1]
+	if err != nil {
+		return fmt.Errorf("ack connection packet: %w", err)
+	}
+
+	s.loop.willDelayed.Delete(cl.ID) // [MQTT-3.1.3-9]
+
+	if sessionPresent {
+		err = cl.ResendInflightMessages(true)
+		if err != nil {
+			return fmt.Errorf("resend inflight: %w", err)
+		}
+	}
+
+	s.hooks.OnSessionEstablished(cl, pk)
+
+	err = cl.Read(s.receivePacket)
+	if err != nil {
+		s.sendLWT(cl)
+		cl.Stop(err)
+	} else {
+		cl.Properties.Will = Will{} // [MQTT-3.14.4-3] [MQTT-3.1.2-10]
+	}
+	s.Log.Debug("client disconnected", "error", err, "client", cl.ID, "remote", cl.Net.Remote, "listener", listener)
+
+	expire := (cl.Properties.ProtocolVersion == 5 && cl.Properties.Props.SessionExpiryInterval == 0) || (cl.Properties.ProtocolVersion < 5 && cl.Properties.Clean)
+	s.hooks.OnDisconnect(cl, err, expire)
+
+	s.sessionMu.Lock()
+	if expire && !cl.IsTakenOver() {
+		cl.ClearInflights()
+		s.UnsubscribeClient(cl)
+		s.Clients.Delete(cl.ID) // [MQTT-4.1.0-2] ![MQTT-3.1.2-23]
+	}
+	s.sessionMu.Unlock()
+
+	return err
+}
+
+// readConnectionPacket reads the first incoming header for a connection, and if
+// acceptable, returns the valid connection packet.
+func (s *Server) readConnectionPacket(cl *Client) (pk packets.Packet, err error) {
+	fh := new(packets.FixedHeader)
+	err = cl.ReadFixedHeader(fh)
+	if err != nil {
+		return
+	}
+
+	if fh.Type != packets.Connect {
+		return pk, packets.ErrProtocolViolationRequireFirstConnect // [MQTT-3.1.0-1]
+	}
+
+	pk, err = cl.ReadPacket(fh)
+	if err != nil {
+		return
+	}
+
+	return
+}
+
+// receivePacket processes an incoming packet for a client, and issues a disconnect to the client
+// if an error has occurred (if mqtt v5).
+func (s *Server) receivePacket(cl *Client, pk packets.Packet) error {
+	err := s.processPacket(cl, pk)
+	if err != nil {
+		return s.packetFailed(cl, &pk, err)
+	}
+
+	return nil
+}
+
+// packetFailed ends the processing of a packet that failed with err: a
+// failure code is sent to an MQTT 5 client as a DISCONNECT. It returns
+// err.
+//
+//go:noinline
+func (s *Server) packetFailed(cl *Client, pk *packets.Packet, err error) error {
+	if code, ok := err.(packets.Code); ok &&
+		cl.Properties.ProtocolVersion == 5 &&
+		code.Code >= packets.ErrUnspecifiedError.Code {
+		_ = s.DisconnectClient(cl, code)
+	}
+
+	s.logPacketError(cl, pk, err)
+
+	return err
+}
+
+// logPacketError logs a packet that could not be processed.
+//
+// dss: a function of its own, so that the packet copy the log line takes
+// is not in the frame of every packet received.
+//
+//go:noinline
+func (s *Server) logPacketError(cl *Client, pk *packets.Packet, err error) {
+	s.Log.Warn("error processing packet", "error", err, "client", cl.ID, "listener", cl.Net.Listener, "pk", *pk)
+}
+
+// validateConnect validates that a connect packet is compliant.
+func (s *Server) validateConnect(cl *Client, pk packets.Packet) packets.Code {
+	code := pk.ConnectValidate() // [MQTT-3.1.4-1] [MQTT-3.1.4-2]
+	if code != packets.CodeSuccess {
+		return code
+	}
+
+	if cl.Properties.ProtocolVersion < 5 && !pk.Connect.Clean && pk.Connect.ClientIdentifier == "" {
+		return packets.ErrUnspecifiedError
+	}
+
+	if cl.Properties.ProtocolVersion < s.Options.Capabilities.MinimumProtocolVersion {
+		return packets.ErrUnsupportedProtocolVersion // [MQTT-3.1.2-2]
+	} else if cl.Properties.Will.Qos > s.Options.Capabilities.MaximumQos {
+		return packets.ErrQosNotSupported // [MQTT-3.2.2-12]
+	} else if cl.Properties.Will.Retain && s.Options.Capabilities.RetainAvailable == 0x00 {
+		return packets.ErrRetainNotSupported // [MQTT-3.2.2-13]
+	}
+
+	return code
+}
+
+// inheritClientSession inherits the state of an existing client sharing the same
+// connection ID. If clean is true, the state of any previously existing client
+// session is abandoned.
+//
+// dss: it is called with sessionMu held and returns the connection taken
+// over, for the caller to disconnect once the new one is registered.
+func (s *Server) inheritClientSession(pk packets.Packet, cl *Client) (bool, *Client) {
+	if existing, ok := s.Clients.Get(cl.ID); ok {
+		if pk.Connect.Clean || (existing.Properties.Clean && existing.Properties.ProtocolVersion < 5) { // [MQTT-3.1.2-4] [MQTT-3.1.4-4]
+			s.UnsubscribeClient(existing)
+			existing.ClearInflights()
+			existing.State.isTakenOver.Store(true) // only set isTakenOver after unsubscribe has occurred
+			return false, existing                 // [MQTT-3.2.2-3]
+		}
+
+		existing.State.isTakenOver.Store(true)
+		if existing.State.Inflight.Len() > 0 {
+			cl.State.Inflight = existing.State.Inflight.Clone() // [MQTT-3.1.2-5]
+			if cl.State.Inflight.maximumReceiveQuota == 0 && cl.ops.options.Capabilities.ReceiveMaximum != 0 {
+				cl.State.Inflight.ResetReceiveQuota(int32(cl.ops.options.Capabilities.ReceiveMaximum)) // server receive max per client
+				cl.State.Inflight.ResetSendQuota(int32(cl.Properties.Props.ReceiveMaximum))            // client receive max
+			}
+		}
+
+		for _, sub := range existing.State.Subscriptions.GetAll() {
+			existed := !s.Topics.Subscribe(cl.ID, sub) // [MQTT-3.8.4-3]
+			if !existed {
+				atomic.AddInt64(&s.Info.Subscriptions, 1)
+			}
+			cl.State.Subscriptions.Add(sub.Filter, sub)
+		}
+
+		// Clean the state of the existing client to prevent sequential take-overs
+		// from increasing memory usage by inflights + subs * client-id.
+		s.UnsubscribeClient(existing)
+		existing.ClearInflights()
+
+		s.Log.Debug("session taken over", "client", cl.ID, "old_remote", existing.Net.Remote, "new_remote", cl.Net.Remote)
+
+		return true, existing // [MQTT-3.2.2-3]
+	}
+
+	if atomic.LoadInt64(&s.Info.ClientsConnected) > atomic.LoadInt64(&s.Info.ClientsMaximum) {
+		atomic.AddInt64(&s.Info.ClientsMaximum, 1)
+	}
+
+	return false, nil // [MQTT-3.2.2-2]
+}
+
+// SendConnack returns a Connack packet to a client.
+func (s *Server) SendConnack(cl *Client, reason packets.Code, present bool, properties *packets.Properties) error {
+	if properties == nil {
+		properties = &packets.Properties{
+			ReceiveMaximum: s.Options.Capabilities.ReceiveMaximum,
+		}
+	}
+
+	properties.ReceiveMaximum = s.Options.Capabilities.ReceiveMaximum // 3.2.2.3.3 Receive Maximum
+	if cl.State.ServerKeepalive {                                     // You can set this dynamically using the OnConnect hook.
+		properties.ServerKeepAlive = cl.State.Keepalive // [MQTT-3.1.2-21]
+		properties.ServerKeepAliveFlag = true
+	}
+
+	if reason.Code >= packets.ErrUnspecifiedError.Code {
+		if cl.Properties.ProtocolVersion < 5 {
+			if v3reason, ok := packets.V5CodesToV3[reason]; ok { // NB v3 3.2.2.3 Connack return codes
+				reason = v3reason
+			}
+		}
+
+		properties.ReasonString = reason.Reason
+		ack := packets.Packet{
+			FixedHeader: packets.FixedHeader{
+				Type: packets.Connack,
+			},
+			SessionPresent: false,       // [MQTT-3.2.2-6]
+			ReasonCode:     reason.Code, // [MQTT-3.2.2-8]
+			Properties:     *properties,
+		}
+		return cl.WritePacket(ack)
+	}
+
+	if s.Options.Capabilities.MaximumQos < 2 {
+		properties.MaximumQos = s.Options.Capabilities.MaximumQos // [MQTT-3.2.2-9]
+		properties.MaximumQosFlag = true
+	}
+
+	if cl.Properties.Props.AssignedClientID != "" {
+		properties.AssignedClientID = cl.Properties.Props.AssignedClientID // [MQTT-3.1.3-7] [MQTT-3.2.2-16]
+	}
+
+	if cl.Properties.Props.SessionExpiryInterval > s.Options.Capabilities.MaximumSessionExpiryInterval {
+		properties.SessionExpiryInterval = s.Options.Capabilities.MaximumSessionExpiryInterval
+		properties.SessionExpiryIntervalFlag = true
+		cl.Properties.Props.SessionExpiryInterval = properties.SessionExpiryInterval
+		cl.Properties.Props.SessionExpiryIntervalFlag = true
+	}
+
+	ack := packets.Packet{
+		FixedHeader: packets.FixedHeader{
+			Type: packets.Connack,
+		},
+		SessionPresent: present,
+		ReasonCode:     reason.Code, // [MQTT-3.2.2-8]
+		Properties:     *properties,
+	}
+	return cl.WritePacket(ack)
+}
+
+// processPacket processes an inbound packet for a client. Since the method is
+// typically called as a goroutine, errors are primarily for test checking purposes.
+func (s *Server) processPacket(cl *Client, pk packets.Packet) error {
+	var err error
+
+	switch pk.FixedHeader.Type {
+	case packets.Connect:
+		err = s.processConnect(cl, pk)
+	case packets.Disconnect:
+		err = s.processDisconnect(cl, pk)
+	case packets.Pingreq:
+		err = s.processPingreq(cl, pk)
+	case packets.Publish:
+		code := pk.PublishValidate(s.Options.Capabilities.TopicAliasMaximum)
+		if code != packets.CodeSuccess {
+			return code
+		}
+		err = s.processPublish(cl, pk)
+	case packets.Puback:
+		err = s.processPuback(cl, pk)
+	case packets.Pubrec:
+		err = s.processPubrec(cl, pk)
+	case packets.Pubrel:
+		err = s.processPubrel(cl, pk)
+	case packets.Pubcomp:
+		err = s.processPubcomp(cl, pk)
+	case packets.Subscribe:
+		code := pk.SubscribeValidate()
+		if code != packets.CodeSuccess {
+			return code
+		}
+		err = s.processSubscribe(cl, pk)
+	case packets.Unsubscribe:
+		code := pk.UnsubscribeValidate()
+		if code != packets.CodeSuccess {
+			return code
+		}
+		err = s.processUnsubscribe(cl, pk)
+	case packets.Auth:
+		code := pk.AuthValidate()
+		if code != packets.CodeSuccess {
+			return code
+		}
+		err = s.processAuth(cl, pk)
+	default:
+		return fmt.Errorf("no valid packet available; %v", pk.FixedHeader.Type)
+	}
+
+	if s.hooks.Provides(OnPacketProcessed) {
+		s.packetProcessed(cl, &pk, err)
+	}
+	if err != nil {
+		return err
+	}
+
+	if atomic.LoadInt32(&cl.State.Inflight.sendQuota) > 0 {
+		s.sendParked(cl)
+	}
+
+	return nil
+}
+
+// sendParked sends the next packet parked for lack of send quota, if any.
+//
+// dss: a function of its own, so that its packet temporaries (800 bytes
+// each) are not in the frame of processPacket, which every packet read
+// passes through: large frames grew every connection's stack.
+//
+//go:noinline
+func (s *Server) sendParked(cl *Client) {
+	if !cl.State.Inflight.HasParked() {
+		return
+	}
+	next, ok := cl.State.Inflight.NextImmediate()
+	if ok {
+		// dss: the packet was deleted from the inflight map once
+		// written, so its PUBACK found nothing and the send quota
+		// it took was never given back: after Receive Maximum such
+		// releases every later message to the client stayed
+		// parked. It now stays inflight, no longer parked, until
+		// its PUBACK.
+		next.Expiry = 0
+		cl.State.Inflight.Set(next)
+		cl.State.Inflight.DecreaseSendQuota()
+		_ = cl.WritePacket(next)
+	}
+}
+
+// processConnect processes a Connect packet. The packet cannot be used to establish
+// a new connection on an existing connection. See EstablishConnection instead.
+func (s *Server) processConnect(cl *Client, _ packets.Packet) error {
+	s.sendLWT(cl)
+	return packets.ErrProtocolViolationSecondConnect // [MQTT-3.1.0-2]
+}
+
+// processPingreq processes a Pingreq packet.
+//
+// dss: not inlined into processPacket, whose frame its packet would grow.
+//
+//go:noinline
+func (s *Server) processPingreq(cl *Client, _ packets.Packet) error {
+	return cl.WritePacket(packets.Packet{
+		FixedHeader: packets.FixedHeader{
+			Type: packets.Pingresp, // [MQTT-3.12.4-1]
+		},
+	})
+}
+
+// Publish publishes a publish packet into the broker as if it were sent from the specified client.
+// This is a convenience function which wraps InjectPacket. As such, this method can publish packets
+// to any topic (including $SYS) and bypass ACL checks. The qos byte is used for limiting the
+// outbound qos (mqtt v5) rather than issuing to the broker (we assume qos 2 complete).
+func (s *Server) Publish(topic string, payload []byte, retain bool, qos byte) error {
+	if !s.Options.InlineClient {
+		return ErrInlineClientNotEnabled
+	}
+
+	return s.InjectPacket(s.inlineClient, packets.Packet{
+		FixedHeader: packets.FixedHeader{
+			Type:   packets.Publish,
+			Qos:    qos,
+			Retain: retain,
+		},
+		TopicName: topic,
+		Payload:   payload,
+		PacketID:  uint16(qos), // we never process the inbound qos, but we need a packet id for validity checks.
+	})
+}
+
+// Subscribe adds an inline subscription for the specified topic filter and subscription identifier
+// with the provided handler function.
+func (s *Server) Subscribe(filter string, subscriptionId int, handler InlineSubFn) error {
+	if !s.Options.InlineClient {
+		return ErrInlineClientNotEnabled
+	}
+
+	if handler == nil {
+		return packets.ErrInlineSubscriptionHandlerInvalid
+	}
+
+	if !IsValidFilter(filter, false) {
+		return packets.ErrTopicFilterInvalid
+	}
+
+	subscription := packets.Subscription{
+		Identifier: subscriptionId,
+		Filter:     filter,
+	}
+
+	pk := s.hooks.OnSubscribe(s.inlineClient, packets.Packet{ // subscribe like a normal client.
+		Origin:      s.inlineClient.ID,
+		FixedHeader: packets.FixedHeader{Type: packets.Subscribe},
+		Filters:     packets.Subscriptions{subscription},
+	})
+
+	inlineSubscription := InlineSubscription{
+		Subscription: subscription,
+		Handler:      handler,
+	}
+
+	s.Topics.InlineSubscribe(inlineSubscription)
+	s.hooks.OnSubscribed(s.inlineClient, pk, []byte{packets.CodeSuccess.Code})
+
+	// Handling retained messages.
+	for _, pkv := range s.Topics.Messages(filter) { // [MQTT-3.8.4-4]
+		handler(s.inlineClient, inlineSubscription.Subscription, pkv)
+	}
+	return nil
+}
+
+// Unsubscribe removes an inline subscription for the specified subscription and topic filter.
+// It allows you to unsubscribe a specific subscription from the internal subscription
+// associated with the given topic filter.
+func (s *Server) Unsubscribe(filter string, subscriptionId int) error {
+	if !s.Options.InlineClient {
+		return ErrInlineClientNotEnabled
+	}
+
+	if !IsValidFilter(filter, false) {
+		return packets.ErrTopicFilterInvalid
+	}
+
+	pk := s.hooks.OnUnsubscribe(s.inlineClient, packets.Packet{
+		Origin:      s.inlineClient.ID,
+		FixedHeader: packets.FixedHeader{Type: packets.Unsubscribe},
+		Filters: packets.Subscriptions{
+			{
+				Identifier: subscriptionId,
+				Filter:     filter,
+			},
+		},
+	})
+
+	s.Topics.InlineUnsubscribe(subscriptionId, filter)
+	s.hooks.OnUnsubscribed(s.inlineClient, pk)
+	return nil
+}
+
+// InjectPacket injects a packet into the broker as if it were sent from the specified client.
+// InlineClients using this method can publish packets to any topic (including $SYS) and bypass ACL checks.
+func (s *Server) InjectPacket(cl *Client, pk packets.Packet) error {
+	pk.ProtocolVersion = cl.Properties.ProtocolVersion
+
+	err := s.processPacket(cl, pk)
+	if err != nil {
+		return err
+	}
+
+	atomic.AddInt64(&cl.ops.info.PacketsReceived, 1)
+	if pk.FixedHeader.Type == packets.Publish {
+		atomic.AddInt64(&cl.ops.info.MessagesReceived, 1)
+	}
+
+	return nil
+}
+
+// processPublish processes a Publish packet.
+func (s *Server) processPublish(cl *Client, pk packets.Packet) error {
+	if done, err := s.admitPublish(cl, &pk); done {
+		return err
+	}
+
+	pkx, err := s.hooks.OnPublish(cl, pk)
+	if err == nil {
+		pk = pkx
+	}
+	return s.publishOutcome(cl, &pk, err)
+}
+
+// admitPublish makes the checks and changes every publish gets before the
+// OnPublish hooks see it. It reports done when the publish ends there,
+// with the error to return.
+//
+// dss: shared by processPublish and processConsumed, which hands the
+// packet to its hook by pointer.
+func (s *Server) admitPublish(cl *Client, pk *packets.Packet) (bool, error) {
+	if !cl.Net.Inline && !IsValidFilter(pk.TopicName, true) {
+		return true, nil
+	}
+
+	if atomic.LoadInt32(&cl.State.Inflight.receiveQuota) == 0 {
+		return true, s.DisconnectClient(cl, packets.ErrReceiveMaximum) // ~[MQTT-3.3.4-7] ~[MQTT-3.3.4-8]
+	}
+
+	if !cl.Net.Inline && !s.hooks.OnACLCheck(cl, pk.TopicName, true) {
+		return true, s.publishDenied(cl, pk)
+	}
+
+	pk.Origin = cl.ID
+	pk.Created = time.Now().Unix()
+
+	if expiry := minimum(s.Options.Capabilities.MaximumMessageExpiryInterval,
+		int64(pk.Properties.MessageExpiryInterval)); expiry > 0 {
+		pk.Expiry = pk.Created + expiry
+	}
+
+	if !cl.Net.Inline && cl.State.Inflight.Has(pk.PacketID) {
+		if done, err := s.publishIDInFlight(cl, pk); done {
+			return true, err
+		}
+	}
+
+	if pk.Properties.TopicAliasFlag && pk.Properties.TopicAlias > 0 { // [MQTT-3.3.2-11]
+		pk.TopicName = cl.State.TopicAliases.Inbound.Set(pk.Properties.TopicAlias, pk.TopicName)
+	}
+
+	if pk.FixedHeader.Qos > s.Options.Capabilities.MaximumQos {
+		pk.FixedHeader.Qos = s.Options.Capabilities.MaximumQos // [MQTT-3.2.2-9] Reduce qos based on server max qos capability
+	}
+	return false, nil
+}
+
+// publishOutcome ends a publish as the OnPublish hooks decided with err:
+// rejected, refused with a reason code, or accepted (and routed, unless
+// ignored).
+func (s *Server) publishOutcome(cl *Client, pk *packets.Packet, err error) error {
+	switch {
+	case err == nil:
+	case errors.Is(err, errRejectPacket):
+		return nil
+	case errors.Is(err, errSuccessIgnore):
+		pk.Ignore = true
+	case cl.Properties.ProtocolVersion == 5 && pk.FixedHeader.Qos > 0 && errors.As(err, new(packets.Code)):
+		return s.refusePublish(cl, pk, packets.Puback, err.(packets.Code))
+	}
+
+	return s.publishAcceptedCopy(cl, pk)
+}
+
+// publishDenied answers a publish the ACL denies.
+//
+//go:noinline
+func (s *Server) publishDenied(cl *Client, pk *packets.Packet) error {
+	if pk.FixedHeader.Qos == 0 {
+		return nil
+	}
+
+	if cl.Properties.ProtocolVersion != 5 {
+		return s.DisconnectClient(cl, packets.ErrNotAuthorized)
+	}
+
+	ackType := packets.Puback
+	if pk.FixedHeader.Qos == 2 {
+		ackType = packets.Pubrec
+	}
+	return s.refusePublish(cl, pk, ackType, packets.ErrNotAuthorized)
+}
+
+// refusePublish acknowledges a publish with an acknowledgement of type
+// ackType and a failure code.
+//
+// dss: this and publishIDInFlight are functions of their own so that
+// their packet temporaries (800 bytes each) are not in the frame of every
+// publish, which grew every connection's stack.
+//
+//go:noinline
+func (s *Server) refusePublish(cl *Client, pk *packets.Packet, ackType byte, code packets.Code) error {
+	return cl.WritePacket(s.buildAck(pk.PacketID, ackType, 0, pk.Properties, code))
+}
+
+// publishIDInFlight handles a publish whose packet id is in flight: a
+// QoS 2 publish not yet released is refused, anything else is dropped
+// from the inflight map. It reports whether the publish is done with.
+//
+//go:noinline
+func (s *Server) publishIDInFlight(cl *Client, pk *packets.Packet) (bool, error) {
+	pki, ok := cl.State.Inflight.Get(pk.PacketID)
+	if !ok {
+		return false, nil
+	}
+	if pki.FixedHeader.Type == packets.Pubrec { // [MQTT-4.3.3-10]
+		ack := s.buildAck(pk.PacketID, packets.Pubrec, 0, pk.Properties, packets.ErrPacketIdentifierInUse)
+		return true, cl.WritePacket(ack)
+	}
+	if ok := cl.State.Inflight.Delete(pk.PacketID); ok { // [MQTT-4.3.2-5]
+		atomic.AddInt64(&s.Info.Inflight, -1)
+	}
+	return false, nil
+}
+
+// publishAccepted retains, acknowledges and routes a publish the hooks
+// accepted.
+//
+// dss: split out of processPublish, so that its packet temporaries are
+// not in the frame of every publish the hooks take.
+//
+//go:noinline
+func (s *Server) publishAccepted(cl *Client, pk packets.Packet) error {
+	var err error
+	if pk.FixedHeader.Retain { // [MQTT-3.3.1-5] ![MQTT-3.3.1-8]
+		s.retainMessage(cl, pk)
+	}
+
+	// If it's inlineClient, it can't handle PUBREC and PUBREL.
+	// When it publishes a package with a qos > 0, the server treats
+	// the package as qos=0, and the client receives it as qos=1 or 2.
+	if pk.FixedHeader.Qos == 0 || cl.Net.Inline {
+		s.publishToSubscribers(pk)
+		s.hooks.OnPublished(cl, pk)
+		return nil
+	}
+
+	cl.State.Inflight.DecreaseReceiveQuota()
+	ack := s.buildAck(pk.PacketID, packets.Puback, 0, pk.Properties, packets.QosCodes[pk.FixedHeader.Qos]) // [MQTT-4.3.2-4]
+	if pk.FixedHeader.Qos == 2 {
+		ack = s.buildAck(pk.PacketID, packets.Pubrec, 0, pk.Properties, packets.CodeSuccess) // [MQTT-3.3.4-1] [MQTT-4.3.3-8]
+	}
+
+	if ok := cl.State.Inflight.Set(ack); ok {
+		atomic.AddInt64(&s.Info.Inflight, 1)
+		s.hooks.OnQosPublish(cl, ack, ack.Created, 0)
+	}
+
+	err = cl.WritePacket(ack)
+	if err != nil {
+		return err
+	}
+
+	if pk.FixedHeader.Qos == 1 {
+		if ok := cl.State.Inflight.Delete(ack.PacketID); ok {
+			atomic.AddInt64(&s.Info.Inflight, -1)
+		}
+		cl.State.Inflight.IncreaseReceiveQuota()
+		s.hooks.OnQosComplete(cl, ack)
+	}
+
+	s.publishToSubscribers(pk)
+	s.hooks.OnPublished(cl, pk)
+
+	return nil
+}
+
+// retainMessage adds a message to a topic, and if a persistent store is provided,
+// adds the message to the store to be reloaded if necessary.
+func (s *Server) retainMessage(cl *Client, pk packets.Packet) {
+	if s.Options.Capabilities.RetainAvailable == 0 || pk.Ignore {
+		return
+	}
+
+	out := pk.Copy(false)
+	r := s.Topics.RetainMessage(out)
+	s.hooks.OnRetainMessage(cl, pk, r)
+	atomic.StoreInt64(&s.Info.Retained, int64(s.Topics.Retained.Len()))
+}
+
+// publishToSubscribers publishes a publish packet to all subscribers with matching topic filters.
+func (s *Server) publishToSubscribers(pk packets.Packet) {
+	if pk.Ignore {
+		return
+	}
+
+	if pk.Created == 0 {
+		pk.Created = time.Now().Unix()
+	}
+
+	if pk.Expiry == 0 {
+		if expiry := minimum(s.Options.Capabilities.MaximumMessageExpiryInterval,
+			int64(pk.Properties.MessageExpiryInterval)); expiry > 0 {
+			pk.Expiry = pk.Created + expiry
+		}
+	}
+
+	subscribers := s.Topics.Subscribers(pk.TopicName)
+	if len(subscribers.Shared) > 0 {
+		subscribers = s.hooks.OnSelectSubscribers(subscribers, pk)
+		if len(subscribers.SharedSelected) == 0 {
+			subscribers.SelectShared()
+		}
+		subscribers.MergeSharedSelected()
+	}
+
+	for _, inlineSubscription := range subscribers.InlineSubscriptions {
+		inlineSubscription.Handler(s.inlineClient, inlineSubscription.Subscription, pk)
+	}
+
+	for id, subs := range subscribers.Subscriptions {
+		if cl, ok := s.Clients.Get(id); ok {
+			_, err := s.publishToClient(cl, subs, pk)
+			if err != nil {
+				s.Log.Debug("failed publishing packet", "error", err, "client", cl.ID, "packet", pk)
+			}
+		}
+	}
+}
+
+func (s *Server) publishToClient(cl *Client, sub packets.Subscription, pk packets.Packet) (packets.Packet, error) {
+	out := new(packets.Packet)
+	*out = pk.Copy(false)
+	send, err := s.PrepareDelivery(cl, sub, out)
+	if !send || err != nil {
+		return *out, err
+	}
+	ret := *out // the write loop changes *out once it is queued
+	return ret, s.enqueue(cl, out, nil)
+}
+
+// PublishToClient delivers pk to cl as routing does for a subscription
+// sub of cl that matches pk's topic: it is written by the client's write
+// loop. pk's properties are shared with the queued copy, not copied.
+//
+// dss: exported so that the state store can deliver a response to the
+// subscribers of its response topic without the topic trie scan.
+func (s *Server) PublishToClient(cl *Client, sub packets.Subscription, pk *packets.Packet) error {
+	out := new(packets.Packet)
+	*out = *pk
+	send, err := s.PrepareDelivery(cl, sub, out)
+	if !send || err != nil {
+		return err
+	}
+	return s.enqueue(cl, out, nil)
+}
+
+// WriteDelivery sends out, a delivery PrepareDelivery made ready, to cl,
+// with ack (if not nil) just before it, in one write: at once if cl's
+// write loop has nothing to do (see Client.WriteNow for wait), otherwise
+// through the write loop, after what it holds. It reports whether ack
+// was written or queued; when it was not, the caller must see to it.
+// Neither packet is kept: the queue gets copies.
+//
+// dss: the state store answers a request with its PUBACK and response
+// from the goroutine that has the result, without waking a write loop.
+func (s *Server) WriteDelivery(cl *Client, out, ack *packets.Packet, wait bool) (bool, error) {
+	var written bool
+	var err error
+	if ack != nil {
+		written, err = cl.WriteNow(wait, ack, out)
+	} else {
+		written, err = cl.WriteNow(wait, out)
+	}
+	switch {
+	case written:
+		return ack != nil, err // an error here is the connection's: nothing to retry
+	case err != nil:
+		return false, err
+	}
+	return s.enqueueCopies(cl, out, ack)
+}
+
+// enqueueCopies queues copies of out and ack for cl's write loop.
+//
+//go:noinline
+func (s *Server) enqueueCopies(cl *Client, out, ack *packets.Packet) (bool, error) {
+	queued := new(packets.Packet)
+	*queued = *out
+	var queuedAck *packets.Packet
+	if ack != nil {
+		queuedAck = new(packets.Packet)
+		*queuedAck = *ack
+	}
+	if err := s.enqueue(cl, queued, queuedAck); err != nil {
+		return false, err
+	}
+	return ack != nil, nil
+}
+
+// PrepareDelivery does for a delivery of out to cl through the subscription
+// sub what routing does before the write: the no-local rule, the ACL
+// check, the retain flag, subscription identifiers, the QoS, the topic
+// alias, the packet identifier and the inflight entry. It changes out in
+// place into the packet to write, and reports whether it is to be written
+// now (false for no-local, or when the client's send quota is exhausted:
+// the packet is then parked and sent later).
+//
+// dss: split out of publishToClient so that the state store can write a
+// response together with the PUBACK of its request, in one write.
+func (s *Server) PrepareDelivery(cl *Client, sub packets.Subscription, out *packets.Packet) (bool, error) {
+	if sub.NoLocal && out.Origin == cl.ID {
+		return false, nil // [MQTT-3.8.3-3]
+	}
+
+	if !s.hooks.OnACLCheck(cl, out.TopicName, false) {
+		return false, packets.ErrNotAuthorized
+	}
+	if !sub.FwdRetainedFlag && ((cl.Properties.ProtocolVersion == 5 && !sub.RetainAsPublished) || cl.Properties.ProtocolVersion < 5) { // ![MQTT-3.3.1-13] [v3 MQTT-3.3.1-9]
+		out.FixedHeader.Retain = false // [MQTT-3.3.1-12]
+	}
+
+	if len(sub.Identifiers) > 0 { // [MQTT-3.3.4-3]
+		// dss: a merged subscription lists the filters without an
+		// identifier as 0, which is never sent: only the others cost a
+		// slice.
+		var ids []int
+		for _, id := range sub.Identifiers {
+			if id > 0 {
+				ids = append(ids, id) // [MQTT-3.3.4-4] ![MQTT-3.3.4-5]
+			}
+		}
+		sort.Ints(ids)
+		out.Properties.SubscriptionIdentifier = ids
+	}
+
+	if out.FixedHeader.Qos > sub.Qos {
+		out.FixedHeader.Qos = sub.Qos
+	}
+
+	if out.FixedHeader.Qos > s.Options.Capabilities.MaximumQos {
+		out.FixedHeader.Qos = s.Options.Capabilities.MaximumQos // [MQTT-3.2.2-9]
+	}
+
+	if cl.Properties.Props.TopicAliasMaximum > 0 {
+		var aliasExists bool
+		topic := out.TopicName
+		out.Properties.TopicAlias, aliasExists = cl.State.TopicAliases.Outbound.Set(topic)
+		if out.Properties.TopicAlias > 0 {
+			out.Properties.TopicAliasFlag = true
+			if aliasExists {
+				out.TopicName = ""
+			}
+		}
+	}
+
+	if out.FixedHeader.Qos > 0 {
+		if cl.State.Inflight.Len() >= int(s.Options.Capabilities.MaximumInflight) {
+			// add hook?
+			return false, s.deliveryDropped(cl, out, nil)
+		}
+
+		i, err := cl.NextPacketID() // [MQTT-4.3.2-1] [MQTT-4.3.3-1]
+		if err != nil {
+			return false, s.deliveryDropped(cl, out, err)
+		}
+
+		out.PacketID = uint16(i) // [MQTT-2.2.1-4]
+		sentQuota := atomic.LoadInt32(&cl.State.Inflight.sendQuota)
+
+		if ok := cl.State.Inflight.SetCopy(out); ok { // [MQTT-4.3.2-3] [MQTT-4.3.3-3]
+			atomic.AddInt64(&s.Info.Inflight, 1)
+			if s.hooks.Provides(OnQosPublish) {
+				s.qosPublished(cl, out)
+			}
+			cl.State.Inflight.DecreaseSendQuota()
+		}
+
+		if sentQuota == 0 && atomic.LoadInt32(&cl.State.Inflight.maximumSendQuota) > 0 {
+			out.Expiry = -1
+			cl.State.Inflight.SetCopy(out)
+			return false, nil
+		}
+	}
+
+	if cl.Net.Conn == nil || cl.Closed() {
+		return false, packets.CodeDisconnect
+	}
+	return true, nil
+}
+
+// deliveryDropped counts and logs a QoS delivery dropped because the
+// client's inflight store is full, or for want of a packet id (err), and
+// returns the error for it.
+//
+// dss: a function of its own, so that its packet copy and log arguments
+// are not in the frame of every delivery.
+//
+//go:noinline
+func (s *Server) deliveryDropped(cl *Client, out *packets.Packet, err error) error {
+	if err != nil {
+		s.hooks.OnPacketIDExhausted(cl, *out)
+	}
+	atomic.AddInt64(&s.Info.InflightDropped, 1)
+	if err != nil {
+		s.Log.Warn("packet ids exhausted", "error", err, "client", cl.ID, "listener", cl.Net.Listener)
+	} else {
+		s.Log.Warn("client store quota reached", "client", cl.ID, "listener", cl.Net.Listener)
+	}
+	return packets.ErrQuotaExceeded
+}
+
+// qosPublished runs the OnQosPublish hooks for a delivery.
+//
+// dss: called only when a hook provides OnQosPublish, so that the packet
+// copy is not on the stack of every delivery.
+//
+//go:noinline
+func (s *Server) qosPublished(cl *Client, out *packets.Packet) {
+	s.hooks.OnQosPublish(cl, *out, out.Created, 0)
+}
+
+// enqueue hands a prepared delivery, and the acknowledgement to write
+// before it, if any, to the client's write loop.
+func (s *Server) enqueue(cl *Client, out, ack *packets.Packet) error {
+	if !cl.enqueue(pendingWrite{pk: out, ack: ack}) {
+		atomic.AddInt64(&s.Info.MessagesDropped, 1)
+		cl.ops.hooks.OnPublishDropped(cl, *out)
+		if out.FixedHeader.Qos > 0 {
+			cl.State.Inflight.Delete(out.PacketID) // packet was dropped due to irregular circumstances, so rollback inflight.
+			cl.State.Inflight.IncreaseSendQuota()
+		}
+		return packets.ErrPendingClientWritesExceeded
+	}
+	return nil
+}
+
+func (s *Server) publishRetainedToClient(cl *Client, sub packets.Subscription, existed bool) {
+	if IsSharedFilter(sub.Filter) {
+		return // 4.8.2 Non-normative - Shared Subscriptions - No Retained Messages are sent to the Session when it first subscribes.
+	}
+
+	if sub.RetainHandling == 1 && existed || sub.RetainHandling == 2 { // [MQTT-3.3.1-10] [MQTT-3.3.1-11]
+		return
+	}
+
+	sub.FwdRetainedFlag = true
+	for _, pkv := range s.Topics.Messages(sub.Filter) { // [MQTT-3.8.4-4]
+		_, err := s.publishToClient(cl, sub, pkv)
+		if err != nil {
+			s.Log.Debug("failed to publish retained message", "error", err, "client", cl.ID, "listener", cl.Net.Listener, "packet", pkv)
+			continue
+		}
+		s.hooks.OnRetainPublished(cl, pkv)
+	}
+}
+
+// buildAck builds a standardised ack message for Puback, Pubrec, Pubrel, Pubcomp packets.
+func (s *Server) buildAck(packetID uint16, pkt, qos byte, properties packets.Properties, reason packets.Code) packets.Packet {
+	if s.Options.Capabilities.Compatibilities.NoInheritedPropertiesOnAck {
+		properties = packets.Properties{}
+	}
+	if reason.Code >= packets.ErrUnspecifiedError.Code {
+		properties.ReasonString = reason.Reason
+	}
+
+	pk := packets.Packet{
+		FixedHeader: packets.FixedHeader{
+			Type: pkt,
+			Qos:  qos,
+		},
+		PacketID:   packetID,    // [MQTT-2.2.1-5]
+		ReasonCode: reason.Code, // [MQTT-3.4.2-1]
+		Properties: properties,
+		Created:    time.Now().Unix(),
+		Expiry:     time.Now().Unix() + s.Options.Capabilities.MaximumMessageExpiryInterval,
+	}
+
+	return pk
+}
+
+// processPuback processes a Puback packet, denoting completion of a QOS 1 packet sent from the server.
+func (s *Server) processPuback(cl *Client, pk packets.Packet) error {
+	return s.processPubackPtr(cl, &pk)
+}
+
+// processPubackPtr is processPuback by pointer. dss: see consumed.go.
+func (s *Server) processPubackPtr(cl *Client, pk *packets.Packet) error {
+	// An id not in flight is omitted, but would be
+	// packets.ErrPacketIdentifierNotFound. dss: Delete says so; asking
+	// Has first took the lock and looked the id up twice.
+	if ok := cl.State.Inflight.Delete(pk.PacketID); ok { // [MQTT-4.3.2-5]
+		cl.State.Inflight.IncreaseSendQuota()
+		atomic.AddInt64(&s.Info.Inflight, -1)
+		if s.hooks.Provides(OnQosComplete) {
+			s.qosComplete(cl, pk)
+		}
+	}
+
+	return nil
+}
+
+// qosComplete runs the OnQosComplete hooks.
+//
+//go:noinline
+func (s *Server) qosComplete(cl *Client, pk *packets.Packet) {
+	s.hooks.OnQosComplete(cl, *pk)
+}
+
+// processPubrec processes a Pubrec packet, denoting receipt of a QOS 2 packet sent from the server.
+func (s *Server) processPubrec(cl *Client, pk packets.Packet) error {
+	if !cl.State.Inflight.Has(pk.PacketID) { // [MQTT-4.3.3-7] [MQTT-4.3.3-13]
+		return cl.WritePacket(s.buildAck(pk.PacketID, packets.Pubrel, 1, pk.Properties, packets.ErrPacketIdentifierNotFound))
+	}
+
+	if pk.ReasonCode >= packets.ErrUnspecifiedError.Code || !pk.ReasonCodeValid() { // [MQTT-4.3.3-4]
+		if ok := cl.State.Inflight.Delete(pk.PacketID); ok {
+			atomic.AddInt64(&s.Info.Inflight, -1)
+		}
+		cl.ops.hooks.OnQosDropped(cl, pk)
+		return nil // as per MQTT5 Section 4.13.2 paragraph 2
+	}
+
+	ack := s.buildAck(pk.PacketID, packets.Pubrel, 1, pk.Properties, packets.CodeSuccess) // [MQTT-4.3.3-4] ![MQTT-4.3.3-6]
+	cl.State.Inflight.DecreaseReceiveQuota()                                              // -1 RECV QUOTA
+	cl.State.Inflight.Set(ack)                                                            // [MQTT-4.3.3-5]
+	return cl.WritePacket(ack)
+}
+
+// processPubrel processes a Pubrel packet, denoting completion of a QOS 2 packet sent from the client.
+func (s *Server) processPubrel(cl *Client, pk packets.Packet) error {
+	if !cl.State.Inflight.Has(pk.PacketID) { // [MQTT-4.3.3-7] [MQTT-4.3.3-13]
+		return cl.WritePacket(s.buildAck(pk.PacketID, packets.Pubcomp, 0, pk.Properties, packets.ErrPacketIdentifierNotFound))
+	}
+
+	if pk.ReasonCode >= packets.ErrUnspecifiedError.Code || !pk.ReasonCodeValid() { // [MQTT-4.3.3-9]
+		if ok := cl.State.Inflight.Delete(pk.PacketID); ok {
+			atomic.AddInt64(&s.Info.Inflight, -1)
+		}
+		cl.ops.hooks.OnQosDropped(cl, pk)
+		return nil
+	}
+
+	ack := s.buildAck(pk.PacketID, packets.Pubcomp, 0, pk.Properties, packets.CodeSuccess) // [MQTT-4.3.3-11]
+	cl.State.Inflight.Set(ack)
+
+	err := cl.WritePacket(ack)
+	if err != nil {
+		return err
+	}
+
+	cl.State.Inflight.IncreaseReceiveQuota()             // +1 RECV QUOTA
+	cl.State.Inflight.IncreaseSendQuota()                // +1 SENT QUOTA
+	if ok := cl.State.Inflight.Delete(pk.PacketID); ok { // [MQTT-4.3.3-12]
+		atomic.AddInt64(&s.Info.Inflight, -1)
+		s.hooks.OnQosComplete(cl, pk)
+	}
+
+	return nil
+}
+
+// processPubcomp processes a Pubcomp packet, denoting completion of a QOS 2 packet sent from the server.
+func (s *Server) processPubcomp(cl *Client, pk packets.Packet) error {
+	// regardless of whether the pubcomp is a success or failure, we end the qos flow, delete inflight, and restore the quotas.
+	cl.State.Inflight.IncreaseReceiveQuota() // +1 RECV QUOTA
+	cl.State.Inflight.IncreaseSendQuota()    // +1 SENT QUOTA
+	if ok := cl.State.Inflight.Delete(pk.PacketID); ok {
+		atomic.AddInt64(&s.Info.Inflight, -1)
+		s.hooks.OnQosComplete(cl, pk)
+	}
+
+	return nil
+}
+
+// processSubscribe processes a Subscribe packet.
+func (s *Server) processSubscribe(cl *Client, pk packets.Packet) error {
+	pk = s.hooks.OnSubscribe(cl, pk)
+	code := packets.CodeSuccess
+	if cl.State.Inflight.Has(pk.PacketID) {
+		code = packets.ErrPacketIdentifierInUse
+	}
+
+	filterExisted := make([]bool, len(pk.Filters))
+	reasonCodes := make([]byte, len(pk.Filters))
+	for i, sub := range pk.Filters {
+		if code != packets.CodeSuccess {
+			reasonCodes[i] = code.Code // NB 3.9.3 Non-normative 0x91
+			continue
+		} else if !IsValidFilter(sub.Filter, false) {
+			reasonCodes[i] = packets.ErrTopicFilterInvalid.Code
+		} else if sub.NoLocal && IsSharedFilter(sub.Filter) {
+			reasonCodes[i] = packets.ErrProtocolViolationInvalidSharedNoLocal.Code // [MQTT-3.8.3-4]
+		} else if !s.hooks.OnACLCheck(cl, sub.Filter, false) {
+			reasonCodes[i] = packets.ErrNotAuthorized.Code
+			if s.Options.Capabilities.Compatibilities.ObscureNotAuthorized {
+				reasonCodes[i] = packets.ErrUnspecifiedError.Code
+			}
+		} else {
+			isNew := s.Topics.Subscribe(cl.ID, sub) // [MQTT-3.8.4-3]
+			if isNew {
+				atomic.AddInt64(&s.Info.Subscriptions, 1)
+			}
+			cl.State.Subscriptions.Add(sub.Filter, sub) // [MQTT-3.2.2-10]
+
+			if sub.Qos > s.Options.Capabilities.MaximumQos {
+				sub.Qos = s.Options.Capabilities.MaximumQos // [MQTT-3.2.2-9]
+			}
+
+			filterExisted[i] = !isNew
+			reasonCodes[i] = sub.Qos // [MQTT-3.9.3-1] [MQTT-3.8.4-7]
+		}
+
+		if reasonCodes[i] > packets.CodeGrantedQos2.Code && cl.Properties.ProtocolVersion < 5 { // MQTT3
+			reasonCodes[i] = packets.ErrUnspecifiedError.Code
+		}
+	}
+
+	ack := packets.Packet{ // [MQTT-3.8.4-1] [MQTT-3.8.4-5]
+		FixedHeader: packets.FixedHeader{
+			Type: packets.Suback,
+		},
+		PacketID:    pk.PacketID, // [MQTT-2.2.1-6] [MQTT-3.8.4-2]
+		ReasonCodes: reasonCodes, // [MQTT-3.8.4-6]
+		Properties: packets.Properties{
+			User: pk.Properties.User,
+		},
+	}
+
+	if code.Code >= packets.ErrUnspecifiedError.Code {
+		ack.Properties.ReasonString = code.Reason
+	}
+
+	s.hooks.OnSubscribed(cl, pk, reasonCodes)
+	err := cl.WritePacket(ack)
+	if err != nil {
+		return err
+	}
+
+	for i, sub := range pk.Filters { // [MQTT-3.3.1-9]
+		if reasonCodes[i] >= packets.ErrUnspecifiedError.Code {
+			continue
+		}
+
+		s.publishRetainedToClient(cl, sub, filterExisted[i])
+	}
+
+	return nil
+}
+
+// processUnsubscribe processes an unsubscribe packet.
+func (s *Server) processUnsubscribe(cl *Client, pk packets.Packet) error {
+	code := packets.CodeSuccess
+	if cl.State.Inflight.Has(pk.PacketID) {
+		code = packets.ErrPacketIdentifierInUse
+	}
+
+	pk = s.hooks.OnUnsubscribe(cl, pk)
+	reasonCodes := make([]byte, len(pk.Filters))
+	for i, sub := range pk.Filters { // [MQTT-3.10.4-6] [MQTT-3.11.3-1]
+		if code != packets.CodeSuccess {
+			reasonCodes[i] = code.Code // NB 3.11.3 Non-normative 0x91
+			continue
+		}
+
+		if q := s.Topics.Unsubscribe(sub.Filter, cl.ID); q {
+			atomic.AddInt64(&s.Info.Subscriptions, -1)
+			reasonCodes[i] = packets.CodeSuccess.Code
+		} else {
+			reasonCodes[i] = packets.CodeNoSubscriptionExisted.Code
+		}
+
+		cl.State.Subscriptions.Delete(sub.Filter) // [MQTT-3.10.4-2] [MQTT-3.10.4-2] ~[MQTT-3.10.4-3]
+	}
+
+	ack := packets.Packet{ // [MQTT-3.10.4-4]
+		FixedHeader: packets.FixedHeader{
+			Type: packets.Unsuback,
+		},
+		PacketID:    pk.PacketID, // [MQTT-2.2.1-6]  [MQTT-3.10.4-5]
+		ReasonCodes: reasonCodes, // [MQTT-3.11.3-2]
+		Properties: packets.Properties{
+			User: pk.Properties.User,
+		},
+	}
+
+	if code.Code >= packets.ErrUnspecifiedError.Code {
+		ack.Properties.ReasonString = code.Reason
+	}
+
+	s.hooks.OnUnsubscribed(cl, pk)
+	return cl.WritePacket(ack)
+}
+
+// UnsubscribeClient unsubscribes a client from all of their subscriptions.
+func (s *Server) UnsubscribeClient(cl *Client) {
+	i := 0
+	filterMap := cl.State.Subscriptions.GetAll()
+	filters := make([]packets.Subscription, len(filterMap))
+	for k := range filterMap {
+		cl.State.Subscriptions.Delete(k)
+	}
+
+	if cl.IsTakenOver() {
+		return
+	}
+
+	for k, v := range filterMap {
+		if s.Topics.Unsubscribe(k, cl.ID) {
+			atomic.AddInt64(&s.Info.Subscriptions, -1)
+		}
+		filters[i] = v
+		i++
+	}
+	s.hooks.OnUnsubscribed(cl, packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Unsubscribe}, Filters: filters})
+}
+
+// processAuth processes an Auth packet.
+//
+// dss: not inlined into processPacket, whose frame it would grow.
+//
+//go:noinline
+func (s *Server) processAuth(cl *Client, pk packets.Packet) error {
+	_, err := s.hooks.OnAuthPacket(cl, pk)
+	if err != nil {
+		return err
+	}
+
+	return nil
+}
+
+// processDisconnect processes a Disconnect packet.
+func (s *Server) processDisconnect(cl *Client, pk packets.Packet) error {
+	if pk.Properties.SessionExpiryIntervalFlag {
+		if pk.Properties.SessionExpiryInterval > 0 && cl.Properties.Props.SessionExpiryInterval == 0 {
+			return packets.ErrProtocolViolationZeroNonZeroExpiry
+		}
+
+		cl.Properties.Props.SessionExpiryInterval = pk.Properties.SessionExpiryInterval
+		cl.Properties.Props.SessionExpiryIntervalFlag = true
+	}
+
+	if pk.ReasonCode == packets.CodeDisconnectWillMessage.Code { // [MQTT-3.1.2.5] Non-normative comment
+		return packets.CodeDisconnectWillMessage
+	}
+
+	s.loop.willDelayed.Delete(cl.ID) // [MQTT-3.1.3-9] [MQTT-3.1.2-8]
+	cl.Stop(packets.CodeDisconnect)  // [MQTT-3.14.4-2]
+
+	return nil
+}
+
+// DisconnectClient sends a Disconnect packet to a client and then closes the client connection.
+func (s *Server) DisconnectClient(cl *Client, code packets.Code) error {
+	out := packets.Packet{
+		FixedHeader: packets.FixedHeader{
+			Type: packets.Disconnect,
+		},
+		ReasonCode: code.Code,
+		Properties: packets.Properties{},
+	}
+
+	if code.Code >= packets.ErrUnspecifiedError.Code {
+		out.Properties.ReasonString = code.Reason //  // [MQTT-3.14.2-1]
+	}
+
+	// We already have a code we are using to disconnect the client, so we are not
+	// interested if the write packet fails due to a closed connection (as we are closing it).
+	err := cl.WritePacket(out)
+	if !s.Options.Capabilities.Compatibilities.PassiveClientDisconnect {
+		cl.Stop(code)
+		if code.Code >= packets.ErrUnspecifiedError.Code {
+			return code
+		}
+	}
+
+	return err
+}
+
+// publishSysTopics publishes the current values to the server $SYS topics.
+// Due to the int to string conversions this method is not as cheap as
+// some of the others so the publishing interval should be set appropriately.
+func (s *Server) publishSysTopics() {
+	pk := packets.Packet{
+		FixedHeader: packets.FixedHeader{
+			Type:   packets.Publish,
+			Retain: true,
+		},
+		Created: time.Now().Unix(),
+	}
+
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	atomic.StoreInt64(&s.Info.MemoryAlloc, int64(m.HeapInuse))
+	atomic.StoreInt64(&s.Info.Threads, int64(runtime.NumGoroutine()))
+	atomic.StoreInt64(&s.Info.Time, time.Now().Unix())
+	atomic.StoreInt64(&s.Info.Uptime, time.Now().Unix()-atomic.LoadInt64(&s.Info.Started))
+	atomic.StoreInt64(&s.Info.ClientsTotal, int64(s.Clients.Len()))
+	atomic.StoreInt64(&s.Info.ClientsDisconnected, atomic.LoadInt64(&s.Info.ClientsTotal)-atomic.LoadInt64(&s.Info.ClientsConnected))
+
+	info := s.Info.Clone()
+	topics := map[string]string{
+		SysPrefix + "/broker/version":              s.Info.Version,
+		SysPrefix + "/broker/time":                 Int64toa(info.Time),
+		SysPrefix + "/broker/uptime":               Int64toa(info.Uptime),
+		SysPrefix + "/broker/started":              Int64toa(info.Started),
+		SysPrefix + "/broker/load/bytes/received":  Int64toa(info.BytesReceived),
+		SysPrefix + "/broker/load/bytes/sent":      Int64toa(info.BytesSent),
+		SysPrefix + "/broker/clients/connected":    Int64toa(info.ClientsConnected),
+		SysPrefix + "/broker/clients/disconnected": Int64toa(info.ClientsDisconnected),
+		SysPrefix + "/broker/clients/maximum":      Int64toa(info.ClientsMaximum),
+		SysPrefix + "/broker/clients/total":        Int64toa(info.ClientsTotal),
+		SysPrefix + "/broker/packets/received":     Int64toa(info.PacketsReceived),
+		SysPrefix + "/broker/packets/sent":         Int64toa(info.PacketsSent),
+		SysPrefix + "/broker/messages/received":    Int64toa(info.MessagesReceived),
+		SysPrefix + "/broker/messages/sent":        Int64toa(info.MessagesSent),
+		SysPrefix + "/broker/messages/dropped":     Int64toa(info.MessagesDropped),
+		SysPrefix + "/broker/messages/inflight":    Int64toa(info.Inflight),
+		SysPrefix + "/broker/retained":             Int64toa(info.Retained),
+		SysPrefix + "/broker/subscriptions":        Int64toa(info.Subscriptions),
+		SysPrefix + "/broker/system/memory":        Int64toa(info.MemoryAlloc),
+		SysPrefix + "/broker/system/threads":       Int64toa(info.Threads),
+	}
+
+	for topic, payload := range topics {
+		pk.TopicName = topic
+		pk.Payload = []byte(payload)
+		s.Topics.RetainMessage(pk.Copy(false))
+		s.publishToSubscribers(pk)
+	}
+
+	s.hooks.OnSysInfoTick(info)
+}
+
+// Close attempts to gracefully shut down the server, all listeners, clients, and stores.
+func (s *Server) Close() error {
+	close(s.done)
+	s.Log.Info("gracefully stopping server")
+	s.Listeners.CloseAll(s.closeListenerClients)
+	s.hooks.OnStopped()
+	s.hooks.Stop()
+	for _, l := range s.readLoops {
+		l.close()
+	}
+
+	s.Log.Info("mochi mqtt server stopped")
+	return nil
+}
+
+// closeListenerClients closes all clients on the specified listener.
+func (s *Server) closeListenerClients(listener string) {
+	clients := s.Clients.GetByListener(listener)
+	for _, cl := range clients {
+		_ = s.DisconnectClient(cl, packets.ErrServerShuttingDown)
+	}
+}
+
+// sendLWT issues an LWT message to a topic when a client disconnects.
+func (s *Server) sendLWT(cl *Client) {
+	if atomic.LoadUint32(&cl.Properties.Will.Flag) == 0 {
+		return
+	}
+
+	modifiedLWT := s.hooks.OnWill(cl, cl.Properties.Will)
+
+	pk := packets.Packet{
+		FixedHeader: packets.FixedHeader{
+			Type:   packets.Publish,
+			Retain: modifiedLWT.Retain, // [MQTT-3.1.2-14] [MQTT-3.1.2-15]
+			Qos:    modifiedLWT.Qos,
+		},
+		TopicName: modifiedLWT.TopicName,
+		Payload:   modifiedLWT.Payload,
+		Properties: packets.Properties{
+			User: modifiedLWT.User,
+		},
+		Origin:  cl.ID,
+		Created: time.Now().Unix(),
+	}
+
+	if cl.Properties.Will.WillDelayInterval > 0 {
+		pk.Connect.WillProperties.WillDelayInterval = cl.Properties.Will.WillDelayInterval
+		pk.Expiry = time.Now().Unix() + int64(pk.Connect.WillProperties.WillDelayInterval)
+		s.loop.willDelayed.Add(cl.ID, pk)
+		return
+	}
+
+	if pk.FixedHeader.Retain {
+		s.retainMessage(cl, pk)
+	}
+
+	s.publishToSubscribers(pk)                      // [MQTT-3.1.2-8]
+	atomic.StoreUint32(&cl.Properties.Will.Flag, 0) // [MQTT-3.1.2-10]
+	s.hooks.OnWillSent(cl, pk)
+}
+
+// readStore reads in any data from the persistent datastore (if applicable).
+func (s *Server) readStore() error {
+	if s.hooks.Provides(StoredClients) {
+		clients, err := s.hooks.StoredClients()
+		if err != nil {
+			return fmt.Errorf("failed to load clients; %w", err)
+		}
+		s.loadClients(clients)
+		s.Log.Debug("loaded clients from store", "len", len(clients))
+	}
+
+	if s.hooks.Provides(StoredSubscriptions) {
+		subs, err := s.hooks.StoredSubscriptions()
+		if err != nil {
+			return fmt.Errorf("load subscriptions; %w", err)
+		}
+		s.loadSubscriptions(subs)
+		s.Log.Debug("loaded subscriptions from store", "len", len(subs))
+	}
+
+	if s.hooks.Provides(StoredInflightMessages) {
+		inflight, err := s.hooks.StoredInflightMessages()
+		if err != nil {
+			return fmt.Errorf("load inflight; %w", err)
+		}
+		s.loadInflight(inflight)
+		s.Log.Debug("loaded inflights from store", "len", len(inflight))
+	}
+
+	if s.hooks.Provides(StoredRetainedMessages) {
+		retained, err := s.hooks.StoredRetainedMessages()
+		if err != nil {
+			return fmt.Errorf("load retained; %w", err)
+		}
+		s.loadRetained(retained)
+		s.Log.Debug("loaded retained messages from store", "len", len(retained))
+	}
+
+	if s.hooks.Provides(StoredSysInfo) {
+		sysInfo, err := s.hooks.StoredSysInfo()
+		if err != nil {
+			return fmt.Errorf("load server info; %w", err)
+		}
+		s.loadServerInfo(sysInfo.Info)
+		s.Log.Debug("loaded $SYS info from store")
+	}
+
+	return nil
+}
+
+// loadServerInfo restores server info from the datastore.
+func (s *Server) loadServerInfo(v system.Info) {
+	if s.Options.Capabilities.Compatibilities.RestoreSysInfoOnRestart {
+		atomic.StoreInt64(&s.Info.BytesReceived, v.BytesReceived)
+		atomic.StoreInt64(&s.Info.BytesSent, v.BytesSent)
+		atomic.StoreInt64(&s.Info.ClientsMaximum, v.ClientsMaximum)
+		atomic.StoreInt64(&s.Info.ClientsTotal, v.ClientsTotal)
+		atomic.StoreInt64(&s.Info.ClientsDisconnected, v.ClientsDisconnected)
+		atomic.StoreInt64(&s.Info.MessagesReceived, v.MessagesReceived)
+		atomic.StoreInt64(&s.Info.MessagesSent, v.MessagesSent)
+		atomic.StoreInt64(&s.Info.MessagesDropped, v.MessagesDropped)
+		atomic.StoreInt64(&s.Info.PacketsReceived, v.PacketsReceived)
+		atomic.StoreInt64(&s.Info.PacketsSent, v.PacketsSent)
+		atomic.StoreInt64(&s.Info.InflightDropped, v.InflightDropped)
+	}
+	atomic.StoreInt64(&s.Info.Retained, v.Retained)
+	atomic.StoreInt64(&s.Info.Inflight, v.Inflight)
+	atomic.StoreInt64(&s.Info.Subscriptions, v.Subscriptions)
+}
+
+// loadSubscriptions restores subscriptions from the datastore.
+func (s *Server) loadSubscriptions(v []storage.Subscription) {
+	for _, sub := range v {
+		sb := packets.Subscription{
+			Filter:            sub.Filter,
+			RetainHandling:    sub.RetainHandling,
+			Qos:               sub.Qos,
+			RetainAsPublished: sub.RetainAsPublished,
+			NoLocal:           sub.NoLocal,
+			Identifier:        sub.Identifier,
+		}
+		if s.Topics.Subscribe(sub.Client, sb) {
+			if cl, ok := s.Clients.Get(sub.Client); ok {
+				cl.State.Subscriptions.Add(sub.Filter, sb)
+			}
+		}
+	}
+}
+
+// loadClients restores clients from the datastore.
+func (s *Server) loadClients(v []storage.Client) {
+	for _, c := range v {
+		cl := s.NewClient(nil, c.Listener, c.ID, false)
+		cl.Properties.Username = c.Username
+		cl.Properties.Clean = c.Clean
+		cl.Properties.ProtocolVersion = c.ProtocolVersion
+		cl.Properties.Props = packets.Properties{
+			SessionExpiryInterval:     c.Properties.SessionExpiryInterval,
+			SessionExpiryIntervalFlag: c.Properties.SessionExpiryIntervalFlag,
+			AuthenticationMethod:      c.Properties.AuthenticationMethod,
+			AuthenticationData:        c.Properties.AuthenticationData,
+			RequestProblemInfoFlag:    c.Properties.RequestProblemInfoFlag,
+			RequestProblemInfo:        c.Properties.RequestProblemInfo,
+			RequestResponseInfo:       c.Properties.RequestResponseInfo,
+			ReceiveMaximum:            c.Properties.ReceiveMaximum,
+			TopicAliasMaximum:         c.Properties.TopicAliasMaximum,
+			User:                      c.Properties.User,
+			MaximumPacketSize:         c.Properties.MaximumPacketSize,
+		}
+		cl.Properties.Will = Will(c.Will)
+
+		// cancel the context, update cl.State such as disconnected time and stopCause.
+		cl.Stop(packets.ErrServerShuttingDown)
+
+		expire := (cl.Properties.ProtocolVersion == 5 && cl.Properties.Props.SessionExpiryInterval == 0) || (cl.Properties.ProtocolVersion < 5 && cl.Properties.Clean)
+		s.hooks.OnDisconnect(cl, packets.ErrServerShuttingDown, expire)
+		if expire {
+			cl.ClearInflights()
+			s.UnsubscribeClient(cl)
+		} else {
+			s.Clients.Add(cl)
+		}
+	}
+}
+
+// loadInflight restores inflight messages from the datastore.
+func (s *Server) loadInflight(v []storage.Message) {
+	for _, msg := range v {
+		if client, ok := s.Clients.Get(msg.Client); ok {
+			client.State.Inflight.Set(msg.ToPacket())
+		}
+	}
+}
+
+// loadRetained restores retained messages from the datastore.
+func (s *Server) loadRetained(v []storage.Message) {
+	for _, msg := range v {
+		s.Topics.RetainMessage(msg.ToPacket())
+	}
+}
+
+// clearExpiredClients deletes all clients which have been disconnected for longer
+// than their given expiry intervals.
+func (s *Server) clearExpiredClients(dt int64) {
+	s.sweep(func(client *Client) {
+		disconnected := client.StopTime()
+		if disconnected == 0 {
+			return
+		}
+
+		expire := s.Options.Capabilities.MaximumSessionExpiryInterval
+		if client.Properties.ProtocolVersion == 5 && client.Properties.Props.SessionExpiryIntervalFlag {
+			expire = client.Properties.Props.SessionExpiryInterval
+		}
+
+		if disconnected+int64(expire) < dt {
+			s.hooks.OnClientExpired(client)
+			s.Clients.Delete(client.ID) // [MQTT-4.1.0-2]
+		}
+	})
+}
+
+// sweep calls fn with every client, from the slice kept for sweeps; only
+// the event loop sweeps.
+func (s *Server) sweep(fn func(*Client)) {
+	s.loop.swept = s.Clients.AppendAll(s.loop.swept[:0])
+	defer clear(s.loop.swept) // holds no client until the next sweep
+	for _, client := range s.loop.swept {
+		fn(client)
+	}
+}
+
+// clearExpiredRetainedMessage deletes retained messages from topics if they have expired.
+func (s *Server) clearExpiredRetainedMessages(now int64) {
+	for filter, pk := range s.Topics.Retained.GetAll() {
+		expired := pk.ProtocolVersion == 5 && pk.Expiry > 0 && pk.Expiry < now // [MQTT-3.3.2-5]
+
+		// If the maximum message expiry interval is set (greater than 0), and the message
+		// retention period exceeds the maximum expiry, the message will be forcibly removed.
+		enforced := s.Options.Capabilities.MaximumMessageExpiryInterval > 0 &&
+			now-pk.Created > s.Options.Capabilities.MaximumMessageExpiryInterval
+
+		if expired || enforced {
+			s.Topics.Retained.Delete(filter)
+			s.hooks.OnRetainedExpired(filter)
+		}
+	}
+}
+
+// clearExpiredInflights deletes any inflight messages which have expired.
+func (s *Server) clearExpiredInflights(now int64) {
+	s.sweep(func(client *Client) {
+		for _, id := range client.ClearExpiredInflights(now, s.Options.Capabilities.MaximumMessageExpiryInterval) {
+			s.hooks.OnQosDropped(client, packets.Packet{PacketID: id})
+		}
+	})
+}
+
+// sendDelayedLWT sends any LWT messages which have reached their issue time.
+func (s *Server) sendDelayedLWT(dt int64) {
+	for id, pk := range s.loop.willDelayed.GetAll() {
+		if dt > pk.Expiry {
+			s.publishToSubscribers(pk) // [MQTT-3.1.2-8]
+			if cl, ok := s.Clients.Get(id); ok {
+				if pk.FixedHeader.Retain {
+					s.retainMessage(cl, pk)
+				}
+				cl.Properties.Will = Will{} // [MQTT-3.1.2-10]
+				s.hooks.OnWillSent(cl, pk)
+			}
+			s.loop.willDelayed.Delete(id)
+		}
+	}
+}
+
+// Int64toa converts an int64 to a string.
+func Int64toa(v int64) string {
+	return strconv.FormatInt(v, 10)
+}
+
+// minimum differs from built-in min, it returns minimum of the non-zero value a and b.
+// If both a and b are zero value, it reutrns 0.
+func minimum(a, b int64) (m int64) {
+	if a != 0 {
+		m = a
+		if b != 0 && b < a {
+			m = b
+		}
+		return
+	}
+
+	if b != 0 {
+		m = b
+	}
+	return
+}
