@@ -11,7 +11,7 @@ import (
 	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/dssio/dss/hlc"
-	"github.com/dssio/dss/internal/proto"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // Client talks to a dss server, or to the first reachable one of a list.
@@ -72,7 +72,7 @@ func newClient(cfg Config) (*Client, error) {
 		// The vendor's Go client's response topic. The client id is hex
 		// encoded, so that any id makes a valid topic without wildcards.
 		respTopic:    "clients/" + hexOf(cfg.ClientID) + "/statestore/v1/FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8/command/invoke/response",
-		notifyPrefix: strings.TrimSuffix(proto.NotifyTopicFilter(cfg.ClientID), "+"),
+		notifyPrefix: strings.TrimSuffix(wire.NotifyTopicFilter(cfg.ClientID), "+"),
 		up:           make(chan struct{}),
 		calls:        make(map[string]chan *paho.Publish),
 		watches:      make(map[string]map[*Watch]struct{}),

@@ -9,7 +9,7 @@ import (
 
 	"github.com/eclipse/paho.golang/paho"
 
-	"github.com/dssio/dss/internal/proto"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // conn is one MQTT connection to one server, ready for requests: the
@@ -130,7 +130,7 @@ func (c *Client) connect(addr string) (*conn, error) {
 	// nothing for a topic nobody listens to.
 	sa, err := cn.pc.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{
 		{Topic: c.respTopic, QoS: 1},
-		{Topic: proto.NotifyTopicFilter(c.cfg.ClientID), QoS: 1},
+		{Topic: wire.NotifyTopicFilter(c.cfg.ClientID), QoS: 1},
 	}})
 	if err == nil {
 		for _, r := range sa.Reasons {

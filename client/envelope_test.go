@@ -12,8 +12,8 @@ import (
 
 	"github.com/dssio/dss/hlc"
 	"github.com/dssio/dss/internal/dsstest"
-	"github.com/dssio/dss/internal/proto"
 	"github.com/dssio/dss/internal/server"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // recorder keeps the requests a client sends.
@@ -72,14 +72,14 @@ func TestRequestEnvelope(t *testing.T) {
 
 	lock := mustSet(t, c, "lock", "me")
 	p := rec.last(t)
-	if p.QoS != 1 || p.Topic != proto.RequestTopic || p.Retain {
+	if p.QoS != 1 || p.Topic != wire.RequestTopic || p.Retain {
 		t.Fatalf("QoS %d topic %q retain %v", p.QoS, p.Topic, p.Retain)
 	}
 	wantResp := "clients/636C69656E742D696431/statestore/v1/FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8/command/invoke/response"
 	if p.Properties.ResponseTopic != wantResp {
 		t.Fatalf("response topic %q, want %q", p.Properties.ResponseTopic, wantResp)
 	}
-	if proto.ForbiddenResponseTopic(p.Properties.ResponseTopic) {
+	if wire.ForbiddenResponseTopic(p.Properties.ResponseTopic) {
 		t.Fatal("response topic is one the server forbids")
 	}
 	if p.Properties.ContentType != "application/octet-stream" {
@@ -285,7 +285,7 @@ func TestResponseRouting(t *testing.T) {
 }
 
 func TestEveryProtocolErrorHasASentinel(t *testing.T) {
-	for _, e := range proto.Errors {
+	for _, e := range wire.Errors {
 		s, ok := serverErrors[e.Text()]
 		if !ok {
 			t.Errorf("no sentinel for %q", e.Text())
@@ -295,8 +295,8 @@ func TestEveryProtocolErrorHasASentinel(t *testing.T) {
 			t.Errorf("%q does not map to its sentinel", e.Text())
 		}
 	}
-	if len(serverErrors) != len(proto.Errors) {
-		t.Errorf("%d sentinels for %d protocol errors", len(serverErrors), len(proto.Errors))
+	if len(serverErrors) != len(wire.Errors) {
+		t.Errorf("%d sentinels for %d protocol errors", len(serverErrors), len(wire.Errors))
 	}
 	// A new *ServerError with a known text matches the sentinel too.
 	if !errors.Is(&ServerError{Text: ErrSyntax.Text}, ErrSyntax) {

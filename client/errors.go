@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/dssio/dss/internal/proto"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // ServerError is an error the state store answered a request with: the
@@ -31,40 +31,40 @@ func (e *ServerError) Is(target error) bool {
 var (
 	// ErrTimestampSkew: the request's __ts is more than the allowed skew
 	// ahead of the server's clock. Synchronise the clocks.
-	ErrTimestampSkew = serverError(proto.ErrTimestampSkew)
+	ErrTimestampSkew = serverError(wire.ErrTimestampSkew)
 	// ErrFencingTokenRequired: the key is protected by a fencing token and
 	// the request carried none.
-	ErrFencingTokenRequired = serverError(proto.ErrFencingRequired)
+	ErrFencingTokenRequired = serverError(wire.ErrFencingRequired)
 	// ErrFencingTokenSkew: the fencing token is more than the allowed skew
 	// ahead of the server's clock.
-	ErrFencingTokenSkew = serverError(proto.ErrFencingSkew)
+	ErrFencingTokenSkew = serverError(wire.ErrFencingSkew)
 	// ErrFencingTokenLowerVersion: the fencing token is older than the one
 	// protecting the key; the caller's lock is stale.
-	ErrFencingTokenLowerVersion = serverError(proto.ErrFencingLower)
+	ErrFencingTokenLowerVersion = serverError(wire.ErrFencingLower)
 	// ErrQuotaExceeded: the server's limit on keys or bytes would be
 	// exceeded.
-	ErrQuotaExceeded = serverError(proto.ErrQuotaExceeded)
+	ErrQuotaExceeded = serverError(wire.ErrQuotaExceeded)
 	// ErrSyntax: the request was not well formed.
-	ErrSyntax = serverError(proto.ErrSyntax)
+	ErrSyntax = serverError(wire.ErrSyntax)
 	// ErrNotAuthorized: the client may not read or write the key.
-	ErrNotAuthorized = serverError(proto.ErrNotAuthorized)
+	ErrNotAuthorized = serverError(wire.ErrNotAuthorized)
 	// ErrUnknownCommand: the server does not know the verb.
-	ErrUnknownCommand = serverError(proto.ErrUnknownCommand)
+	ErrUnknownCommand = serverError(wire.ErrUnknownCommand)
 	// ErrWrongNumberOfArguments: the verb got the wrong number of
 	// arguments.
-	ErrWrongNumberOfArguments = serverError(proto.ErrWrongArgs)
+	ErrWrongNumberOfArguments = serverError(wire.ErrWrongArgs)
 	// ErrMissingTimestamp: a SET without __ts.
-	ErrMissingTimestamp = serverError(proto.ErrMissingTimestamp)
+	ErrMissingTimestamp = serverError(wire.ErrMissingTimestamp)
 	// ErrMalformedTimestamp: __ts or __ft did not parse as a version.
-	ErrMalformedTimestamp = serverError(proto.ErrMalformedTimestamp)
+	ErrMalformedTimestamp = serverError(wire.ErrMalformedTimestamp)
 	// ErrKeyLengthZero: the key is empty.
-	ErrKeyLengthZero = serverError(proto.ErrEmptyKey)
+	ErrKeyLengthZero = serverError(wire.ErrEmptyKey)
 	// ErrUnavailable is dss's own addition: the server could not carry out
 	// the request (it is shutting down, or can no longer write to stable
 	// storage), so the request does not take effect. The client retries
 	// such requests until the context ends, failing over to the next
 	// server when it has several.
-	ErrUnavailable = serverError(proto.ErrUnavailable)
+	ErrUnavailable = serverError(wire.ErrUnavailable)
 )
 
 // serverErrors maps each known text to its sentinel.
@@ -82,7 +82,7 @@ var serverErrors = func() map[string]*ServerError {
 	return m
 }()
 
-func serverError(e *proto.Error) *ServerError { return &ServerError{Text: e.Text()} }
+func serverError(e *wire.Error) *ServerError { return &ServerError{Text: e.Text()} }
 
 // serverErrorFor returns the sentinel for text, or a new *ServerError for a
 // text the client does not know.

@@ -8,8 +8,8 @@ import (
 	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/dssio/dss/hlc"
-	"github.com/dssio/dss/internal/proto"
 	"github.com/dssio/dss/internal/resp"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // notified hands a notification to the watches of its key. It runs on
@@ -54,7 +54,7 @@ func parseNotification(p *paho.Publish) (Event, error) {
 	}
 	if p.Properties != nil {
 		for _, u := range p.Properties.User {
-			if u.Key == proto.PropTimestamp {
+			if u.Key == wire.PropTimestamp {
 				if e.Version, err = hlc.Parse(u.Value); err != nil {
 					return e, fmt.Errorf("%w: version %q", ErrBadResponse, u.Value)
 				}

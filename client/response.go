@@ -8,8 +8,8 @@ import (
 	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/dssio/dss/hlc"
-	"github.com/dssio/dss/internal/proto"
 	"github.com/dssio/dss/internal/resp"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // response is a checked response: RPC status 200, a well-formed payload
@@ -49,23 +49,23 @@ func decodeResponse(p *paho.Publish) (response, error) {
 	if p.Properties != nil {
 		for _, u := range p.Properties.User {
 			switch u.Key {
-			case proto.PropStatus:
+			case wire.PropStatus:
 				status, hasStatus = u.Value, true
-			case proto.PropStatusMessage:
+			case wire.PropStatusMessage:
 				message = u.Value
-			case proto.PropProtocolVersion:
+			case wire.PropProtocolVersion:
 				version = u.Value
-			case proto.PropTimestamp:
+			case wire.PropTimestamp:
 				ts, hasTs = u.Value, true
 			}
 		}
 	}
 	switch {
 	case !hasStatus:
-		return res, fmt.Errorf("%w: no %s", ErrBadResponse, proto.PropStatus)
-	case status != proto.StatusOK:
+		return res, fmt.Errorf("%w: no %s", ErrBadResponse, wire.PropStatus)
+	case status != wire.StatusOK:
 		return res, &StatusError{Status: status, Message: message}
-	case !proto.SupportedVersion(version):
+	case !wire.SupportedVersion(version):
 		return res, fmt.Errorf("%w: protocol version %q", ErrBadResponse, version)
 	}
 	if hasTs {

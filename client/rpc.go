@@ -12,7 +12,7 @@ import (
 	"github.com/eclipse/paho.golang/paho/session"
 
 	"github.com/dssio/dss/hlc"
-	"github.com/dssio/dss/internal/proto"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // request is one state store request on its way out.
@@ -158,15 +158,15 @@ func (c *Client) interrupted(ctx context.Context, cn *conn, err error) error {
 // section 2.
 func (c *Client) envelope(ctx context.Context, r *request, corr []byte) *paho.Publish {
 	user := []paho.UserProperty{
-		{Key: proto.PropSourceID, Value: c.cfg.ClientID},
-		{Key: proto.PropTimestamp, Value: c.clock.Now().String()},
-		{Key: proto.PropProtocolVersion, Value: proto.ProtocolVersion},
+		{Key: wire.PropSourceID, Value: c.cfg.ClientID},
+		{Key: wire.PropTimestamp, Value: c.clock.Now().String()},
+		{Key: wire.PropProtocolVersion, Value: wire.ProtocolVersion},
 	}
 	if !r.fence.IsZero() {
-		user = append(user, paho.UserProperty{Key: proto.PropFencingToken, Value: r.fence.String()})
+		user = append(user, paho.UserProperty{Key: wire.PropFencingToken, Value: r.fence.String()})
 	}
 	props := &paho.PublishProperties{
-		ContentType:     proto.ContentType,
+		ContentType:     wire.ContentType,
 		ResponseTopic:   c.respTopic,
 		CorrelationData: corr,
 		User:            user,
@@ -179,7 +179,7 @@ func (c *Client) envelope(ctx context.Context, r *request, corr []byte) *paho.Pu
 			props.MessageExpiry = &exp
 		}
 	}
-	return &paho.Publish{QoS: 1, Topic: proto.RequestTopic, Payload: r.payload, Properties: props}
+	return &paho.Publish{QoS: 1, Topic: wire.RequestTopic, Payload: r.payload, Properties: props}
 }
 
 // newCorrelation returns random correlation data in the form of a version

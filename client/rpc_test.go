@@ -12,8 +12,8 @@ import (
 	"github.com/eclipse/paho.golang/packets"
 
 	"github.com/dssio/dss/internal/dsstest"
-	"github.com/dssio/dss/internal/proto"
 	"github.com/dssio/dss/internal/server"
+	"github.com/dssio/dss/internal/wire"
 )
 
 func TestRetryable(t *testing.T) {
@@ -112,7 +112,7 @@ func (p *cutProxy) accept() {
 				if err != nil {
 					return
 				}
-				if pub, ok := pk.Content.(*packets.Publish); ok && pub.Topic == proto.RequestTopic && bytes.Contains(pub.Payload, p.marker) && p.cutOnce() {
+				if pub, ok := pk.Content.(*packets.Publish); ok && pub.Topic == wire.RequestTopic && bytes.Contains(pub.Payload, p.marker) && p.cutOnce() {
 					// The client's side goes first, so that the
 					// response cannot make it back.
 					_ = in.Close()

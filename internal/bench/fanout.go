@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/dssio/dss/internal/procstat"
-	"github.com/dssio/dss/internal/proto"
 	"github.com/dssio/dss/internal/resp"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // NotifyReport is the result of a keynotify run. Latencies are in
@@ -80,7 +80,7 @@ func runKeyNotify(ctx context.Context, cfg *Config, progress io.Writer) (*Report
 	key := keys.key(0)
 	fmt.Fprintf(progress, "connecting %d watchers to %s\n", cfg.Watchers, cfg.Server)
 	watchers, err := dialAll(ctx, cfg, cfg.ClientID+"-w", cfg.Watchers, 1, func(id string) []string {
-		return []string{proto.NotifyTopicFilter(id)}
+		return []string{wire.NotifyTopicFilter(id)}
 	})
 	if err != nil {
 		return nil, err
@@ -105,7 +105,7 @@ func runKeyNotify(ctx context.Context, cfg *Config, progress io.Writer) (*Report
 	ws := make([]*fanWatcher, len(watchers))
 	var wg sync.WaitGroup
 	for i, c := range watchers {
-		ws[i] = &fanWatcher{f: f, c: c, topic: proto.NotifyTopic(c.id, key), rec: f.each.recorder(i)}
+		ws[i] = &fanWatcher{f: f, c: c, topic: wire.NotifyTopic(c.id, key), rec: f.each.recorder(i)}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -5,8 +5,8 @@ import (
 	"strconv"
 
 	"github.com/dssio/dss/hlc"
-	"github.com/dssio/dss/internal/proto"
 	"github.com/dssio/dss/internal/resp"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // clientNode is the node id of the __ts the generator sends.
@@ -97,16 +97,16 @@ func newTemplate(v verb, ks keySpace, args requestArgs, responseTopic string) *t
 	corrOff := len(props)
 	props = append(props, make([]byte, 8)...)
 	props = append(props, propUser)
-	props = appendBinary(props, proto.PropTimestamp)
+	props = appendBinary(props, wire.PropTimestamp)
 	props = binaryHeader(props, tsLen)
 	tsOff := len(props)
 	props = appendTimestamp(props, 0)
 	props = append(props, propUser)
-	props = appendBinary(props, proto.PropProtocolVersion)
-	props = appendBinary(props, proto.ProtocolVersion)
+	props = appendBinary(props, wire.PropProtocolVersion)
+	props = appendBinary(props, wire.ProtocolVersion)
 
 	var vh []byte
-	vh = appendBinary(vh, proto.RequestTopic)
+	vh = appendBinary(vh, wire.RequestTopic)
 	pidOff := len(vh)
 	vh = append(vh, 0, 1)
 	vh = appendVBI(vh, len(props))

@@ -3,7 +3,7 @@ package bench
 import (
 	"fmt"
 
-	"github.com/dssio/dss/internal/proto"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // verb is the command of a generated request.
@@ -65,7 +65,7 @@ func (k errKind) String() string { return errKindNames[k] }
 // validate checks the response p to a request of verb v. valueSize is the
 // size of every value the run stores, which a GET must return.
 func validate(v verb, valueSize int, p *publish) (outcome, errKind) {
-	if !p.hasStat || string(p.stat) != proto.StatusOK {
+	if !p.hasStat || string(p.stat) != wire.StatusOK {
 		return 0, errStatus
 	}
 	if p.hasTS && !wellFormedTimestamp(p.ts) {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/eclipse/paho.golang/packets"
 
-	"github.com/dssio/dss/internal/proto"
 	"github.com/dssio/dss/internal/resp"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // TestTemplateDecodesWithPaho checks the hand-made request encoding against
@@ -38,7 +38,7 @@ func TestTemplateDecodesWithPaho(t *testing.T) {
 			t.Fatalf("%s: paho cannot read the request: %v", tt.verb, err)
 		}
 		p := cp.Content.(*packets.Publish)
-		if p.Topic != proto.RequestTopic || p.QoS != 1 || p.PacketID != 513 {
+		if p.Topic != wire.RequestTopic || p.QoS != 1 || p.PacketID != 513 {
 			t.Errorf("%s: topic %q qos %d id %d", tt.verb, p.Topic, p.QoS, p.PacketID)
 		}
 		if p.Properties.ResponseTopic != "resp/topic" {
@@ -57,7 +57,7 @@ func TestTemplateDecodesWithPaho(t *testing.T) {
 		if want := resp.AppendArray(nil, tt.want...); !bytes.Equal(p.Payload, want) {
 			t.Errorf("%s: payload %q, want %q", tt.verb, p.Payload, want)
 		}
-		if req, _, perr := proto.ParseRequest(p.Payload, nil); perr != nil || string(req.Key) != "k:042" {
+		if req, _, perr := wire.ParseRequest(p.Payload, nil); perr != nil || string(req.Key) != "k:042" {
 			t.Errorf("%s: the server's parser says %v, key %q", tt.verb, perr, req.Key)
 		}
 		if tpl.valOff >= 0 && !bytes.HasPrefix(b[tpl.valOff:], tt.args.value) {
@@ -80,7 +80,7 @@ func TestParsePublishReadsPahoEncoding(t *testing.T) {
 			Properties: &packets.Properties{
 				PayloadFormat:          &format,
 				MessageExpiry:          &expiry,
-				ContentType:            proto.ContentType,
+				ContentType:            wire.ContentType,
 				CorrelationData:        []byte{1, 2, 3, 4, 5, 6, 7, 8},
 				SubscriptionIdentifier: &subID,
 				User: []packets.User{

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/dssio/dss/internal/engine"
-	"github.com/dssio/dss/internal/proto"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // Store carries out state store requests; *engine.Node is one.
@@ -97,7 +97,7 @@ func New(cfg Config) (*Broker, error) {
 		// The hook answers every request and copies what it keeps: a
 		// request is read into memory of its connection, reused by the
 		// next packet.
-		ConsumedTopic: proto.RequestTopic,
+		ConsumedTopic: wire.RequestTopic,
 		ReadLoops:     readLoops(cfg.ReadLoops),
 	})
 	b := &Broker{

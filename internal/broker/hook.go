@@ -6,7 +6,7 @@ import (
 	mqtt "github.com/dssio/dss/internal/mqtt"
 	"github.com/dssio/dss/internal/mqtt/packets"
 
-	"github.com/dssio/dss/internal/proto"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // hook is the broker hook that binds the state store to the broker.
@@ -49,7 +49,7 @@ func (h *hook) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool { 
 // client may publish under the reserved prefix, so no client can forge a
 // notification.
 func (h *hook) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool {
-	if write && !cl.Net.Inline && strings.HasPrefix(topic, proto.ReservedPrefix) {
+	if write && !cl.Net.Inline && strings.HasPrefix(topic, wire.ReservedPrefix) {
 		h.b.metrics.Refused.WithLabelValues("reserved topic").Inc()
 		return false
 	}
@@ -65,7 +65,7 @@ func (h *hook) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, er
 // requests over this way (mqtt.PublishConsumer), without copies of the
 // packet on the reader's stack.
 func (h *hook) ConsumePublish(cl *mqtt.Client, pk *packets.Packet) error {
-	if cl.Net.Inline || pk.TopicName != proto.RequestTopic {
+	if cl.Net.Inline || pk.TopicName != wire.RequestTopic {
 		return nil
 	}
 	h.b.handleRequest(cl, pk)

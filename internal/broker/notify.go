@@ -7,9 +7,9 @@ import (
 	"github.com/dssio/dss/internal/mqtt/packets"
 
 	"github.com/dssio/dss/internal/engine"
-	"github.com/dssio/dss/internal/proto"
 	"github.com/dssio/dss/internal/resp"
 	"github.com/dssio/dss/internal/store"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // registry holds the KEYNOTIFY registrations of this node's connections.
@@ -129,11 +129,11 @@ func (r *registry) deliver(c *store.Change, ids []string) {
 	for _, id := range ids {
 		r.publish(&packets.Packet{
 			FixedHeader: packets.FixedHeader{Qos: 1},
-			TopicName:   proto.NotifyTopic(id, key),
+			TopicName:   wire.NotifyTopic(id, key),
 			Payload:     payload,
 			Properties: packets.Properties{
-				ContentType: proto.ContentType,
-				User:        []packets.UserProperty{{Key: proto.PropTimestamp, Val: version}},
+				ContentType: wire.ContentType,
+				User:        []packets.UserProperty{{Key: wire.PropTimestamp, Val: version}},
 			},
 		})
 		r.metrics.Notifications.Inc()

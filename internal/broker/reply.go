@@ -8,7 +8,7 @@ import (
 	"github.com/dssio/dss/internal/mqtt/packets"
 
 	"github.com/dssio/dss/hlc"
-	"github.com/dssio/dss/internal/proto"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // reply is the memory of one response: the request's response topic and
@@ -78,7 +78,7 @@ func (c *call) versioned(version hlc.Timestamp) []packets.UserProperty {
 	c.reply.user = [3]packets.UserProperty{
 		okNoVersion[0],
 		okNoVersion[1],
-		{Key: proto.PropTimestamp, Val: unsafe.String(unsafe.SliceData(text), len(text))},
+		{Key: wire.PropTimestamp, Val: unsafe.String(unsafe.SliceData(text), len(text))},
 	}
 	return c.reply.user[:]
 }

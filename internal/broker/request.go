@@ -9,7 +9,7 @@ import (
 
 	"github.com/dssio/dss/hlc"
 	"github.com/dssio/dss/internal/engine"
-	"github.com/dssio/dss/internal/proto"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // call is one request from receipt to response. Calls are recycled once
@@ -61,7 +61,7 @@ var (
 	codeWildcardResponse     = packets.Code{Code: 0x83, Reason: "state store request with a wildcard in its Response Topic"}
 	codeNeedsQoS1            = packets.Code{Code: 0x83, Reason: "state store requests must be sent with QoS 1"}
 	codeDraining             = packets.Code{Code: 0x80, Reason: "the state store is shutting down"}
-	codeForbiddenResponse    = packets.Code{Code: 0x83, Reason: "the Response Topic of a state store request may not be the request topic or under " + proto.ReservedPrefix}
+	codeForbiddenResponse    = packets.Code{Code: 0x83, Reason: "the Response Topic of a state store request may not be the request topic or under " + wire.ReservedPrefix}
 )
 
 // handleRequest runs on the client's read goroutine, so a client's
@@ -85,7 +85,7 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 		b.refuse(cl, "no correlation data", codeMissingCorrelation)
 		b.ack(cl, pk, packets.Puback, codeMissingCorrelation)
 		return
-	case proto.ForbiddenResponseTopic(props.ResponseTopic):
+	case wire.ForbiddenResponseTopic(props.ResponseTopic):
 		b.refuse(cl, "forbidden response topic", codeForbiddenResponse)
 		b.metrics.Disconnects.Inc()
 		_ = b.srv.DisconnectClient(cl, codeForbiddenResponse)
@@ -114,28 +114,28 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 	c.op.Volatile = true
 	for _, u := range props.User {
 		switch u.Key {
-		case proto.PropTimestamp:
+		case wire.PropTimestamp:
 			ts, hasTs = u.Val, true
-		case proto.PropFencingToken:
+		case wire.PropFencingToken:
 			ft, hasFt = u.Val, true
-		case proto.PropProtocolVersion:
+		case wire.PropProtocolVersion:
 			version = u.Val
-		case proto.PropPersistence:
+		case wire.PropPersistence:
 			c.op.Volatile = !strings.EqualFold(u.Val, "true")
 		}
 	}
-	if !proto.SupportedVersion(version) {
+	if !wire.SupportedVersion(version) {
 		b.respondUnsupportedVersion(c, strings.Clone(version))
 		return
 	}
 	// The request refers to the payload, not to the argument list: the
 	// list can live on this goroutine's stack.
 	var args [6][]byte // room for the arguments of any valid request
-	req, _, perr := proto.ParseRequest(pk.Payload, args[:0])
+	req, _, perr := wire.ParseRequest(pk.Payload, args[:0])
 	switch {
 	case perr != nil:
-	case req.Verb == proto.VerbSet && !hasTs:
-		perr = proto.ErrMissingTimestamp
+	case req.Verb == wire.VerbSet && !hasTs:
+		perr = wire.ErrMissingTimestamp
 	default:
 		perr = c.readTimestamps(ts, hasTs, ft, hasFt)
 	}
@@ -152,17 +152,17 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 	b.store.Submit(&c.op)
 }
 
-func (c *call) readTimestamps(ts string, hasTs bool, ft string, hasFt bool) *proto.Error {
+func (c *call) readTimestamps(ts string, hasTs bool, ft string, hasFt bool) *wire.Error {
 	var err error
 	if hasTs {
 		if c.op.Timestamp, err = hlc.Parse(ts); err != nil {
-			return proto.ErrMalformedTimestamp
+			return wire.ErrMalformedTimestamp
 		}
 		c.op.HasTimestamp = true
 	}
 	if hasFt {
 		if c.op.Fence, err = hlc.Parse(ft); err != nil {
-			return proto.ErrMalformedTimestamp
+			return wire.ErrMalformedTimestamp
 		}
 		c.op.HasFence = true
 	}

@@ -6,9 +6,9 @@ import (
 	"github.com/dssio/dss/internal/mqtt/packets"
 
 	"github.com/dssio/dss/internal/engine"
-	"github.com/dssio/dss/internal/proto"
 	"github.com/dssio/dss/internal/resp"
 	"github.com/dssio/dss/internal/store"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // complete sends the response of a finished request. It is the Done of
@@ -21,19 +21,19 @@ func (b *Broker) complete(op *engine.Op) {
 	case r.Err != nil:
 		b.metrics.Errors.WithLabelValues(r.Err.Text()).Inc()
 		payload = resp.AppendError(make([]byte, 0, 6+len(r.Err.Text())), "ERR "+r.Err.Text())
-	case op.Request.Verb == proto.VerbGet:
+	case op.Request.Verb == wire.VerbGet:
 		if r.Found {
 			payload = resp.AppendBulk(make([]byte, 0, len(r.Value)+16), r.Value)
 		} else {
 			payload = replyNull
 		}
-	case op.Request.Verb == proto.VerbKeyNotify:
+	case op.Request.Verb == wire.VerbKeyNotify:
 		if op.Request.Stop && !r.Watched {
 			payload = replyZero
 		} else {
 			payload = replyOK
 		}
-	case op.Request.Verb == proto.VerbSet && r.Outcome == store.Applied:
+	case op.Request.Verb == wire.VerbSet && r.Outcome == store.Applied:
 		payload = replyOK
 	case r.Outcome == store.Applied:
 		payload = replyOne
@@ -64,8 +64,8 @@ var (
 // okNoVersion is the envelope of a response without a version, shared
 // like the payloads above.
 var okNoVersion = []packets.UserProperty{
-	{Key: proto.PropStatus, Val: proto.StatusOK},
-	{Key: proto.PropProtocolVersion, Val: proto.ProtocolVersion},
+	{Key: wire.PropStatus, Val: wire.StatusOK},
+	{Key: wire.PropProtocolVersion, Val: wire.ProtocolVersion},
 }
 
 // respondUnsupportedVersion answers a request of an RPC protocol major
@@ -73,11 +73,11 @@ var okNoVersion = []packets.UserProperty{
 func (b *Broker) respondUnsupportedVersion(c *call, version string) {
 	b.metrics.Refused.WithLabelValues("protocol version").Inc()
 	b.respond(c, nil, []packets.UserProperty{
-		{Key: proto.PropStatus, Val: proto.StatusVersionNotSupported},
-		{Key: proto.PropStatusMessage, Val: "RPC protocol version " + version + " is not supported"},
-		{Key: proto.PropProtocolVersion, Val: proto.ProtocolVersion},
-		{Key: proto.PropSupportedMajor, Val: proto.SupportedMajor},
-		{Key: proto.PropRequestProtocol, Val: version},
+		{Key: wire.PropStatus, Val: wire.StatusVersionNotSupported},
+		{Key: wire.PropStatusMessage, Val: "RPC protocol version " + version + " is not supported"},
+		{Key: wire.PropProtocolVersion, Val: wire.ProtocolVersion},
+		{Key: wire.PropSupportedMajor, Val: wire.SupportedMajor},
+		{Key: wire.PropRequestProtocol, Val: version},
 	}, true)
 	c.release()
 }
@@ -97,7 +97,7 @@ func (b *Broker) respond(c *call, payload []byte, user []packets.UserProperty, n
 	pk.TopicName = c.responseTopic
 	pk.Payload = payload
 	pk.Properties.CorrelationData = c.correlation
-	pk.Properties.ContentType = proto.ContentType
+	pk.Properties.ContentType = wire.ContentType
 	pk.Properties.User = user
 	ack := &c.ack
 	ack.FixedHeader.Type = packets.Puback

@@ -10,7 +10,7 @@ import (
 
 	"github.com/eclipse/paho.golang/paho"
 
-	"github.com/dssio/dss/internal/proto"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // Client is a raw MQTT 5 client (paho) connected to a server under test.
@@ -127,7 +127,7 @@ func (c *Client) Request(payload []byte, user ...paho.UserProperty) *paho.Publis
 // Set sends SET with a fresh __ts and any further user properties.
 func (c *Client) Set(args []string, user ...paho.UserProperty) *paho.Publish {
 	c.t.Helper()
-	user = append([]paho.UserProperty{{Key: proto.PropTimestamp, Value: Now()}}, user...)
+	user = append([]paho.UserProperty{{Key: wire.PropTimestamp, Value: Now()}}, user...)
 	return c.Request(Cmd(append([]string{"SET"}, args...)...), user...)
 }
 
@@ -143,7 +143,7 @@ func (c *Client) Send(payload []byte, user ...paho.UserProperty) chan *paho.Publ
 	c.mu.Unlock()
 	res, err := c.Publish(&paho.Publish{
 		QoS:     1,
-		Topic:   proto.RequestTopic,
+		Topic:   wire.RequestTopic,
 		Payload: payload,
 		Properties: &paho.PublishProperties{
 			ResponseTopic:   c.ResponseTopic,

@@ -13,8 +13,8 @@ import (
 	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/dssio/dss/hlc"
-	"github.com/dssio/dss/internal/proto"
 	"github.com/dssio/dss/internal/resp"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // client is a raw MQTT 5 state store client that, unlike dsstest's, turns
@@ -103,7 +103,7 @@ func (c *client) do(ctx context.Context, args []string, user ...paho.UserPropert
 		c.mu.Unlock()
 	}()
 	res, err := c.paho.Publish(ctx, &paho.Publish{
-		QoS: 1, Topic: proto.RequestTopic, Payload: resp.AppendArray(nil, b...),
+		QoS: 1, Topic: wire.RequestTopic, Payload: resp.AppendArray(nil, b...),
 		Properties: &paho.PublishProperties{ResponseTopic: c.topic, CorrelationData: corr, User: user},
 	})
 	if res != nil && res.ReasonCode >= 0x80 {
@@ -136,7 +136,7 @@ func (c *client) do(ctx context.Context, args []string, user ...paho.UserPropert
 func parseReply(p *paho.Publish) reply {
 	r := reply{payload: string(p.Payload)}
 	for _, u := range p.Properties.User {
-		if u.Key == proto.PropTimestamp {
+		if u.Key == wire.PropTimestamp {
 			r.version = u.Value
 		}
 	}
@@ -144,9 +144,9 @@ func parseReply(p *paho.Publish) reply {
 }
 
 func now() paho.UserProperty {
-	return paho.UserProperty{Key: proto.PropTimestamp, Value: hlc.Timestamp{Wall: time.Now().UnixMilli(), Node: "e2e"}.String()}
+	return paho.UserProperty{Key: wire.PropTimestamp, Value: hlc.Timestamp{Wall: time.Now().UnixMilli(), Node: "e2e"}.String()}
 }
 
 func fence(v hlc.Timestamp) paho.UserProperty {
-	return paho.UserProperty{Key: proto.PropFencingToken, Value: v.String()}
+	return paho.UserProperty{Key: wire.PropFencingToken, Value: v.String()}
 }

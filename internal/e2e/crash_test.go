@@ -17,7 +17,7 @@ import (
 
 	"github.com/dssio/dss/hlc"
 	"github.com/dssio/dss/internal/dsstest"
-	"github.com/dssio/dss/internal/proto"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // state is what a client knows of one key.
@@ -221,8 +221,8 @@ func (m *model) verify(t *testing.T, p *process) {
 					user []paho.UserProperty
 					want string
 				}{
-					{nil, "-ERR " + proto.ErrFencingRequired.Text() + "\r\n"},
-					{[]paho.UserProperty{fence(older)}, "-ERR " + proto.ErrFencingLower.Text() + "\r\n"},
+					{nil, "-ERR " + wire.ErrFencingRequired.Text() + "\r\n"},
+					{[]paho.UserProperty{fence(older)}, "-ERR " + wire.ErrFencingLower.Text() + "\r\n"},
 					{[]paho.UserProperty{fence(match.token)}, ":-1\r\n"},
 				} {
 					if r := do(probe, p.user...); r.payload != p.want {

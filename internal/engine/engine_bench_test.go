@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/dssio/dss/hlc"
-	"github.com/dssio/dss/internal/proto"
+	"github.com/dssio/dss/internal/wire"
 )
 
 func newBenchNode(b *testing.B) *Node {
@@ -18,15 +18,15 @@ func newBenchNode(b *testing.B) *Node {
 	return n
 }
 
-func benchRequest(verb proto.Verb, i int) proto.Request {
-	return proto.Request{Verb: verb, Key: []byte("bench:" + strconv.Itoa(i%10000)), Value: bytes.Repeat([]byte("v"), 100)}
+func benchRequest(verb wire.Verb, i int) wire.Request {
+	return wire.Request{Verb: verb, Key: []byte("bench:" + strconv.Itoa(i%10000)), Value: bytes.Repeat([]byte("v"), 100)}
 }
 
 // BenchmarkSubmitRoundTrip measures one request at a time from Submit to
 // its Done on the delivery goroutine: the engine's share of a request's
 // latency, including the hand-over between goroutines.
 func BenchmarkSubmitRoundTrip(b *testing.B) {
-	for _, verb := range []proto.Verb{proto.VerbSet, proto.VerbGet} {
+	for _, verb := range []wire.Verb{wire.VerbSet, wire.VerbGet} {
 		b.Run(verb.String(), func(b *testing.B) {
 			n := newBenchNode(b)
 			done := make(chan struct{}, 1)
@@ -35,9 +35,9 @@ func BenchmarkSubmitRoundTrip(b *testing.B) {
 			for i := range ops {
 				ops[i] = Op{Request: benchRequest(verb, i), Timestamp: ts, HasTimestamp: true, Done: func(*Op) { done <- struct{}{} }}
 			}
-			if verb == proto.VerbGet {
+			if verb == wire.VerbGet {
 				for i := range ops {
-					n.Submit(&Op{Request: benchRequest(proto.VerbSet, i), Done: func(*Op) { done <- struct{}{} }})
+					n.Submit(&Op{Request: benchRequest(wire.VerbSet, i), Done: func(*Op) { done <- struct{}{} }})
 					<-done
 				}
 			}
@@ -61,7 +61,7 @@ func BenchmarkSubmitPipelined(b *testing.B) {
 	ts := hlc.Timestamp{Wall: time.Now().UnixMilli(), Node: "client"}
 	ops := make([]Op, inflight)
 	for i := range ops {
-		ops[i] = Op{Request: benchRequest(proto.VerbSet, i), Timestamp: ts, HasTimestamp: true, Done: func(op *Op) { done <- op }}
+		ops[i] = Op{Request: benchRequest(wire.VerbSet, i), Timestamp: ts, HasTimestamp: true, Done: func(op *Op) { done <- op }}
 	}
 	b.ReportAllocs()
 	sent := 0

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/dssio/dss/hlc"
-	"github.com/dssio/dss/internal/proto"
 	"github.com/dssio/dss/internal/store"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // Config configures a Node.
@@ -44,7 +44,7 @@ type Config struct {
 
 // errUnavailable answers requests that the engine cannot carry out because
 // it is closing or its journal failed.
-var errUnavailable = proto.ErrUnavailable
+var errUnavailable = wire.ErrUnavailable
 
 // Node is the engine of a single node. Create it with New, start it with
 // Start and stop it with Close.
@@ -189,18 +189,18 @@ func (n *Node) Submit(op *Op) (inline bool) {
 	switch err := n.checkClock(op, now); {
 	case err != nil:
 		op.Result.Err = err
-	case op.Request.Verb == proto.VerbGet:
+	case op.Request.Verb == wire.VerbGet:
 		v, ver, ok := n.m.Get(op.Request.Key, now)
 		op.Result.Value, op.Result.Found = v, ok
 		op.Result.setVersion(ver)
-	case op.Request.Verb == proto.VerbKeyNotify:
+	case op.Request.Verb == wire.VerbKeyNotify:
 		if n.notifier != nil {
 			n.notifier.KeyNotify(op)
 		}
-	case op.Request.Verb == proto.VerbSet, op.Request.Verb == proto.VerbDel, op.Request.Verb == proto.VerbVDel:
+	case op.Request.Verb == wire.VerbSet, op.Request.Verb == wire.VerbDel, op.Request.Verb == wire.VerbVDel:
 		journaled = n.writeLocked(op, now)
 	default:
-		op.Result.Err = proto.ErrUnknownCommand
+		op.Result.Err = wire.ErrUnknownCommand
 	}
 	if n.undelivered == 0 && !journaled {
 		n.mu.Unlock()
@@ -222,13 +222,13 @@ func (n *Node) enqueueLocked(it item) {
 
 // checkClock refuses a request whose __ts or __ft is too far ahead of the
 // physical clock, which read now (milliseconds).
-func (n *Node) checkClock(op *Op, now int64) *proto.Error {
+func (n *Node) checkClock(op *Op, now int64) *wire.Error {
 	limit := now + n.cfg.MaxSkew.Milliseconds()
 	if op.HasTimestamp && op.Timestamp.Wall > limit {
-		return proto.ErrTimestampSkew
+		return wire.ErrTimestampSkew
 	}
 	if op.HasFence && op.Fence.Wall > limit {
-		return proto.ErrFencingSkew
+		return wire.ErrFencingSkew
 	}
 	return nil
 }
@@ -245,21 +245,21 @@ func (n *Node) writeLocked(op *Op, now int64) bool {
 	c := store.Command{
 		Key:      r.Key,
 		Value:    r.Value,
-		Cond:     r.Cond,
+		Cond:     storeCondition[r.Cond],
 		Time:     now,
 		Fence:    op.Fence,
 		HasFence: op.HasFence,
 		Volatile: op.Volatile && n.cfg.VolatileKeys,
 	}
 	switch r.Verb {
-	case proto.VerbSet:
+	case wire.VerbSet:
 		c.Op = store.OpSet
 		if r.PX > 0 {
 			c.ExpiresAt = now + r.PX
 		}
-	case proto.VerbDel:
+	case wire.VerbDel:
 		c.Op = store.OpDel
-	case proto.VerbVDel:
+	case wire.VerbVDel:
 		c.Op = store.OpVDel
 	}
 	var remote hlc.Timestamp // the zero timestamp: a local event
@@ -272,7 +272,7 @@ func (n *Node) writeLocked(op *Op, now int64) bool {
 		op.Result.Err = errUnavailable
 		return false
 	}
-	op.Result.Outcome, op.Result.Err = res.Outcome, res.Err
+	op.Result.Outcome, op.Result.Err = res.Outcome, refusal(res.Err)
 	op.Result.setVersion(res.Version)
 	if c.ExpiresAt != 0 && res.Outcome == store.Applied {
 		n.scheduleExpiryLocked(c.ExpiresAt)

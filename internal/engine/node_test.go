@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/dssio/dss/hlc"
-	"github.com/dssio/dss/internal/proto"
 	"github.com/dssio/dss/internal/store"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // memJournal is an in-memory Journal that can be told to fail.
@@ -102,7 +102,7 @@ func newNode(t *testing.T, cfg Config) *Node {
 }
 
 // do submits a request and waits for its result.
-func do(n *Node, r proto.Request, ts bool) Result {
+func do(n *Node, r wire.Request, ts bool) Result {
 	done := make(chan struct{})
 	op := &Op{Request: r, Done: func(*Op) { close(done) }}
 	if ts {
@@ -113,8 +113,8 @@ func do(n *Node, r proto.Request, ts bool) Result {
 	return op.Result
 }
 
-func set(key, value string) proto.Request {
-	return proto.Request{Verb: proto.VerbSet, Key: []byte(key), Value: []byte(value)}
+func set(key, value string) wire.Request {
+	return wire.Request{Verb: wire.VerbSet, Key: []byte(key), Value: []byte(value)}
 }
 
 func TestResultsAreDeliveredInApplyOrder(t *testing.T) {
@@ -156,7 +156,7 @@ func TestResponsesWaitForTheJournal(t *testing.T) {
 		}
 	}
 	// A GET right after a SET is answered once the SET is durable, too.
-	if r := do(n, proto.Request{Verb: proto.VerbGet, Key: []byte("k1")}, false); !r.Found {
+	if r := do(n, wire.Request{Verb: wire.VerbGet, Key: []byte("k1")}, false); !r.Found {
 		t.Fatalf("GET: %+v", r)
 	}
 }
@@ -189,12 +189,12 @@ func TestJournalFailureStopsWrites(t *testing.T) {
 	j.mu.Lock()
 	j.failNext = errors.New("disk on fire")
 	j.mu.Unlock()
-	if r := do(n, set("b", "2"), true); r.Err != proto.ErrUnavailable {
+	if r := do(n, set("b", "2"), true); r.Err != wire.ErrUnavailable {
 		t.Fatalf("SET when the journal fails: %+v", r)
 	}
 	// From now on, the node refuses everything: what it holds in memory
 	// is ahead of what is durable.
-	if r := do(n, proto.Request{Verb: proto.VerbGet, Key: []byte("a")}, false); r.Err != proto.ErrUnavailable {
+	if r := do(n, wire.Request{Verb: wire.VerbGet, Key: []byte("a")}, false); r.Err != wire.ErrUnavailable {
 		t.Fatalf("GET after the failure: %+v", r)
 	}
 	if err := n.Close(); err == nil {
@@ -218,7 +218,7 @@ func TestCloseAnswersEverythingApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	answered.Wait()
-	if r := do(n, set("late", "v"), true); r.Err != proto.ErrUnavailable {
+	if r := do(n, set("late", "v"), true); r.Err != wire.ErrUnavailable {
 		t.Fatalf("request after Close: %+v", r)
 	}
 }
@@ -230,7 +230,7 @@ func TestClockSkew(t *testing.T) {
 	op.Done = func(*Op) { close(done) }
 	n.Submit(op)
 	<-done
-	if op.Result.Err != proto.ErrTimestampSkew {
+	if op.Result.Err != wire.ErrTimestampSkew {
 		t.Fatalf("__ts 5s ahead with a 1s limit: %+v", op.Result)
 	}
 }
@@ -332,7 +332,7 @@ func (w *watchAll) Changed(c *store.Change) func() {
 func TestExpiryIsAnnouncedWithItsOwnVersion(t *testing.T) {
 	w := &watchAll{}
 	n := newNode(t, Config{Notifier: w})
-	r := do(n, proto.Request{Verb: proto.VerbSet, Key: []byte("k"), Value: []byte("v"), PX: 30}, true)
+	r := do(n, wire.Request{Verb: wire.VerbSet, Key: []byte("k"), Value: []byte("v"), PX: 30}, true)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		w.mu.Lock()

@@ -2,14 +2,14 @@ package engine
 
 import (
 	"github.com/dssio/dss/hlc"
-	"github.com/dssio/dss/internal/proto"
 	"github.com/dssio/dss/internal/store"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // Op is one request on its way through the engine. The submitter fills in
 // the request fields and Done; the engine fills in Result.
 type Op struct {
-	Request proto.Request
+	Request wire.Request
 
 	// Timestamp is the request's __ts, when HasTimestamp is set.
 	Timestamp    hlc.Timestamp
@@ -37,7 +37,7 @@ type Op struct {
 // Result is the outcome of an Op.
 type Result struct {
 	// Err is a protocol error that answers the request instead.
-	Err *proto.Error
+	Err *wire.Error
 	// Outcome is what a SET, DEL or VDEL did.
 	Outcome store.Outcome
 	// Value is the value a GET found, when Found is set. It must not be
@@ -53,4 +53,25 @@ type Result struct {
 
 func (r *Result) setVersion(v hlc.Timestamp) {
 	r.Version, r.HasVersion = v, !v.IsZero()
+}
+
+// storeCondition maps a request's SET condition to the machine's.
+var storeCondition = [...]store.Condition{
+	wire.Always:           store.Always,
+	wire.IfMissing:        store.IfMissing,
+	wire.IfMissingOrEqual: store.IfMissingOrEqual,
+}
+
+// refusal maps the machine's reason for refusing a command to the
+// protocol error that answers it.
+func refusal(err error) *wire.Error {
+	switch err {
+	case nil:
+		return nil
+	case store.ErrFencingRequired:
+		return wire.ErrFencingRequired
+	case store.ErrFencingLower:
+		return wire.ErrFencingLower
+	}
+	return wire.ErrUnknownCommand
 }

@@ -12,8 +12,8 @@ import (
 
 	"github.com/dssio/dss/hlc"
 	"github.com/dssio/dss/internal/dsstest"
-	"github.com/dssio/dss/internal/proto"
 	"github.com/dssio/dss/internal/server"
+	"github.com/dssio/dss/internal/wire"
 )
 
 func stop(t *testing.T, s *server.Server) {
@@ -47,9 +47,9 @@ func TestRestartKeepsState(t *testing.T) {
 	expect(t, "gone", c.Request(dsstest.Cmd("GET", "gone")), "$-1\r\n", "")
 	expect(t, "vdel", c.Request(dsstest.Cmd("GET", "vdel")), "$-1\r\n", "")
 	// The fencing token survived with its key.
-	expect(t, "no token", c.Set([]string{"protected", "q"}), errPayload(proto.ErrFencingRequired), "")
+	expect(t, "no token", c.Set([]string{"protected", "q"}), errPayload(wire.ErrFencingRequired), "")
 	older := hlc.Timestamp{Wall: token.Wall - 1, Node: token.Node}
-	expect(t, "older token", c.Set([]string{"protected", "q"}, ft(older.String())), errPayload(proto.ErrFencingLower), "")
+	expect(t, "older token", c.Set([]string{"protected", "q"}, ft(older.String())), errPayload(wire.ErrFencingLower), "")
 	// The expiry survived too: NEX by someone else is refused.
 	expect(t, "contender", c.Set([]string{"lock", "you", "NEX", "PX", "1000"}), ":-1\r\n", token.String())
 	// New versions are later than everything before the restart.
@@ -75,7 +75,7 @@ func TestKeysThatExpiredWhileDownAreGone(t *testing.T) {
 	clock.Set(start.Add(time.Minute)) // the server was down for a minute
 	s = dsstest.StartServer(t, cfg)
 	w := dsstest.Dial(t, s.Addr(), "w")
-	w.Subscribe(proto.NotifyTopicFilter("w"))
+	w.Subscribe(wire.NotifyTopicFilter("w"))
 	expect(t, "KEYNOTIFY", w.Request(dsstest.Cmd("KEYNOTIFY", "short")), "+OK\r\n", "")
 	expect(t, "short", w.Request(dsstest.Cmd("GET", "short")), "$-1\r\n", "")
 	expect(t, "long", w.Request(dsstest.Cmd("GET", "long")), "$1\r\nv\r\n", "any")
@@ -114,7 +114,7 @@ func TestVersionsStayAheadWhenTheClockIsSetBack(t *testing.T) {
 func TestFlaggedPersistence(t *testing.T) {
 	dir := t.TempDir()
 	cfg := server.Config{DataDir: dir, Persistence: server.PersistFlagged}
-	persist := paho.UserProperty{Key: proto.PropPersistence, Value: "true"}
+	persist := paho.UserProperty{Key: wire.PropPersistence, Value: "true"}
 	s := dsstest.StartServer(t, cfg)
 	c := dsstest.Dial(t, s.Addr(), "c")
 	kept := expect(t, "kept", c.Set([]string{"kept", "a"}, persist), "+OK\r\n", "any")
@@ -140,7 +140,7 @@ func TestPersistAllIgnoresTheFlag(t *testing.T) {
 	cfg := server.Config{DataDir: dir}
 	s := dsstest.StartServer(t, cfg)
 	c := dsstest.Dial(t, s.Addr(), "c")
-	expect(t, "SET", c.Set([]string{"k", "v"}, paho.UserProperty{Key: proto.PropPersistence, Value: "false"}), "+OK\r\n", "any")
+	expect(t, "SET", c.Set([]string{"k", "v"}, paho.UserProperty{Key: wire.PropPersistence, Value: "false"}), "+OK\r\n", "any")
 	stop(t, s)
 	s = dsstest.StartServer(t, cfg)
 	c = dsstest.Dial(t, s.Addr(), "c")

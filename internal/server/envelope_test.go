@@ -6,15 +6,15 @@ import (
 	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/dssio/dss/internal/dsstest"
-	"github.com/dssio/dss/internal/proto"
+	"github.com/dssio/dss/internal/wire"
 )
 
 func TestResponseEnvelope(t *testing.T) {
 	_, c := start(t)
 	corr := []byte{0x00, 0xff, 0x10, '\r', '\n', 0x80, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a}
 	if _, err := c.Publish(request(1, c.ResponseTopic, corr, dsstest.Cmd("SET", "k", "v"), ts(dsstest.Now()),
-		paho.UserProperty{Key: proto.PropSourceID, Value: "me"}, paho.UserProperty{Key: "$partition", Value: "me"},
-		paho.UserProperty{Key: "__invId", Value: "me"}, paho.UserProperty{Key: proto.PropProtocolVersion, Value: "1.0"})); err != nil {
+		paho.UserProperty{Key: wire.PropSourceID, Value: "me"}, paho.UserProperty{Key: "$partition", Value: "me"},
+		paho.UserProperty{Key: "__invId", Value: "me"}, paho.UserProperty{Key: wire.PropProtocolVersion, Value: "1.0"})); err != nil {
 		t.Fatal(err)
 	}
 	p := c.Next()
@@ -30,7 +30,7 @@ func TestResponseEnvelope(t *testing.T) {
 	if p.Properties.ContentType != "application/octet-stream" {
 		t.Fatalf("content type %q", p.Properties.ContentType)
 	}
-	for key, want := range map[string]string{proto.PropStatus: "200", proto.PropProtocolVersion: "1.0"} {
+	for key, want := range map[string]string{wire.PropStatus: "200", wire.PropProtocolVersion: "1.0"} {
 		if got, _ := dsstest.UserProperty(p, key); got != want {
 			t.Fatalf("%s = %q, want %q", key, got, want)
 		}
@@ -40,23 +40,23 @@ func TestResponseEnvelope(t *testing.T) {
 
 func TestUnsupportedProtocolVersion(t *testing.T) {
 	_, c := start(t)
-	p := c.Request(dsstest.Cmd("SET", "k", "v"), ts(dsstest.Now()), paho.UserProperty{Key: proto.PropProtocolVersion, Value: "2.0"})
+	p := c.Request(dsstest.Cmd("SET", "k", "v"), ts(dsstest.Now()), paho.UserProperty{Key: wire.PropProtocolVersion, Value: "2.0"})
 	for key, want := range map[string]string{
-		proto.PropStatus:          "505",
-		proto.PropSupportedMajor:  "1",
-		proto.PropRequestProtocol: "2.0",
-		proto.PropProtocolVersion: "1.0",
+		wire.PropStatus:          "505",
+		wire.PropSupportedMajor:  "1",
+		wire.PropRequestProtocol: "2.0",
+		wire.PropProtocolVersion: "1.0",
 	} {
 		if got, _ := dsstest.UserProperty(p, key); got != want {
 			t.Fatalf("%s = %q, want %q", key, got, want)
 		}
 	}
-	if _, ok := dsstest.UserProperty(p, proto.PropTimestamp); ok {
+	if _, ok := dsstest.UserProperty(p, wire.PropTimestamp); ok {
 		t.Fatal("505 response carries __ts")
 	}
 	expect(t, "not executed", c.Request(dsstest.Cmd("GET", "k")), "$-1\r\n", "")
 	// A minor version of major 1 is fine.
-	expect(t, "1.7", c.Request(dsstest.Cmd("GET", "k"), paho.UserProperty{Key: proto.PropProtocolVersion, Value: "1.7"}), "$-1\r\n", "")
+	expect(t, "1.7", c.Request(dsstest.Cmd("GET", "k"), paho.UserProperty{Key: wire.PropProtocolVersion, Value: "1.7"}), "$-1\r\n", "")
 }
 
 func TestTimestampOnlyWhenAVersionExists(t *testing.T) {
@@ -67,6 +67,6 @@ func TestTimestampOnlyWhenAVersionExists(t *testing.T) {
 	expect(t, "DEL miss", c.Request(dsstest.Cmd("DEL", "nope")), ":0\r\n", "")
 	expect(t, "VDEL miss", c.Request(dsstest.Cmd("VDEL", "nope", "v")), ":0\r\n", "")
 	expect(t, "SET NX not met", c.Set([]string{"k", "w", "NX"}), ":-1\r\n", v.String())
-	expect(t, "error", c.Request(dsstest.Cmd("GET")), errPayload(proto.ErrWrongArgs), "")
+	expect(t, "error", c.Request(dsstest.Cmd("GET")), errPayload(wire.ErrWrongArgs), "")
 	expect(t, "KEYNOTIFY", c.Request(dsstest.Cmd("KEYNOTIFY", "k")), "+OK\r\n", "")
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/dssio/dss/hlc"
 	"github.com/dssio/dss/internal/dsstest"
-	"github.com/dssio/dss/internal/proto"
+	"github.com/dssio/dss/internal/wire"
 )
 
 func future(d time.Duration) string {
@@ -29,29 +29,29 @@ func TestEveryErrorText(t *testing.T) {
 		name    string
 		payload []byte
 		user    []paho.UserProperty
-		want    *proto.Error
+		want    *wire.Error
 	}{
-		{"timestamp too far ahead", dsstest.Cmd("SET", "k", "v"), []paho.UserProperty{ts(future(2 * time.Minute))}, proto.ErrTimestampSkew},
-		{"fencing token required", dsstest.Cmd("SET", "protected", "w"), []paho.UserProperty{ts(now)}, proto.ErrFencingRequired},
-		{"fencing token too far ahead", dsstest.Cmd("SET", "protected", "w"), []paho.UserProperty{ts(now), ft(future(2 * time.Minute))}, proto.ErrFencingSkew},
-		{"fencing token lower", dsstest.Cmd("SET", "protected", "w"), []paho.UserProperty{ts(now), ft(older)}, proto.ErrFencingLower},
-		{"syntax error: not RESP", []byte("SET k v"), nil, proto.ErrSyntax},
-		{"syntax error: empty payload", nil, nil, proto.ErrSyntax},
-		{"syntax error: bad option", dsstest.Cmd("SET", "k", "v", "XX"), []paho.UserProperty{ts(now)}, proto.ErrSyntax},
-		{"syntax error: NX and NEX", dsstest.Cmd("SET", "k", "v", "NX", "NEX"), []paho.UserProperty{ts(now)}, proto.ErrSyntax},
-		{"syntax error: PX 0", dsstest.Cmd("SET", "k", "v", "PX", "0"), []paho.UserProperty{ts(now)}, proto.ErrSyntax},
-		{"syntax error: PX not a number", dsstest.Cmd("SET", "k", "v", "PX", "1.5"), []paho.UserProperty{ts(now)}, proto.ErrSyntax},
-		{"syntax error: KEYNOTIFY option", dsstest.Cmd("KEYNOTIFY", "k", "GO"), nil, proto.ErrSyntax},
-		{"unknown command", dsstest.Cmd("INCR", "k"), nil, proto.ErrUnknownCommand},
-		{"wrong number of arguments: GET", dsstest.Cmd("GET"), nil, proto.ErrWrongArgs},
-		{"wrong number of arguments: SET", dsstest.Cmd("SET", "k"), []paho.UserProperty{ts(now)}, proto.ErrWrongArgs},
-		{"wrong number of arguments: VDEL", dsstest.Cmd("VDEL", "k"), nil, proto.ErrWrongArgs},
-		{"missing timestamp", dsstest.Cmd("SET", "k", "v"), nil, proto.ErrMissingTimestamp},
-		{"malformed timestamp", dsstest.Cmd("SET", "k", "v"), []paho.UserProperty{ts("yesterday")}, proto.ErrMalformedTimestamp},
-		{"malformed fencing token", dsstest.Cmd("SET", "k", "v"), []paho.UserProperty{ts(now), ft("12:x:y")}, proto.ErrMalformedTimestamp},
-		{"malformed timestamp on GET", dsstest.Cmd("GET", "k"), []paho.UserProperty{ts("1:2")}, proto.ErrMalformedTimestamp},
-		{"key length zero", dsstest.Cmd("GET", ""), nil, proto.ErrEmptyKey},
-		{"key length zero on SET", dsstest.Cmd("SET", "", "v"), []paho.UserProperty{ts(now)}, proto.ErrEmptyKey},
+		{"timestamp too far ahead", dsstest.Cmd("SET", "k", "v"), []paho.UserProperty{ts(future(2 * time.Minute))}, wire.ErrTimestampSkew},
+		{"fencing token required", dsstest.Cmd("SET", "protected", "w"), []paho.UserProperty{ts(now)}, wire.ErrFencingRequired},
+		{"fencing token too far ahead", dsstest.Cmd("SET", "protected", "w"), []paho.UserProperty{ts(now), ft(future(2 * time.Minute))}, wire.ErrFencingSkew},
+		{"fencing token lower", dsstest.Cmd("SET", "protected", "w"), []paho.UserProperty{ts(now), ft(older)}, wire.ErrFencingLower},
+		{"syntax error: not RESP", []byte("SET k v"), nil, wire.ErrSyntax},
+		{"syntax error: empty payload", nil, nil, wire.ErrSyntax},
+		{"syntax error: bad option", dsstest.Cmd("SET", "k", "v", "XX"), []paho.UserProperty{ts(now)}, wire.ErrSyntax},
+		{"syntax error: NX and NEX", dsstest.Cmd("SET", "k", "v", "NX", "NEX"), []paho.UserProperty{ts(now)}, wire.ErrSyntax},
+		{"syntax error: PX 0", dsstest.Cmd("SET", "k", "v", "PX", "0"), []paho.UserProperty{ts(now)}, wire.ErrSyntax},
+		{"syntax error: PX not a number", dsstest.Cmd("SET", "k", "v", "PX", "1.5"), []paho.UserProperty{ts(now)}, wire.ErrSyntax},
+		{"syntax error: KEYNOTIFY option", dsstest.Cmd("KEYNOTIFY", "k", "GO"), nil, wire.ErrSyntax},
+		{"unknown command", dsstest.Cmd("INCR", "k"), nil, wire.ErrUnknownCommand},
+		{"wrong number of arguments: GET", dsstest.Cmd("GET"), nil, wire.ErrWrongArgs},
+		{"wrong number of arguments: SET", dsstest.Cmd("SET", "k"), []paho.UserProperty{ts(now)}, wire.ErrWrongArgs},
+		{"wrong number of arguments: VDEL", dsstest.Cmd("VDEL", "k"), nil, wire.ErrWrongArgs},
+		{"missing timestamp", dsstest.Cmd("SET", "k", "v"), nil, wire.ErrMissingTimestamp},
+		{"malformed timestamp", dsstest.Cmd("SET", "k", "v"), []paho.UserProperty{ts("yesterday")}, wire.ErrMalformedTimestamp},
+		{"malformed fencing token", dsstest.Cmd("SET", "k", "v"), []paho.UserProperty{ts(now), ft("12:x:y")}, wire.ErrMalformedTimestamp},
+		{"malformed timestamp on GET", dsstest.Cmd("GET", "k"), []paho.UserProperty{ts("1:2")}, wire.ErrMalformedTimestamp},
+		{"key length zero", dsstest.Cmd("GET", ""), nil, wire.ErrEmptyKey},
+		{"key length zero on SET", dsstest.Cmd("SET", "", "v"), []paho.UserProperty{ts(now)}, wire.ErrEmptyKey},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

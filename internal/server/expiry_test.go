@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/dssio/dss/internal/dsstest"
-	"github.com/dssio/dss/internal/proto"
 	"github.com/dssio/dss/internal/server"
+	"github.com/dssio/dss/internal/wire"
 )
 
 func TestExpiredKeysAreMissingFromTheirDeadline(t *testing.T) {
@@ -48,7 +48,7 @@ func TestExpiryNotifications(t *testing.T) {
 	s := dsstest.StartServer(t, server.Config{})
 	writer := dsstest.Dial(t, s.Addr(), "writer")
 	w := dsstest.Dial(t, s.Addr(), "w")
-	w.Subscribe(proto.NotifyTopicFilter("w"))
+	w.Subscribe(wire.NotifyTopicFilter("w"))
 	const n = 2000
 	for i := 0; i < n; i++ {
 		w.Send(dsstest.Cmd("KEYNOTIFY", "k"+strconv.Itoa(i)))
@@ -68,7 +68,7 @@ func TestExpiryNotifications(t *testing.T) {
 	}
 	for i, ch := range pending {
 		v := expect(t, "SET", writer.Await(ch), "+OK\r\n", "any")
-		deadlines[proto.NotifyTopic("w", []byte("k"+strconv.Itoa(i)))] = time.UnixMilli(v.Wall + pxs[i])
+		deadlines[wire.NotifyTopic("w", []byte("k"+strconv.Itoa(i)))] = time.UnixMilli(v.Wall + pxs[i])
 	}
 	var lateness []time.Duration
 	for len(lateness) < n {

@@ -8,9 +8,9 @@ import (
 	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/dssio/dss/internal/dsstest"
-	"github.com/dssio/dss/internal/proto"
 	"github.com/dssio/dss/internal/resp"
 	"github.com/dssio/dss/internal/server"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // FuzzRequest sends arbitrary payloads and envelope values through the
@@ -44,16 +44,16 @@ func FuzzRequest(f *testing.F) {
 			user = append(user, ft(ftVal))
 		}
 		if version != "" {
-			user = append(user, paho.UserProperty{Key: proto.PropProtocolVersion, Value: version})
+			user = append(user, paho.UserProperty{Key: wire.PropProtocolVersion, Value: version})
 		}
 		p := c.Request(payload, user...)
-		status, _ := dsstest.UserProperty(p, proto.PropStatus)
+		status, _ := dsstest.UserProperty(p, wire.PropStatus)
 		switch status {
-		case proto.StatusOK:
+		case wire.StatusOK:
 			if _, err := resp.ParseReply(p.Payload); err != nil {
 				t.Fatalf("response %q is not a RESP3 reply", p.Payload)
 			}
-		case proto.StatusVersionNotSupported:
+		case wire.StatusVersionNotSupported:
 		default:
 			t.Fatalf("__stat %q", status)
 		}

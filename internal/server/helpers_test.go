@@ -8,8 +8,8 @@ import (
 
 	"github.com/dssio/dss/hlc"
 	"github.com/dssio/dss/internal/dsstest"
-	"github.com/dssio/dss/internal/proto"
 	"github.com/dssio/dss/internal/server"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // start starts a server with default settings and connects one client.
@@ -26,10 +26,10 @@ func expect(t *testing.T, what string, p *paho.Publish, payload string, wantVers
 	if string(p.Payload) != payload {
 		t.Fatalf("%s: payload %q, want %q", what, p.Payload, payload)
 	}
-	if st, _ := dsstest.UserProperty(p, proto.PropStatus); st != "200" {
+	if st, _ := dsstest.UserProperty(p, wire.PropStatus); st != "200" {
 		t.Fatalf("%s: __stat %q, want 200", what, st)
 	}
-	ts, ok := dsstest.UserProperty(p, proto.PropTimestamp)
+	ts, ok := dsstest.UserProperty(p, wire.PropTimestamp)
 	switch {
 	case wantVersion == "" && ok:
 		t.Fatalf("%s: __ts %q present, want none", what, ts)
@@ -48,7 +48,7 @@ func expect(t *testing.T, what string, p *paho.Publish, payload string, wantVers
 	return v
 }
 
-func errPayload(e *proto.Error) string { return "-ERR " + e.Text() + "\r\n" }
+func errPayload(e *wire.Error) string { return "-ERR " + e.Text() + "\r\n" }
 
-func ts(v string) paho.UserProperty { return paho.UserProperty{Key: proto.PropTimestamp, Value: v} }
-func ft(v string) paho.UserProperty { return paho.UserProperty{Key: proto.PropFencingToken, Value: v} }
+func ts(v string) paho.UserProperty { return paho.UserProperty{Key: wire.PropTimestamp, Value: v} }
+func ft(v string) paho.UserProperty { return paho.UserProperty{Key: wire.PropFencingToken, Value: v} }

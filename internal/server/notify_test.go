@@ -7,8 +7,8 @@ import (
 	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/dssio/dss/internal/dsstest"
-	"github.com/dssio/dss/internal/proto"
 	"github.com/dssio/dss/internal/server"
+	"github.com/dssio/dss/internal/wire"
 )
 
 const (
@@ -35,7 +35,7 @@ func itoa(n int) string {
 func watcher(t *testing.T, s *server.Server, id string, keys ...string) *dsstest.Client {
 	t.Helper()
 	w := dsstest.Dial(t, s.Addr(), id)
-	w.Subscribe(proto.NotifyTopicFilter(id))
+	w.Subscribe(wire.NotifyTopicFilter(id))
 	for _, k := range keys {
 		expect(t, "KEYNOTIFY", w.Request(dsstest.Cmd("KEYNOTIFY", k)), "+OK\r\n", "")
 	}
@@ -47,13 +47,13 @@ func watcher(t *testing.T, s *server.Server, id string, keys ...string) *dsstest
 func expectNotification(t *testing.T, w *dsstest.Client, key, payload, version string) {
 	t.Helper()
 	p := w.Next()
-	if want := proto.NotifyTopic(w.ID, []byte(key)); p.Topic != want {
+	if want := wire.NotifyTopic(w.ID, []byte(key)); p.Topic != want {
 		t.Fatalf("notification on %q, want %q", p.Topic, want)
 	}
 	if string(p.Payload) != payload {
 		t.Fatalf("notification payload %q, want %q", p.Payload, payload)
 	}
-	got, ok := dsstest.UserProperty(p, proto.PropTimestamp)
+	got, ok := dsstest.UserProperty(p, wire.PropTimestamp)
 	if !ok || (version != "any" && got != version) {
 		t.Fatalf("notification __ts %q (%v), want %q", got, ok, version)
 	}
@@ -65,7 +65,7 @@ func expectNotification(t *testing.T, w *dsstest.Client, key, payload, version s
 func TestKeyNotify(t *testing.T) {
 	s, writer := start(t)
 	w := watcher(t, s, "client-id1", "SOMEKEY")
-	if got := proto.NotifyTopic("client-id1", []byte("SOMEKEY")); got != "clients/statestore/v1/FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8/636C69656E742D696431/command/notify/534F4D454B4559" {
+	if got := wire.NotifyTopic("client-id1", []byte("SOMEKEY")); got != "clients/statestore/v1/FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8/636C69656E742D696431/command/notify/534F4D454B4559" {
 		t.Fatalf("topic %q", got)
 	}
 	v1 := expect(t, "SET", writer.Set([]string{"SOMEKEY", "abc"}), "+OK\r\n", "any")
@@ -121,7 +121,7 @@ func TestNotificationsInApplyOrder(t *testing.T) {
 	}
 	var versions []string
 	for _, ch := range pending {
-		v, _ := dsstest.UserProperty(writer.Await(ch), proto.PropTimestamp)
+		v, _ := dsstest.UserProperty(writer.Await(ch), wire.PropTimestamp)
 		versions = append(versions, v)
 	}
 	for i := 0; i < 200; i++ {
@@ -149,7 +149,7 @@ func TestRegistrationsEndWithTheConnection(t *testing.T) {
 	// The same client id comes back with a persistent-looking session and
 	// subscribes again, but does not register: it hears nothing.
 	again := dsstest.Dial(t, s.Addr(), "w")
-	again.Subscribe(proto.NotifyTopicFilter("w"))
+	again.Subscribe(wire.NotifyTopicFilter("w"))
 	writer.Set([]string{"k", "v"})
 	again.NoMessage(150 * time.Millisecond)
 

@@ -8,8 +8,8 @@ import (
 	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/dssio/dss/internal/dsstest"
-	"github.com/dssio/dss/internal/proto"
 	"github.com/dssio/dss/internal/server"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // TestPipelinedRequestsKeepWhatTheirResponsesNeed sends many requests on
@@ -31,10 +31,10 @@ func TestPipelinedRequestsKeepWhatTheirResponsesNeed(t *testing.T) {
 			defer wg.Done()
 			user := []paho.UserProperty{ts(dsstest.Now()), ft(fmt.Sprintf("1:%d:holder-%03d", i, i))}
 			if i%10 == 9 {
-				user = append(user, paho.UserProperty{Key: proto.PropProtocolVersion, Value: fmt.Sprintf("%d.0", 10+i)})
+				user = append(user, paho.UserProperty{Key: wire.PropProtocolVersion, Value: fmt.Sprintf("%d.0", 10+i)})
 			}
 			res, err := c.Publish(&paho.Publish{
-				QoS: 1, Topic: proto.RequestTopic,
+				QoS: 1, Topic: wire.RequestTopic,
 				Payload: dsstest.Cmd("SET", fmt.Sprintf("key-%03d", i), fmt.Sprintf("value-%03d", i)),
 				Properties: &paho.PublishProperties{
 					ResponseTopic:   fmt.Sprintf("pipe/%03d", i),
@@ -61,8 +61,8 @@ func TestPipelinedRequestsKeepWhatTheirResponsesNeed(t *testing.T) {
 			t.Errorf("response on %s: correlation data %q, want %q", p.Topic, got, want)
 		}
 		if i%10 == 9 {
-			if got, want := userProperty(p, proto.PropRequestProtocol), fmt.Sprintf("%d.0", 10+i); got != want {
-				t.Errorf("response on %s: %s %q, want %q", p.Topic, proto.PropRequestProtocol, got, want)
+			if got, want := userProperty(p, wire.PropRequestProtocol), fmt.Sprintf("%d.0", 10+i); got != want {
+				t.Errorf("response on %s: %s %q, want %q", p.Topic, wire.PropRequestProtocol, got, want)
 			}
 			continue
 		}
@@ -79,7 +79,7 @@ func TestPipelinedRequestsKeepWhatTheirResponsesNeed(t *testing.T) {
 		// The token stored for the key is the request's: the same token
 		// passes, one of the same time from another holder does not.
 		expect(t, key, c.Set([]string{key, "again"}, ft(fmt.Sprintf("1:%d:holder-%03d", i, i))), "+OK\r\n", "any")
-		expect(t, key, c.Set([]string{key, "other"}, ft(fmt.Sprintf("1:%d:holder-%03d", i, i-1))), errPayload(proto.ErrFencingLower), "")
+		expect(t, key, c.Set([]string{key, "other"}, ft(fmt.Sprintf("1:%d:holder-%03d", i, i-1))), errPayload(wire.ErrFencingLower), "")
 	}
 }
 

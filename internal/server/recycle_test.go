@@ -10,8 +10,8 @@ import (
 	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/dssio/dss/internal/dsstest"
-	"github.com/dssio/dss/internal/proto"
 	"github.com/dssio/dss/internal/server"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // TestResponsesStayTheirs runs many clients at once, with a watcher
@@ -44,7 +44,7 @@ func TestResponsesStayTheirs(t *testing.T) {
 						}
 						corr := fmt.Sprintf("%s/%d", c.ID, i)
 						res, err := c.Publish(&paho.Publish{
-							QoS: 1, Topic: proto.RequestTopic, Payload: dsstest.Cmd(args...),
+							QoS: 1, Topic: wire.RequestTopic, Payload: dsstest.Cmd(args...),
 							Properties: &paho.PublishProperties{ResponseTopic: c.ResponseTopic, CorrelationData: []byte(corr),
 								User: []paho.UserProperty{ts(dsstest.Now())}},
 						})

@@ -11,8 +11,8 @@ import (
 	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/dssio/dss/internal/dsstest"
-	"github.com/dssio/dss/internal/proto"
 	"github.com/dssio/dss/internal/server"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // sessionClient connects id with a session that outlives the connection
@@ -57,9 +57,9 @@ func sessionSet(t *testing.T, c *paho.Client, topic string, corr []byte, key, va
 	ctx, cancel := context.WithTimeout(context.Background(), dsstest.Timeout)
 	defer cancel()
 	if _, err := c.Publish(ctx, &paho.Publish{
-		QoS: 1, Topic: proto.RequestTopic, Payload: dsstest.Cmd("SET", key, value),
+		QoS: 1, Topic: wire.RequestTopic, Payload: dsstest.Cmd("SET", key, value),
 		Properties: &paho.PublishProperties{ResponseTopic: topic, CorrelationData: corr,
-			User: []paho.UserProperty{{Key: proto.PropTimestamp, Value: dsstest.Now()}}},
+			User: []paho.UserProperty{{Key: wire.PropTimestamp, Value: dsstest.Now()}}},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestUnacknowledgedResponseIsResentIntact(t *testing.T) {
 	c, conn, topic := sessionClient(t, s.Addr(), "keeper", false, got)
 	corr := []byte("the first request")
 	sessionSet(t, c, topic, corr, "kept", "value")
-	version, _ := dsstest.UserProperty(next(t, got, "response"), proto.PropTimestamp)
+	version, _ := dsstest.UserProperty(next(t, got, "response"), wire.PropTimestamp)
 	_ = conn.Close() // without acknowledging the response
 
 	// Other requests, every kind of response, reuse what the server can.
@@ -101,11 +101,11 @@ func TestUnacknowledgedResponseIsResentIntact(t *testing.T) {
 
 	sessionClient(t, s.Addr(), "keeper", true, got)
 	p := next(t, got, "resent response")
-	v, _ := dsstest.UserProperty(p, proto.PropTimestamp)
-	status, _ := dsstest.UserProperty(p, proto.PropStatus)
-	if !bytes.Equal(p.Properties.CorrelationData, corr) || string(p.Payload) != "+OK\r\n" || v != version || status != proto.StatusOK || p.Topic != topic {
+	v, _ := dsstest.UserProperty(p, wire.PropTimestamp)
+	status, _ := dsstest.UserProperty(p, wire.PropStatus)
+	if !bytes.Equal(p.Properties.CorrelationData, corr) || string(p.Payload) != "+OK\r\n" || v != version || status != wire.StatusOK || p.Topic != topic {
 		t.Fatalf("resent response: topic %q, correlation %q, payload %q, __ts %q, __stat %q; want %q, %q, %q, %q, %q",
-			p.Topic, p.Properties.CorrelationData, p.Payload, v, status, topic, corr, "+OK\r\n", version, proto.StatusOK)
+			p.Topic, p.Properties.CorrelationData, p.Payload, v, status, topic, corr, "+OK\r\n", version, wire.StatusOK)
 	}
 }
 
@@ -120,7 +120,7 @@ func TestResponsesKeepUserPropertiesWithoutProblemInformation(t *testing.T) {
 	sessionSet(t, c, topic, []byte("c"), "k", "v")
 	p := next(t, got, "response")
 	expect(t, "SET", p, "+OK\r\n", "any")
-	if status, _ := dsstest.UserProperty(p, proto.PropStatus); status != proto.StatusOK {
-		t.Fatalf("__stat %q, want %q", status, proto.StatusOK)
+	if status, _ := dsstest.UserProperty(p, wire.PropStatus); status != wire.StatusOK {
+		t.Fatalf("__stat %q, want %q", status, wire.StatusOK)
 	}
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/eclipse/paho.golang/packets"
 
 	"github.com/dssio/dss/internal/dsstest"
-	"github.com/dssio/dss/internal/proto"
 	"github.com/dssio/dss/internal/server"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // TestAClientThatDoesNotReadStallsNobody has one client send requests
@@ -58,10 +58,10 @@ func TestAClientThatDoesNotReadStallsNobody(t *testing.T) {
 			for j, cmd := range [][]byte{dsstest.Cmd("SET", "k", "v"), dsstest.Cmd("GET", "big")} {
 				pub := packets.NewControlPacket(packets.PUBLISH)
 				p := pub.Content.(*packets.Publish)
-				p.QoS, p.PacketID, p.Topic, p.Payload = 1, uint16(2*i+j+1), proto.RequestTopic, cmd
+				p.QoS, p.PacketID, p.Topic, p.Payload = 1, uint16(2*i+j+1), wire.RequestTopic, cmd
 				p.Properties.ResponseTopic = "slow/response"
 				p.Properties.CorrelationData = []byte(fmt.Sprint(i, j))
-				p.Properties.User = []packets.User{{Key: proto.PropTimestamp, Value: dsstest.Now()}}
+				p.Properties.User = []packets.User{{Key: wire.PropTimestamp, Value: dsstest.Now()}}
 				if send(pub) != nil {
 					return // closed at the end of the test
 				}

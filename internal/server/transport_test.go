@@ -11,15 +11,15 @@ import (
 	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/dssio/dss/internal/dsstest"
-	"github.com/dssio/dss/internal/proto"
 	"github.com/dssio/dss/internal/server"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // request builds a request publish with the given properties.
 func request(qos byte, responseTopic string, corr []byte, payload []byte, user ...paho.UserProperty) *paho.Publish {
 	return &paho.Publish{
 		QoS:     qos,
-		Topic:   proto.RequestTopic,
+		Topic:   wire.RequestTopic,
 		Payload: payload,
 		Properties: &paho.PublishProperties{
 			ResponseTopic:   responseTopic,
@@ -87,9 +87,9 @@ func TestRequestsThatBreakTheTransportRules(t *testing.T) {
 
 func TestForbiddenResponseTopicDisconnects(t *testing.T) {
 	for _, topic := range []string{
-		proto.RequestTopic,
-		proto.ReservedPrefix,
-		proto.ReservedPrefix + "/636C69656E74/command/notify/41",
+		wire.RequestTopic,
+		wire.ReservedPrefix,
+		wire.ReservedPrefix + "/636C69656E74/command/notify/41",
 	} {
 		t.Run(topic, func(t *testing.T) {
 			s := dsstest.StartServer(t, server.Config{})
@@ -182,9 +182,9 @@ func TestOrdinaryPublishSubscribe(t *testing.T) {
 func TestNotificationTopicsAreTheServers(t *testing.T) {
 	s, _ := start(t)
 	watcher := dsstest.DialNoSubscribe(t, s.Addr(), "w")
-	watcher.Subscribe(proto.NotifyTopicFilter("w"))
+	watcher.Subscribe(wire.NotifyTopicFilter("w"))
 	forger := dsstest.DialNoSubscribe(t, s.Addr(), "forger")
-	res, err := forger.Publish(&paho.Publish{QoS: 1, Topic: proto.NotifyTopic("w", []byte("k")), Payload: []byte("*2\r\n$6\r\nNOTIFY\r\n$6\r\nDELETE\r\n")})
+	res, err := forger.Publish(&paho.Publish{QoS: 1, Topic: wire.NotifyTopic("w", []byte("k")), Payload: []byte("*2\r\n$6\r\nNOTIFY\r\n$6\r\nDELETE\r\n")})
 	if res == nil || res.ReasonCode != 0x87 {
 		t.Fatalf("forged notification: %+v, %v; want 0x87", res, err)
 	}

@@ -6,8 +6,8 @@ import (
 
 	"github.com/dssio/dss/hlc"
 	"github.com/dssio/dss/internal/dsstest"
-	"github.com/dssio/dss/internal/proto"
 	"github.com/dssio/dss/internal/server"
+	"github.com/dssio/dss/internal/wire"
 )
 
 func TestVersionsIncreaseAndExceedTheRequest(t *testing.T) {
@@ -62,8 +62,8 @@ func TestTimestampBehindTakesTheServerClock(t *testing.T) {
 func TestSkewLimitIsConfigurable(t *testing.T) {
 	s := dsstest.StartServer(t, server.Config{MaxClockSkew: 5 * time.Second})
 	c := dsstest.Dial(t, s.Addr(), "skew")
-	expect(t, "10s ahead", c.Request(dsstest.Cmd("SET", "k", "v"), ts(future(10*time.Second))), errPayload(proto.ErrTimestampSkew), "")
-	expect(t, "10s ahead fencing token", c.Request(dsstest.Cmd("SET", "k", "v"), ts(dsstest.Now()), ft(future(10*time.Second))), errPayload(proto.ErrFencingSkew), "")
+	expect(t, "10s ahead", c.Request(dsstest.Cmd("SET", "k", "v"), ts(future(10*time.Second))), errPayload(wire.ErrTimestampSkew), "")
+	expect(t, "10s ahead fencing token", c.Request(dsstest.Cmd("SET", "k", "v"), ts(dsstest.Now()), ft(future(10*time.Second))), errPayload(wire.ErrFencingSkew), "")
 	expect(t, "2s ahead", c.Request(dsstest.Cmd("SET", "k", "v"), ts(future(2*time.Second))), "+OK\r\n", "any")
 }
 
@@ -73,5 +73,5 @@ func TestSkewIsMeasuredAgainstTheServerClock(t *testing.T) {
 	c := dsstest.Dial(t, s.Addr(), "clock")
 	// 30 minutes ahead of the real clock is 30 minutes behind the server's.
 	expect(t, "behind the server", c.Request(dsstest.Cmd("SET", "k", "v"), ts(future(30*time.Minute))), "+OK\r\n", "any")
-	expect(t, "ahead of the server", c.Request(dsstest.Cmd("SET", "k", "v"), ts(future(62*time.Minute))), errPayload(proto.ErrTimestampSkew), "")
+	expect(t, "ahead of the server", c.Request(dsstest.Cmd("SET", "k", "v"), ts(future(62*time.Minute))), errPayload(wire.ErrTimestampSkew), "")
 }

@@ -1,8 +1,9 @@
 package store
 
 import (
+	"errors"
+
 	"github.com/dssio/dss/hlc"
-	"github.com/dssio/dss/internal/proto"
 )
 
 // Op is the operation of a command.
@@ -39,7 +40,7 @@ type Command struct {
 	Op    Op
 	Key   []byte
 	Value []byte // OpSet: the new value; OpVDel: the value to compare
-	Cond  proto.Condition
+	Cond  Condition
 	// Time is the proposer's physical clock in milliseconds. Keys whose
 	// deadline is at or before Time are treated as missing.
 	Time int64
@@ -54,6 +55,32 @@ type Command struct {
 	// Volatile marks an OpSet whose key need not survive a restart.
 	Volatile bool
 }
+
+// Condition is the condition a SET is applied under.
+type Condition uint8
+
+// The SET conditions.
+const (
+	// Always sets unconditionally.
+	Always Condition = iota
+	// IfMissing (NX) sets only when the key does not exist.
+	IfMissing
+	// IfMissingOrEqual (NEX) sets only when the key does not exist or
+	// already holds the new value.
+	IfMissingOrEqual
+)
+
+// The reasons a command is refused (Outcome Refused).
+var (
+	// ErrFencingRequired: the key is protected by a fencing token and
+	// the command carries none.
+	ErrFencingRequired = errors.New("store: a fencing token is required")
+	// ErrFencingLower: the command's fencing token is older than the
+	// key's.
+	ErrFencingLower = errors.New("store: the fencing token is older than the key's")
+	// ErrUnknownOp: the command's Op is not one the machine knows.
+	ErrUnknownOp = errors.New("store: unknown operation")
+)
 
 // Outcome says what a command did.
 type Outcome uint8
@@ -78,8 +105,9 @@ type Result struct {
 	// the stored version when a condition was not met, the version of the
 	// deleted value of a DEL or VDEL. It is zero when there is none.
 	Version hlc.Timestamp
-	// Err is set when Outcome is Refused.
-	Err *proto.Error
+	// Err is set when Outcome is Refused: ErrFencingRequired,
+	// ErrFencingLower or ErrUnknownOp.
+	Err error
 }
 
 // Change is one change of a key: what watchers hear of and what a journal

@@ -6,7 +6,6 @@ import (
 	"unsafe"
 
 	"github.com/dssio/dss/hlc"
-	"github.com/dssio/dss/internal/proto"
 )
 
 // Machine is the state machine. The zero value is not usable; call New.
@@ -135,7 +134,7 @@ func (m *Machine) Apply(c *Command, changes []Change) (Result, []Change) {
 			res = Result{Outcome: NotMet, Version: m.version(s.rec.header())}
 		}
 	default:
-		res = Result{Outcome: Refused, Err: proto.ErrUnknownCommand}
+		res = Result{Outcome: Refused, Err: ErrUnknownOp}
 	}
 	m.compact()
 	return res, changes
@@ -150,9 +149,9 @@ func (m *Machine) set(c *Command, s stored, found bool, changes []Change) (Resul
 			return Result{Outcome: Refused, Err: err}, changes
 		}
 		switch c.Cond {
-		case proto.IfMissing:
+		case IfMissing:
 			return Result{Outcome: NotMet, Version: m.version(h)}, changes
-		case proto.IfMissingOrEqual:
+		case IfMissingOrEqual:
 			if !bytes.Equal(s.rec.value(), c.Value) {
 				return Result{Outcome: NotMet, Version: m.version(h)}, changes
 			}
@@ -249,15 +248,15 @@ func (m *Machine) del(c *Command, s stored, found bool, changes []Change) (Resul
 }
 
 // checkFence applies the fencing rules to a command on the live key s.
-func (m *Machine) checkFence(c *Command, s stored) *proto.Error {
+func (m *Machine) checkFence(c *Command, s stored) error {
 	if s.rec.flags()&flagFenced == 0 {
 		return nil
 	}
 	switch {
 	case !c.HasFence:
-		return proto.ErrFencingRequired
+		return ErrFencingRequired
 	case c.Fence.Before(m.fences[s.key]):
-		return proto.ErrFencingLower
+		return ErrFencingLower
 	}
 	return nil
 }

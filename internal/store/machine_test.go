@@ -7,7 +7,6 @@ import (
 	"unsafe"
 
 	"github.com/dssio/dss/hlc"
-	"github.com/dssio/dss/internal/proto"
 )
 
 func v(wall int64, counter uint32) hlc.Timestamp {
@@ -49,22 +48,22 @@ func TestSetConditions(t *testing.T) {
 	apply(t, m, set("k", "v1", v(100, 0)))
 
 	nx := set("k", "v2", v(101, 0))
-	nx.Cond = proto.IfMissing
+	nx.Cond = IfMissing
 	if res, ch := apply(t, m, nx); res.Outcome != NotMet || res.Version != v(100, 0) || len(ch) != 0 {
 		t.Fatalf("NX on existing key: %+v %+v", res, ch)
 	}
 	nex := set("k", "v2", v(102, 0))
-	nex.Cond = proto.IfMissingOrEqual
+	nex.Cond = IfMissingOrEqual
 	if res, _ := apply(t, m, nex); res.Outcome != NotMet || res.Version != v(100, 0) {
 		t.Fatalf("NEX with another value: %+v", res)
 	}
 	nex = set("k", "v1", v(103, 0))
-	nex.Cond = proto.IfMissingOrEqual
+	nex.Cond = IfMissingOrEqual
 	if res, ch := apply(t, m, nex); res.Outcome != Applied || res.Version != v(103, 0) || len(ch) != 1 {
 		t.Fatalf("NEX with the same value: %+v %+v", res, ch)
 	}
 	nx = set("new", "x", v(104, 0))
-	nx.Cond = proto.IfMissing
+	nx.Cond = IfMissing
 	if res, _ := apply(t, m, nx); res.Outcome != Applied {
 		t.Fatalf("NX on a missing key: %+v", res)
 	}
@@ -112,12 +111,12 @@ func TestFencing(t *testing.T) {
 	if res, _ := apply(t, m, c); res.Outcome != Applied {
 		t.Fatalf("SET with a token on a new key: %+v", res)
 	}
-	if res, _ := apply(t, m, set("p", "b", v(101, 0))); res.Err != proto.ErrFencingRequired {
+	if res, _ := apply(t, m, set("p", "b", v(101, 0))); res.Err != ErrFencingRequired {
 		t.Fatalf("SET without a token: %+v", res)
 	}
 	older := set("p", "b", v(102, 0))
 	older.Fence, older.HasFence = v(50, 0), true
-	if res, _ := apply(t, m, older); res.Err != proto.ErrFencingLower {
+	if res, _ := apply(t, m, older); res.Err != ErrFencingLower {
 		t.Fatalf("SET with an older token: %+v", res)
 	}
 	equal := set("p", "c", v(103, 0))
@@ -132,15 +131,15 @@ func TestFencing(t *testing.T) {
 	}
 	// The newer token is stored: the old one no longer passes.
 	equal.Version = v(105, 0)
-	if res, _ := apply(t, m, equal); res.Err != proto.ErrFencingLower {
+	if res, _ := apply(t, m, equal); res.Err != ErrFencingLower {
 		t.Fatalf("SET with the replaced token: %+v", res)
 	}
 	del := &Command{Op: OpDel, Key: []byte("p"), Time: 106, Version: v(106, 0)}
-	if res, _ := apply(t, m, del); res.Err != proto.ErrFencingRequired {
+	if res, _ := apply(t, m, del); res.Err != ErrFencingRequired {
 		t.Fatalf("DEL without a token: %+v", res)
 	}
 	vdel := &Command{Op: OpVDel, Key: []byte("p"), Value: []byte("d"), Time: 107, Version: v(107, 0), Fence: v(50, 1), HasFence: true}
-	if res, _ := apply(t, m, vdel); res.Err != proto.ErrFencingLower {
+	if res, _ := apply(t, m, vdel); res.Err != ErrFencingLower {
 		t.Fatalf("VDEL with an older token: %+v", res)
 	}
 	del.Fence, del.HasFence = v(60, 0), true
@@ -222,7 +221,7 @@ func TestCommandOnExpiredKeyAnnouncesTheExpiry(t *testing.T) {
 	c.Fence, c.HasFence = v(1, 0), true
 	apply(t, m, c)
 	nx := set("k", "w", v(2000, 0))
-	nx.Cond = proto.IfMissing
+	nx.Cond = IfMissing
 	res, ch := apply(t, m, nx)
 	if res.Outcome != Applied {
 		t.Fatalf("NX on an expired key must apply (and the token went with it): %+v", res)
@@ -280,7 +279,7 @@ func randomCommands(r *rand.Rand, n, keys int) []*Command {
 		switch r.IntN(5) {
 		case 0, 1:
 			c.Op = OpSet
-			c.Cond = proto.Condition(r.IntN(3))
+			c.Cond = Condition(r.IntN(3))
 			if r.IntN(3) == 0 {
 				c.ExpiresAt = now + int64(r.IntN(200)+1)
 			}

@@ -1,4 +1,4 @@
-package proto
+package wire
 
 // Error is a protocol error: the server answers it with the payload
 // "-ERR <text>\r\n". Its text is part of the protocol and never changes.

@@ -1,4 +1,4 @@
-package proto
+package wire
 
 // Names and values of the RPC envelope that wraps every request and response
 // in MQTT 5 user properties.
