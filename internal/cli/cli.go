@@ -11,6 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/dssio/dss/internal/buildinfo"
 )
 
 // Stdio is where a command reads and writes.
@@ -76,9 +78,12 @@ state store client libraries work against it unchanged.
 
 Every flag can also be set with an environment variable: DSS_ and the flag
 name in upper case with '-' as '_', e.g. DSS_LISTEN=:1884.`,
+		Version:       buildinfo.Get().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.AddCommand(newVersionCmd(stdio))
 	root.AddCommand(newServeCmd(stdio))
 	root.AddCommand(newRecoverCmd(stdio))
 	root.AddCommand(newSetCmd(stdio), newGetCmd(stdio), newDelCmd(stdio), newVDelCmd(stdio))
