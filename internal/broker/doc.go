@@ -11,4 +11,24 @@
 //
 // KEYNOTIFY registrations belong to a connection: they live here, on the
 // node the client is connected to, and end with the connection.
+//
+// # Lock order
+//
+// A lock may be taken while holding the locks above it, never the other
+// way round:
+//
+//  1. Broker.drainMu, held shared from a request's draining check until
+//     Submit returns (and so around a response that is ready at once).
+//  2. The store's locks (the engine lock, see package engine), taken
+//     inside Submit.
+//  3. registry.mu, taken by the engine under its lock (KeyNotify,
+//     Changed) and on its own when a connection ends; nothing is called
+//     while it is held.
+//  4. routes.mu, and the broker core's locks (client and topic tables, a
+//     connection's write lock), taken when a response or notification is
+//     published: inside Submit for a result ready at once, otherwise on
+//     the engine's delivery goroutine without the engine lock.
+//
+// A response is never published under the engine lock or registry.mu: the
+// engine calls Done and the notification deliveries without its lock.
 package broker
