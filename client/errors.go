@@ -65,6 +65,11 @@ var (
 	// such requests until the context ends, failing over to the next
 	// server when it has several.
 	ErrUnavailable = serverError(wire.ErrUnavailable)
+	// ErrBusy is dss's own addition: the server holds as many requests as
+	// it may while its storage catches up, and did not carry this one
+	// out. The client retries such requests on the same server after a
+	// pause, until the context ends.
+	ErrBusy = serverError(wire.ErrBusy)
 )
 
 // serverErrors maps each known text to its sentinel.
@@ -75,7 +80,7 @@ var serverErrors = func() map[string]*ServerError {
 		ErrFencingTokenLowerVersion, ErrQuotaExceeded, ErrSyntax,
 		ErrNotAuthorized, ErrUnknownCommand, ErrWrongNumberOfArguments,
 		ErrMissingTimestamp, ErrMalformedTimestamp, ErrKeyLengthZero,
-		ErrUnavailable,
+		ErrUnavailable, ErrBusy,
 	} {
 		m[e.Text] = e
 	}

@@ -44,7 +44,7 @@ const (
 // call sends r and returns its response. It waits for a connection when
 // there is none, and sends the request again (on the same or the next
 // connection) whenever that is safe: the request was not sent, was refused
-// unexecuted, was answered "unavailable", or only reads and its connection
+// unexecuted, was answered "unavailable" or "busy", or only reads and its connection
 // dropped. It gives up when ctx ends.
 func (c *Client) call(ctx context.Context, r *request) (response, error) {
 	wait := minRetryWait
@@ -80,7 +80,7 @@ func (c *Client) retryable(r *request, err error) bool {
 	switch {
 	case isClosed(err):
 		return false
-	case errors.Is(err, errNotSent), errors.Is(err, ErrUnavailable):
+	case errors.Is(err, errNotSent), errors.Is(err, ErrUnavailable), errors.Is(err, ErrBusy):
 		return true
 	case errors.As(err, &refused):
 		return refused.ReasonCode == codeUnspecified || refused.ReasonCode == codeServerBusy

@@ -26,6 +26,7 @@ func TestRetryable(t *testing.T) {
 	}{
 		{"not sent", errNotSent, write, true},
 		{"unavailable", ErrUnavailable, write, true},
+		{"busy", ErrBusy, write, true},
 		{"refused while shutting down", &RefusedError{ReasonCode: 0x80}, write, true},
 		{"server busy", &RefusedError{ReasonCode: 0x89}, write, true},
 		{"refused for a bad request", &RefusedError{ReasonCode: 0x83}, write, false},

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,8 +23,11 @@ import (
 type Store interface {
 	// Submit carries out op and calls op.Done once the result may be
 	// sent. It reports whether Done was called before it returned, on the
-	// caller's goroutine.
-	Submit(op *engine.Op) (inline bool)
+	// caller's goroutine. It never blocks: the caller is a connection's
+	// reader, often a read loop that serves many connections. A store
+	// that cannot take op now answers it with an error (busy,
+	// unavailable) instead of waiting.
+	Submit(ctx context.Context, op *engine.Op) (inline bool)
 }
 
 // Config configures a Broker.
@@ -62,6 +66,10 @@ type Broker struct {
 	// completeFn is complete as a func value, bound once: a method value
 	// taken per request would allocate.
 	completeFn func(*engine.Op)
+	// ctx is handed to the store with every request; it is cancelled when
+	// the broker closes.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	// refuseLog limits the log lines about refused requests, so that a
 	// misbehaving client cannot flood the log.
@@ -110,6 +118,7 @@ func New(cfg Config) (*Broker, error) {
 	b.watches = newRegistry(cfg.Metrics, b.publish)
 	b.routes = newRoutes(srv)
 	b.completeFn = b.complete
+	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.inline = srv.NewClient(nil, mqtt.LocalListener, inlineClientID, true)
 	b.inline.Properties.ProtocolVersion = 5
 	if err := srv.AddHook(&hook{b: b}, nil); err != nil {
@@ -166,7 +175,10 @@ func (b *Broker) Close(grace time.Duration) error {
 		time.Sleep(5 * time.Millisecond)
 	}
 	var err error
-	b.closeOnce.Do(func() { err = b.srv.Close() })
+	b.closeOnce.Do(func() {
+		err = b.srv.Close()
+		b.cancel()
+	})
 	return err
 }
 

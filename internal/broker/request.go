@@ -149,7 +149,7 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 	b.metrics.Requests.WithLabelValues(req.Verb.String()).Inc()
 	// When the result is not ready at once (it waits for the journal, or
 	// for earlier deliveries), the PUBACK goes out later with the response.
-	b.store.Submit(&c.op)
+	b.store.Submit(b.ctx, &c.op)
 }
 
 func (c *call) readTimestamps(ts string, hasTs bool, ft string, hasFt bool) *wire.Error {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"strconv"
 	"testing"
 	"time"
@@ -37,14 +38,14 @@ func BenchmarkSubmitRoundTrip(b *testing.B) {
 			}
 			if verb == wire.VerbGet {
 				for i := range ops {
-					n.Submit(&Op{Request: benchRequest(wire.VerbSet, i), Done: func(*Op) { done <- struct{}{} }})
+					n.Submit(context.Background(), &Op{Request: benchRequest(wire.VerbSet, i), Done: func(*Op) { done <- struct{}{} }})
 					<-done
 				}
 			}
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
-				n.Submit(&ops[i%len(ops)])
+				n.Submit(context.Background(), &ops[i%len(ops)])
 				<-done
 				i++
 			}
@@ -66,7 +67,7 @@ func BenchmarkSubmitPipelined(b *testing.B) {
 	b.ReportAllocs()
 	sent := 0
 	for ; sent < inflight && sent < b.N; sent++ {
-		n.Submit(&ops[sent])
+		n.Submit(context.Background(), &ops[sent])
 	}
 	for received := 0; received < b.N; received++ {
 		op := <-done
@@ -74,7 +75,7 @@ func BenchmarkSubmitPipelined(b *testing.B) {
 			b.Fatal(op.Result.Err)
 		}
 		if sent < b.N {
-			n.Submit(op)
+			n.Submit(context.Background(), op)
 			sent++
 		}
 	}

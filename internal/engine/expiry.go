@@ -50,12 +50,21 @@ func (n *Node) expireRound() (wait time.Duration, more bool) {
 	if n.closing || n.failed != nil {
 		return -1, false
 	}
-	now := n.clock.PhysicalNow()
+	now := max(n.clock.PhysicalNow(), n.lastTime)
 	keys := n.m.AppendExpired(nil, now, n.cfg.ExpiryBatch)
-	journaled := false
+	journaled, replicating := false, false
 	for _, k := range keys {
-		n.expireLocked([]byte(k), now)
-		journaled = journaled || n.journal != nil
+		switch n.expireLocked([]byte(k), now) {
+		case AppliedUnflushed:
+			journaled = true
+		case Pending:
+			replicating = true
+		case Refused:
+			// Only the leader of a cluster expires keys; it applies
+			// here too when committed. Look again later, in case this
+			// node becomes the leader.
+			return expiryRetry, false
+		}
 	}
 	if len(keys) > 0 {
 		if journaled {
@@ -64,6 +73,11 @@ func (n *Node) expireRound() (wait time.Duration, more bool) {
 			n.enqueueLocked(item{journaled: true})
 		}
 		n.signal()
+	}
+	if replicating {
+		// The keys stay in the machine until the expiries are
+		// committed: give the log time rather than propose them again.
+		return expiryRetry, false
 	}
 	if len(keys) == n.cfg.ExpiryBatch {
 		return 0, true
@@ -76,3 +90,7 @@ func (n *Node) expireRound() (wait time.Duration, more bool) {
 	n.timerAt = next
 	return time.Duration(next-now) * time.Millisecond, false
 }
+
+// expiryRetry is how long the expiry goroutine waits before it looks at
+// keys that a replicated log is expiring, or that only a leader may expire.
+const expiryRetry = 50 * time.Millisecond

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 	"time"
@@ -19,8 +20,13 @@ type Config struct {
 	MaxSkew time.Duration
 	// Machine is the state to start from; nil means an empty machine.
 	Machine *store.Machine
-	// Journal records applied commands; nil keeps everything in memory.
+	// Journal records the effects of the writes that the local log
+	// applies; nil keeps everything in memory. It must be nil with Log.
 	Journal Journal
+	// Log is the log that decided writes pass through before they are
+	// applied (ADR 0004). Nil means the local log of a single node: apply
+	// at once, record the effects in Journal.
+	Log Log
 	// Notifier receives KEYNOTIFY requests and changes; nil means none.
 	Notifier Notifier
 	// Logger receives the engine's log lines; nil means slog.Default().
@@ -35,16 +41,20 @@ type Config struct {
 	// SnapshotCheck is how often the node asks the journal whether a
 	// snapshot is due. Zero means one second.
 	SnapshotCheck time.Duration
-	// MaxUndelivered bounds the results and notifications waiting for the
-	// journal or for delivery. At the bound, Submit waits, so a client that
-	// sends faster than the disk keeps up is slowed down instead of filling
-	// the memory. Zero means 65536.
+	// MaxUndelivered bounds the requests and notifications waiting for
+	// the log, the journal or delivery. At the bound, Submit answers
+	// "the state store is busy" at once instead of waiting, so that clients
+	// that send faster than the disk keeps up are told to slow down and the
+	// read loop that submits never stalls. Zero means 65536.
 	MaxUndelivered int
 }
 
 // errUnavailable answers requests that the engine cannot carry out because
-// it is closing or its journal failed.
+// it is closing, its journal failed or its log cannot take writes.
 var errUnavailable = wire.ErrUnavailable
+
+// errBusy answers requests that arrive while the pipeline is full.
+var errBusy = wire.ErrBusy
 
 // Node is the engine of a single node. Create it with New, start it with
 // Start and stop it with Close.
@@ -52,6 +62,8 @@ type Node struct {
 	cfg      Config
 	clock    *hlc.Clock
 	journal  Journal
+	wal      Log
+	local    bool // wal is the local log
 	notifier Notifier
 	log      *slog.Logger
 
@@ -59,16 +71,18 @@ type Node struct {
 	m       *store.Machine // guarded by mu
 	queue   []item         // guarded by mu; applied, waiting for delivery
 	changes []store.Change // guarded by mu; scratch for Apply
+	write   Write          // guarded by mu; scratch for a write being proposed
 	closing bool           // guarded by mu
 	failed  error          // guarded by mu; the journal error that stopped writes
-	// undelivered counts the items queued or being delivered. While it is
-	// zero and a request needs no journal write, its result is ready at
+	// undelivered counts the requests proposed to a log that has not
+	// applied them yet and the items queued or being delivered. While it
+	// is zero and a request needs no journal write, its result is ready at
 	// once and is handed back on the submitter's goroutine.
-	undelivered int // guarded by mu
-	// roomy is signalled (with mu) when undelivered falls below the
-	// limit, for submitters that wait for room.
-	roomy   *sync.Cond
-	timerAt int64 // guarded by mu; when the expiry timer fires, 0 if idle
+	undelivered int   // guarded by mu
+	timerAt     int64 // guarded by mu; when the expiry timer fires, 0 if idle
+	// lastTime is the latest Time of an applied command: a node that
+	// decides commands never decides an earlier one.
+	lastTime int64 // guarded by mu
 
 	wake       chan struct{} // delivery goroutine: the queue is not empty
 	expiryWake chan struct{} // expiry goroutine: an earlier deadline exists
@@ -114,6 +128,7 @@ func New(cfg Config) *Node {
 		cfg:        cfg,
 		clock:      cfg.Clock,
 		journal:    cfg.Journal,
+		wal:        cfg.Log,
 		notifier:   cfg.Notifier,
 		log:        cfg.Logger,
 		m:          m,
@@ -121,7 +136,9 @@ func New(cfg Config) *Node {
 		expiryWake: make(chan struct{}, 1),
 		stop:       make(chan struct{}),
 	}
-	n.roomy = sync.NewCond(&n.mu)
+	if n.wal == nil {
+		n.wal, n.local = localLog{n}, true
+	}
 	return n
 }
 
@@ -147,7 +164,6 @@ func (n *Node) Start() {
 func (n *Node) Close() error {
 	n.mu.Lock()
 	n.closing = true
-	n.roomy.Broadcast()
 	n.mu.Unlock()
 	n.stopOnce.Do(func() { close(n.stop) })
 	n.done.Wait()
@@ -164,54 +180,81 @@ func (n *Node) Err() error {
 	return n.failed
 }
 
-// Submit carries out op: it checks and applies it now, and calls op.Done
-// once its result may be seen. When that is at once (nothing applied
-// earlier waits for delivery, and op needs no journal write), Done is
-// called before Submit returns, on the caller's goroutine, with op.Inline
-// set, and Submit reports true; otherwise Done is called later on the
-// delivery goroutine. Submit never blocks on I/O.
-func (n *Node) Submit(op *Op) (inline bool) {
+// Submit carries out op, and calls op.Done once its result may be seen.
+// When that is at once (nothing applied earlier waits for delivery, and op
+// needs neither a journal write nor the log), Done is called before Submit
+// returns, on the caller's goroutine, with op.Inline set, and Submit
+// reports true; otherwise Done is called later on the delivery goroutine.
+//
+// Submit never blocks on I/O and never waits for room: it runs on the
+// goroutine that read the request, which may serve many connections. When
+// MaxUndelivered requests and notifications wait already, op is answered
+// "the state store is busy" at once; when ctx is done, or the node is
+// closing or failed, "the state store is unavailable".
+func (n *Node) Submit(ctx context.Context, op *Op) (inline bool) {
 	op.Result = Result{}
 	op.Inline = false
 	n.mu.Lock()
-	for n.undelivered >= n.cfg.MaxUndelivered && !n.closing && n.failed == nil {
-		n.roomy.Wait()
+	switch {
+	case n.closing || n.failed != nil || ctx.Err() != nil:
+		return n.answerNowLocked(op, errUnavailable)
+	case n.undelivered >= n.cfg.MaxUndelivered:
+		return n.answerNowLocked(op, errBusy)
 	}
-	if n.closing || n.failed != nil {
-		n.mu.Unlock()
-		op.Result.Err = errUnavailable
-		op.Inline = true
-		op.Done(op)
-		return true
-	}
-	now := n.clock.PhysicalNow()
-	journaled := false
+	now := max(n.clock.PhysicalNow(), n.lastTime)
+	queued := false
 	switch err := n.checkClock(op, now); {
 	case err != nil:
 		op.Result.Err = err
 	case op.Request.Verb == wire.VerbGet:
-		v, ver, ok := n.m.Get(op.Request.Key, now)
-		op.Result.Value, op.Result.Found = v, ok
-		op.Result.setVersion(ver)
+		n.readLocked(op, now)
 	case op.Request.Verb == wire.VerbKeyNotify:
 		if n.notifier != nil {
 			n.notifier.KeyNotify(op)
 		}
 	case op.Request.Verb == wire.VerbSet, op.Request.Verb == wire.VerbDel, op.Request.Verb == wire.VerbVDel:
-		journaled = n.writeLocked(op, now)
+		switch n.proposeLocked(op, now) {
+		case Pending:
+			// The log completes op once it is committed (ApplyCommitted)
+			// or lost (Abandon); it counts as undelivered meanwhile.
+			n.undelivered++
+			n.mu.Unlock()
+			return false
+		case AppliedUnflushed:
+			queued = true
+		case Refused:
+			op.Result = Result{Err: errUnavailable}
+		}
 	default:
 		op.Result.Err = wire.ErrUnknownCommand
 	}
-	if n.undelivered == 0 && !journaled {
+	if n.undelivered == 0 && !queued {
 		n.mu.Unlock()
 		op.Inline = true
 		op.Done(op)
 		return true
 	}
-	n.enqueueLocked(item{op: op, journaled: journaled})
+	n.enqueueLocked(item{op: op, journaled: queued})
 	n.mu.Unlock()
 	n.signal()
 	return false
+}
+
+// answerNowLocked answers op with err on the submitter's goroutine and
+// releases the engine lock.
+func (n *Node) answerNowLocked(op *Op, err *wire.Error) bool {
+	n.mu.Unlock()
+	op.Result.Err = err
+	op.Inline = true
+	op.Done(op)
+	return true
+}
+
+// readLocked carries out a GET on this node's machine.
+func (n *Node) readLocked(op *Op, now int64) {
+	v, ver, ok := n.m.Get(op.Request.Key, now)
+	op.Result.Value, op.Result.Found = v, ok
+	op.Result.setVersion(ver)
 }
 
 // enqueueLocked queues an item for the delivery goroutine.
@@ -233,16 +276,12 @@ func (n *Node) checkClock(op *Op, now int64) *wire.Error {
 	return nil
 }
 
-// writeLocked turns a SET, DEL or VDEL into a command and applies it. It
-// reports whether the command went into the journal.
-func (n *Node) writeLocked(op *Op, now int64) bool {
+// proposeLocked turns a SET, DEL or VDEL into a command, decides its time
+// and version, and hands it to the log.
+func (n *Node) proposeLocked(op *Op, now int64) Proposed {
 	r := &op.Request
-	if n.m.Expired(r.Key, now) {
-		// Announce the expiry with a version of its own before the
-		// request acts on the key.
-		n.expireLocked(r.Key, now)
-	}
-	c := store.Command{
+	w := &n.write
+	*w = Write{Op: op, Command: store.Command{
 		Key:      r.Key,
 		Value:    r.Value,
 		Cond:     storeCondition[r.Cond],
@@ -250,7 +289,8 @@ func (n *Node) writeLocked(op *Op, now int64) bool {
 		Fence:    op.Fence,
 		HasFence: op.HasFence,
 		Volatile: op.Volatile && n.cfg.VolatileKeys,
-	}
+	}}
+	c := &w.Command
 	switch r.Verb {
 	case wire.VerbSet:
 		c.Op = store.OpSet
@@ -262,18 +302,46 @@ func (n *Node) writeLocked(op *Op, now int64) bool {
 	case wire.VerbVDel:
 		c.Op = store.OpVDel
 	}
+	if !n.local || n.m.Expired(r.Key, now) {
+		// The local log applies the write now, so whether the key expired
+		// is known now; a replicated log applies it later, and the expiry
+		// is decided then, from the command's time.
+		w.ExpireVersion = n.clock.Now()
+	}
 	var remote hlc.Timestamp // the zero timestamp: a local event
 	if op.HasTimestamp {
 		remote = op.Timestamp
 	}
 	c.Version = n.clock.UpdateAt(remote, now)
-	res, journaled := n.applyLocked(&c)
-	if n.failed != nil {
-		op.Result.Err = errUnavailable
-		return false
+	p := n.wal.Propose(w)
+	*w = Write{} // keep no reference to the request
+	return p
+}
+
+// applyWriteLocked applies a decided write to the machine: first the
+// expiry of its key if it is due, then its command. It records the changes
+// in the journal, queues them for delivery and fills in the result of
+// w.Op, if any. It reports whether the changes went into the journal.
+func (n *Node) applyWriteLocked(w *Write) bool {
+	c := &w.Command
+	journaled := false
+	if !w.ExpireVersion.IsZero() && n.m.Expired(c.Key, c.Time) {
+		// Announce the expiry with a version of its own before the
+		// command acts on the key.
+		e := store.Command{Op: store.OpExpire, Key: c.Key, Time: c.Time, Version: w.ExpireVersion}
+		_, journaled = n.applyLocked(&e)
 	}
-	op.Result.Outcome, op.Result.Err = res.Outcome, refusal(res.Err)
-	op.Result.setVersion(res.Version)
+	res, j := n.applyLocked(c)
+	journaled = journaled || j
+	n.lastTime = max(n.lastTime, c.Time)
+	if op := w.Op; op != nil {
+		if n.failed != nil {
+			op.Result.Err = errUnavailable
+			return false
+		}
+		op.Result.Outcome, op.Result.Err = res.Outcome, refusal(res.Err)
+		op.Result.setVersion(res.Version)
+	}
 	if c.ExpiresAt != 0 && res.Outcome == store.Applied {
 		n.scheduleExpiryLocked(c.ExpiresAt)
 	}
@@ -308,17 +376,19 @@ func (n *Node) applyLocked(c *store.Command) (store.Result, bool) {
 	return res, journaled
 }
 
-// expireLocked removes key, which is past its deadline.
-func (n *Node) expireLocked(key []byte, now int64) {
-	c := store.Command{Op: store.OpExpire, Key: key, Time: now, Version: n.clock.Now()}
-	n.applyLocked(&c)
+// expireLocked removes key, which is past its deadline, through the log.
+func (n *Node) expireLocked(key []byte, now int64) Proposed {
+	w := &n.write
+	*w = Write{Command: store.Command{Op: store.OpExpire, Key: key, Time: now, Version: n.clock.Now()}}
+	p := n.wal.Propose(w)
+	*w = Write{}
+	return p
 }
 
 // failLocked stops all writes after the journal failed: the machine is
 // ahead of what is durable, so nothing more may be acknowledged.
 func (n *Node) failLocked(err error) {
 	if n.failed == nil {
-		n.roomy.Broadcast()
 		n.failed = err
 		n.log.Error("the journal failed; the store refuses every request from now on", "err", err)
 	}
@@ -392,7 +462,6 @@ func (n *Node) deliverBatch(batch *[]item) {
 	}
 	n.mu.Lock()
 	n.undelivered -= len(b)
-	n.roomy.Broadcast()
 	n.mu.Unlock()
 	*batch = b
 }

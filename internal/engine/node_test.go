@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -108,7 +109,7 @@ func do(n *Node, r wire.Request, ts bool) Result {
 	if ts {
 		op.Timestamp, op.HasTimestamp = hlc.Timestamp{Wall: time.Now().UnixMilli(), Node: "c"}, true
 	}
-	n.Submit(op)
+	n.Submit(context.Background(), op)
 	<-done
 	return op.Result
 }
@@ -125,7 +126,7 @@ func TestResultsAreDeliveredInApplyOrder(t *testing.T) {
 	for i := 0; i < 1000; i++ {
 		wg.Add(1)
 		i := i
-		n.Submit(&Op{Request: set(fmt.Sprint("k", i%10), "v"), Done: func(*Op) {
+		n.Submit(context.Background(), &Op{Request: set(fmt.Sprint("k", i%10), "v"), Done: func(*Op) {
 			mu.Lock()
 			order = append(order, i)
 			mu.Unlock()
@@ -168,7 +169,7 @@ func TestGroupCommit(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Add(requests)
 	for i := 0; i < requests; i++ {
-		n.Submit(&Op{Request: set(fmt.Sprint("k", i), "v"), Done: func(*Op) { wg.Done() }})
+		n.Submit(context.Background(), &Op{Request: set(fmt.Sprint("k", i), "v"), Done: func(*Op) { wg.Done() }})
 	}
 	wg.Wait()
 	j.mu.Lock()
@@ -207,7 +208,7 @@ func TestCloseAnswersEverythingApplied(t *testing.T) {
 	var answered sync.WaitGroup
 	for i := 0; i < 500; i++ {
 		answered.Add(1)
-		n.Submit(&Op{Request: set(fmt.Sprint("k", i), "v"), Done: func(op *Op) {
+		n.Submit(context.Background(), &Op{Request: set(fmt.Sprint("k", i), "v"), Done: func(op *Op) {
 			if op.Result.Err != nil {
 				t.Errorf("request answered with %v", op.Result.Err)
 			}
@@ -228,7 +229,7 @@ func TestClockSkew(t *testing.T) {
 	op := &Op{Request: set("k", "v"), Timestamp: hlc.Timestamp{Wall: time.Now().Add(5 * time.Second).UnixMilli()}, HasTimestamp: true}
 	done := make(chan struct{})
 	op.Done = func(*Op) { close(done) }
-	n.Submit(op)
+	n.Submit(context.Background(), op)
 	<-done
 	if op.Result.Err != wire.ErrTimestampSkew {
 		t.Fatalf("__ts 5s ahead with a 1s limit: %+v", op.Result)
@@ -362,50 +363,57 @@ func (j *stallJournal) Flush() error {
 	return j.memJournal.Flush()
 }
 
-// TestSubmitWaitsWhenDeliveryFallsBehind: with the disk stalled, a client
-// that keeps sending is held at the bound instead of filling the memory.
-func TestSubmitWaitsWhenDeliveryFallsBehind(t *testing.T) {
+// TestSubmitAnswersBusyWhenDeliveryFallsBehind: with the disk stalled, a
+// client that keeps sending is told "busy" at the bound, at once, instead
+// of filling the memory or holding the goroutine that submits.
+func TestSubmitAnswersBusyWhenDeliveryFallsBehind(t *testing.T) {
 	j := &stallJournal{release: make(chan struct{})}
 	n := newNode(t, Config{Journal: j, MaxUndelivered: 100})
-	var delivered sync.WaitGroup
-	delivered.Add(300) // before any Done: a count that touched zero would end Wait early
-	var count atomicCount
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		for i := 0; i < 300; i++ {
-			n.Submit(&Op{Request: set(fmt.Sprint("k", i), "v"), Done: func(*Op) { delivered.Done() }})
-			count.add()
-		}
-	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for count.get() < 100 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+	var mu sync.Mutex
+	var busy, ok int
+	var answered sync.WaitGroup
+	answered.Add(300)
+	for i := 0; i < 300; i++ {
+		n.Submit(context.Background(), &Op{Request: set(fmt.Sprint("k", i), "v"), Done: func(op *Op) {
+			mu.Lock()
+			switch op.Result.Err {
+			case wire.ErrBusy:
+				if !op.Inline {
+					t.Errorf("busy answered later, not inside Submit")
+				}
+				busy++
+			case nil:
+				ok++
+			default:
+				t.Errorf("request answered %v", op.Result.Err)
+			}
+			mu.Unlock()
+			answered.Done()
+		}})
 	}
-	time.Sleep(50 * time.Millisecond) // would it go on past the bound?
-	if got := count.get(); got > 101 {
-		t.Fatalf("%d requests submitted while the journal is stalled; the bound is 100", got)
+	// Every request beyond the bound was answered inside Submit.
+	mu.Lock()
+	if busy != 200 || ok != 0 {
+		t.Fatalf("with the journal stalled: %d busy, %d done; want 200 busy, 0 done", busy, ok)
 	}
+	mu.Unlock()
 	close(j.release)
-	select {
-	case <-finished:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("the submitter is still held after the journal came back (%d submitted)", count.get())
+	answered.Wait()
+	if ok != 100 {
+		t.Fatalf("%d requests carried out after the journal came back, want 100", ok)
 	}
-	delivered.Wait()
-	if got := count.get(); got != 300 {
-		t.Fatalf("%d requests submitted after the journal came back", got)
+	// Once the pipeline drained, requests are taken again.
+	if r := do(n, set("after", "v"), true); r.Err != nil {
+		t.Fatalf("SET after the stall: %+v", r)
 	}
 }
 
-type atomicCount struct {
-	mu sync.Mutex
-	n  int
-}
-
-func (c *atomicCount) add() { c.mu.Lock(); c.n++; c.mu.Unlock() }
-func (c *atomicCount) get() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n
+func TestSubmitWithDoneContextIsUnavailable(t *testing.T) {
+	n := newNode(t, Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	op := &Op{Request: set("k", "v"), Done: func(*Op) {}}
+	if !n.Submit(ctx, op) || op.Result.Err != wire.ErrUnavailable {
+		t.Fatalf("Submit with a done context: %+v", op.Result)
+	}
 }

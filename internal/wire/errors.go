@@ -30,6 +30,12 @@ var (
 	// carry out the request because it is shutting down or can no longer
 	// write to stable storage. The request may be retried elsewhere.
 	ErrUnavailable = &Error{"the state store is unavailable"}
+
+	// ErrBusy is not in the vendor's table either: the server holds as
+	// many requests as it may while its storage or its cluster catches
+	// up, and did not carry this one out. The request may be retried on
+	// the same server after a pause.
+	ErrBusy = &Error{"the state store is busy; retry the request later"}
 )
 
 // Errors lists every protocol error.
@@ -37,7 +43,7 @@ var Errors = []*Error{
 	ErrTimestampSkew, ErrFencingRequired, ErrFencingSkew, ErrFencingLower,
 	ErrQuotaExceeded, ErrSyntax, ErrNotAuthorized, ErrUnknownCommand,
 	ErrWrongArgs, ErrMissingTimestamp, ErrMalformedTimestamp, ErrEmptyKey,
-	ErrUnavailable,
+	ErrUnavailable, ErrBusy,
 }
 
 // ErrorByText returns the protocol error with the given text, or nil when
