@@ -59,7 +59,8 @@ accepted request is answered, and the process exits with status 0.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Listen, "listen", ":1883", "MQTT listener address (HOST:PORT)")
+	f.StringVar(&cfg.Listen, "listen", "", "MQTT listener address HOST:PORT (default 127.0.0.1:1883: loopback only while no authentication is configured)")
+	f.BoolVar(&cfg.AllowAnonymous, "allow-anonymous", false, "admit clients without authentication on a listener beyond loopback (a warning at start)")
 	f.StringVar(&cfg.HTTPListen, "http-listen", "", "address of the HTTP endpoint with /metrics and /healthz (HOST:PORT); empty turns it off")
 	f.BoolVar(&cfg.Pprof, "pprof", false, "serve the Go profiler under /debug/pprof/ on the HTTP endpoint")
 	f.StringVar(&cfg.NodeID, "node-id", "", "node id stamped on every version this node issues (default: the host name)")

@@ -11,11 +11,15 @@ import (
 	"github.com/dssio/dss/internal/journal"
 )
 
-// Config configures a Server. The zero value serves MQTT on :1883 with the
-// defaults below.
+// Config configures a Server. The zero value serves MQTT on
+// 127.0.0.1:1883 with the defaults below.
 type Config struct {
-	// Listen is the MQTT listener address. Default ":1883".
+	// Listen is the MQTT listener address. Default "127.0.0.1:1883":
+	// loopback only while no authentication is configured.
 	Listen string
+	// AllowAnonymous lets clients connect without authentication on a
+	// listener beyond loopback; without it such a listener is refused.
+	AllowAnonymous bool
 	// HTTPListen is the address of the metrics and health endpoint;
 	// empty turns it off.
 	HTTPListen string
@@ -90,7 +94,7 @@ func ParsePersistence(s string) (Persistence, error) {
 
 func (c *Config) setDefaults() error {
 	if c.Listen == "" {
-		c.Listen = ":1883"
+		c.Listen = c.DefaultListen()
 	}
 	if c.NodeID == "" {
 		c.NodeID = defaultNodeID()

@@ -88,6 +88,13 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.broker = b
+	if err := cfg.checkExposure("MQTT listener", b.Addr(), cfg.Logger); err != nil {
+		_ = b.Close(0)
+		if s.journal != nil {
+			_ = s.journal.Close()
+		}
+		return nil, err
+	}
 	ecfg.Notifier = b.Notifier()
 	s.node = engine.New(ecfg)
 	if cfg.HTTPListen != "" {
@@ -150,7 +157,10 @@ func (s *Server) Start() error {
 			}
 		}()
 	}
-	s.log.Info("dss serving", "mqtt", s.Addr(), "http", s.HTTPAddr(), "node", s.cfg.NodeID)
+	s.log.Info("dss serving", "mqtt", s.Addr(), "http", s.HTTPAddr(), "node", s.cfg.NodeID, "auth", "none")
+	if isLoopback(s.Addr()) {
+		s.log.Info("no authentication configured: serving this machine only (loopback); configure users or client certificates to serve the network")
+	}
 	return nil
 }
 
