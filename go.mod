@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/eclipse/paho.golang v0.23.0
 	github.com/jinzhu/copier v0.4.0
 	github.com/prometheus/client_golang v1.25.0

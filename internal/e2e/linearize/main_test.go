@@ -1,0 +1,74 @@
+package linearize
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	flagRounds = flag.Int("linearize.rounds", 0, "fault rounds per test (default: a few, or hundreds with DSS_LONG=1)")
+	flagSeed   = flag.Uint64("linearize.seed", 0, "seed of the faults and requests (default: from the clock; printed)")
+	flagOut    = flag.String("linearize.out", filepath.Join(os.TempDir(), "dss-linearize"), "directory for the visualisations of failing histories and the nodes' logs")
+)
+
+// dssBinary is the dss binary built once for the package's tests.
+var dssBinary string
+
+// clusterSupport is empty when the binary's serve command accepts the
+// cluster flags, and otherwise says which it lacks.
+var clusterSupport string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "dss-linearize-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	dssBinary = filepath.Join(dir, "dss")
+	build := exec.Command("go", "build", "-o", dssBinary, "github.com/dssio/dss/cmd/dss")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building dss:", err)
+		os.Exit(1)
+	}
+	clusterSupport = detectCluster(dssBinary)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// detectCluster asks the binary's serve command for its flags.
+func detectCluster(bin string) string {
+	out, err := exec.Command(bin, "serve", "--help").CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("dss serve --help failed: %v\n%s", err, out)
+	}
+	var lacks []string
+	for _, f := range []string{"--node-id", "--cluster-listen", "--peers"} {
+		if !strings.Contains(string(out), f+" ") {
+			lacks = append(lacks, f)
+		}
+	}
+	if len(lacks) > 0 {
+		return "this dss serve has no " + strings.Join(lacks, ", ")
+	}
+	return ""
+}
+
+// seed returns the seed of a test run, and logs it so that a failure can
+// be replayed.
+func seed(t *testing.T) uint64 {
+	s := *flagSeed
+	if s == 0 {
+		s = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (replay with -linearize.seed=%d)", s, s)
+	return s
+}
