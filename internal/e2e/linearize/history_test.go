@@ -21,6 +21,7 @@ type history struct {
 	annotations []porcupine.Annotation // guarded by mu
 	processes   int                    // guarded by mu; process ids handed out
 	unanswered  int                    // guarded by mu; reads without response, left out
+	refused     int                    // guarded by mu; requests refused unexecuted, left out
 	open        []int                  // guarded by mu; indexes in ops of writes without response
 }
 
@@ -81,6 +82,14 @@ func (c *call) complete(out output) {
 	})
 }
 
+// refused records that the server refused the request without executing
+// it: it is left out of the history.
+func (c *call) refused() {
+	c.h.mu.Lock()
+	defer c.h.mu.Unlock()
+	c.h.refused++
+}
+
 // fault records a fault on the timeline of the visualisation.
 func (h *history) fault(from, to time.Time, what string) {
 	h.mu.Lock()
@@ -111,11 +120,12 @@ func (h *history) operations() []porcupine.Operation {
 }
 
 // counts returns the number of operations recorded and of writes without
-// response among them, and of reads without response left out.
-func (h *history) counts() (ops, unknownWrites, unansweredReads int) {
+// response among them, of reads without response and of requests refused
+// unexecuted, both left out.
+func (h *history) counts() (ops, unknownWrites, unansweredReads, refused int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.ops), len(h.open), h.unanswered
+	return len(h.ops), len(h.open), h.unanswered, h.refused
 }
 
 // verdict is the outcome of checking a history.

@@ -54,9 +54,9 @@ type plan struct {
 
 // tally sums up the rounds of a test.
 type tally struct {
-	rounds, ops, unknownWrites, unansweredReads int
-	faults                                      map[string]int
-	violations, undecided                       int
+	rounds, ops, unknownWrites, unansweredReads, refused int
+	faults                                               map[string]int
+	violations, undecided                                int
 }
 
 func (s tally) String() string {
@@ -65,8 +65,8 @@ func (s tally) String() string {
 		kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
 	}
 	sort.Strings(kinds)
-	return fmt.Sprintf("rounds %d, operations %d (writes without response %d, reads without response left out %d), faults: %s; violations %d, undecided %d",
-		s.rounds, s.ops, s.unknownWrites, s.unansweredReads, strings.Join(kinds, ", "), s.violations, s.undecided)
+	return fmt.Sprintf("rounds %d, operations %d (writes without response %d; left out: reads without response %d, requests refused unexecuted %d), faults: %s; violations %d, undecided %d",
+		s.rounds, s.ops, s.unknownWrites, s.unansweredReads, s.refused, strings.Join(kinds, ", "), s.violations, s.undecided)
 }
 
 // rounds returns the number of rounds: the flag's, or short in the normal
@@ -92,10 +92,11 @@ func run(t *testing.T, sys system, p plan) tally {
 		if err != nil {
 			t.Fatalf("%s round %d (%s, seed %d): %v", p.name, round, f.kind, p.seed, err)
 		}
-		ops, unknownWrites, unanswered := h.counts()
+		ops, unknownWrites, unanswered, refused := h.counts()
 		s.ops += ops
 		s.unknownWrites += unknownWrites
 		s.unansweredReads += unanswered
+		s.refused += refused
 		name := fmt.Sprintf("%s-seed%d-round%d", p.name, p.seed, round)
 		began := time.Now()
 		v, err := h.check(p.check, *flagOut, name)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dssio/dss/client"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // workload is what the clients of a round do.
@@ -22,6 +23,10 @@ type workload struct {
 // history can explain (a malformed reply, an error text the workload never
 // provokes): the round fails at once.
 var errProtocol = errors.New("protocol violation")
+
+// errBusy reports a request the server refused without executing it (its
+// pipeline was full): it took no effect, and the history leaves it out.
+var errBusy = errors.New("refused: the state store is busy")
 
 // worker is one client: a sequence of requests, each recorded in h.
 type worker struct {
@@ -51,8 +56,12 @@ func (wk *worker) run(ctx context.Context) error {
 		in := wk.next()
 		call := wk.h.invoke(process, in)
 		out, err := wk.do(ctx, in)
-		if errors.Is(err, errProtocol) {
+		switch {
+		case errors.Is(err, errProtocol):
 			return fmt.Errorf("worker %d: %s: %w", wk.id, describeOp(in, out), err)
+		case errors.Is(err, errBusy):
+			call.refused()
+			continue
 		}
 		call.complete(out)
 		if out.Result == unknown && in.Verb != verbGet {
@@ -149,6 +158,9 @@ func (wk *worker) do(ctx context.Context, in input) (output, error) {
 		return out, nil
 	}
 	var se *client.ServerError
+	if errors.As(err, &se) && se.Text == wire.ErrBusy.Text() {
+		return output{Result: unknown}, fmt.Errorf("%w: %w", errBusy, err)
+	}
 	if errors.Is(err, client.ErrBadResponse) || (errors.As(err, &se) && !errors.Is(err, client.ErrUnavailable)) {
 		return output{Result: unknown}, fmt.Errorf("%w: %w", errProtocol, err)
 	}
