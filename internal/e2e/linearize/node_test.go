@@ -69,7 +69,7 @@ func (n *node) start(ctx context.Context) error {
 	fmt.Fprintf(n.log, "==== start %d at %s\n", n.starts, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(dssBinary, n.args...)
 	cmd.Stdout, cmd.Stderr = n.log, n.log
-	if err := cmd.Start(); err != nil {
+	if err := startProcess(cmd); err != nil {
 		n.mu.Unlock()
 		return fmt.Errorf("node %s: %w", n.id, err)
 	}
