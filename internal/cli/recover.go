@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -14,37 +15,67 @@ func newRecoverCmd(stdio Stdio) *cobra.Command {
 		Use:   "recover",
 		Short: "Make a data directory with a damaged journal usable again",
 		Long: `When dss serve refuses to start because a journal or snapshot file is
-damaged (the error names the file and the offset), dss recover keeps
-everything before the damage and moves the rest aside into a new directory
-damaged-<time> inside the data directory:
+damaged (the error names the file and the offset), dss recover keeps every
+intact record: it reads the newest snapshot and the journal after it, and past
+each damaged region goes on at the next intact record (every record carries
+its length and a CRC-32C). From what it read it writes a new snapshot, which
+replaces the old snapshot and journal files; those are kept, unchanged, in a
+new directory damaged-<time> inside the data directory.
 
-  - a damaged snapshot is moved aside (an older intact one is used instead;
-    keys that no later journal record rewrites are lost);
-  - a damaged journal segment is cut at the damage, after a copy of the whole
-    file is put aside, and every later segment is moved aside.
+Changes are applied in order, so a key deleted after the damage stays
+deleted, and versions issued afterwards stay above every version read and
+above the time the damaged files were last written. What the damaged records
+held is lost: a key whose latest change was in them is missing, older than it
+was, or back although it was deleted. dss recover names those keys where the
+damaged records can still be parsed, and reports how many records and keys it
+kept and dropped.
 
-The changes after the damage are lost: copy the data directory first if they
-matter. The server must not be running. A record cut short at the very end of
-the journal (a crash during a write) needs no recovery: the server discards it
-on start.`,
+The server must not be running. The new snapshot needs as much free space as
+the state it holds. A record cut short at the very end of the journal (a crash
+during a write) needs no recovery: the server cuts it off on start, after
+copying it to a directory torn-<time>.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := bindEnv(cmd); err != nil {
 				return err
 			}
-			actions, err := journal.Repair(dir)
-			for _, a := range actions {
-				fmt.Fprintln(stdio.Out, a)
+			r, err := journal.Repair(dir)
+			if r != nil {
+				printReport(stdio.Out, dir, r)
 			}
-			if err != nil {
-				return err
-			}
-			if len(actions) == 0 {
-				fmt.Fprintln(stdio.Out, "nothing is damaged in", dir)
-			}
-			return nil
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&dir, "data", "dss-data", "data directory to recover")
 	return cmd
+}
+
+// printReport prints what dss recover found, did, kept and dropped.
+func printReport(w io.Writer, dir string, r *journal.Report) {
+	if len(r.Damage) == 0 {
+		fmt.Fprintln(w, "nothing is damaged in", dir)
+		return
+	}
+	for _, d := range r.Damage {
+		fmt.Fprintln(w, "damaged:", d)
+	}
+	for _, a := range r.Actions {
+		fmt.Fprintln(w, a)
+	}
+	fmt.Fprintf(w, "kept %d records; the state holds %d keys\n", r.RecordsKept, r.KeysKept)
+	dropped := fmt.Sprintf("dropped %d records (%d damaged bytes)", r.RecordsDropped, r.DamagedBytes)
+	if r.DroppedUnknown {
+		dropped = fmt.Sprintf("dropped at least %d records (%d damaged bytes; the damage reaches the end of a file, so how many records it held is not known)", r.RecordsDropped, r.DamagedBytes)
+	}
+	fmt.Fprintln(w, dropped)
+	fmt.Fprintf(w, "dropped the latest state of %d keys that the damaged records still name", len(r.KeysDropped))
+	const show = 20
+	for i, k := range r.KeysDropped {
+		if i == show {
+			fmt.Fprintf(w, " ... and %d more", len(r.KeysDropped)-show)
+			break
+		}
+		fmt.Fprintf(w, " %q", k)
+	}
+	fmt.Fprintln(w)
 }

@@ -32,9 +32,14 @@
 //
 // # Recovery
 //
-// Open loads the newest snapshot and replays the segments after it. A
-// record cut short at the end of the last segment (a crash during a write)
-// is discarded with a log line. Any other damage stops Open with an error
-// that names the file and the offset; Repair moves the damaged part aside
-// so that the server can start with what precedes it.
+// Open loads the newest snapshot and replays the segments after it. What a
+// crash during a write leaves at the end of the last segment (a record cut
+// short, zeros the write never reached, a header that never completed with
+// no record after it) is cut off with a log line, after a copy of the bytes
+// went to a directory torn-<time>. Any other damage stops Open with an
+// error that names the file and the offset. Repair then keeps every intact
+// record, before and after the damage (records are framed with their
+// length and a CRC-32C, so the next intact one is found again), writes a
+// snapshot of what it read, and keeps the files it replaces in a directory
+// damaged-<time>. Nothing is deleted to resolve damage.
 package journal

@@ -31,7 +31,7 @@ func open(t *testing.T, dir string) (*Journal, *store.Machine) {
 func ver(wall int64) hlc.Timestamp { return hlc.Timestamp{Wall: wall, Node: "n"} }
 
 // history applies n SETs and DELs to a machine and journals the changes.
-func history(t *testing.T, j *Journal, m *store.Machine, from, n int) {
+func history(t testing.TB, j *Journal, m *store.Machine, from, n int) {
 	t.Helper()
 	for i := from; i < from+n; i++ {
 		c := &store.Command{Op: store.OpSet, Key: []byte(fmt.Sprintf("k%d", i%37)), Value: []byte(fmt.Sprintf("v%d", i)), Time: int64(i), Version: ver(int64(i))}
@@ -131,10 +131,10 @@ func appendToFile(t *testing.T, name string, b []byte) {
 
 func TestTornTailIsDiscarded(t *testing.T) {
 	for name, tail := range map[string]func(whole []byte) []byte{
-		"cut short":      func(whole []byte) []byte { return whole[:len(whole)-3] },
-		"header only":    func(whole []byte) []byte { return whole[:5] },
-		"zeros":          func(whole []byte) []byte { return make([]byte, 4096) },
-		"damaged record": func(whole []byte) []byte { b := bytes.Clone(whole); b[len(b)-1] ^= 0xff; return b },
+		"cut short":   func(whole []byte) []byte { return whole[:len(whole)-3] },
+		"header only": func(whole []byte) []byte { return whole[:5] },
+		"zeros":       func(whole []byte) []byte { return make([]byte, 4096) },
+		"end zeroed":  func(whole []byte) []byte { b := bytes.Clone(whole); clear(b[len(b)-6:]); return b },
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -153,6 +153,9 @@ func TestTornTailIsDiscarded(t *testing.T) {
 			same(t, m, m2)
 			if after, _ := os.Stat(seg); after.Size() != before.Size() {
 				t.Fatalf("the torn tail was not cut off: %d bytes, was %d", after.Size(), before.Size())
+			}
+			if got := asideFiles(t, dir, "torn-"); len(got) != 1 || !bytes.Equal(got[0], tail(rec)) {
+				t.Fatalf("the cut bytes were not kept aside: %q", got)
 			}
 			history(t, j2, m2, 51, 20)
 			j2.Close()
@@ -311,45 +314,6 @@ func TestParseFsync(t *testing.T) {
 	}
 	if _, err := ParseFsync("sometimes"); err == nil {
 		t.Error("ParseFsync accepted an unknown policy")
-	}
-}
-
-func TestRepair(t *testing.T) {
-	dir := t.TempDir()
-	j, m := open(t, dir)
-	history(t, j, m, 1, 100)
-	j.Close()
-	seg := lastSegment(t, dir)
-	data, _ := os.ReadFile(seg)
-	at := len(data) / 2
-	data[at] ^= 0x55
-	os.WriteFile(seg, data, 0o644)
-
-	actions, err := Repair(dir)
-	if err != nil || len(actions) != 1 || !strings.Contains(actions[0], "cut "+filepath.Base(seg)) {
-		t.Fatalf("Repair: %q, %v", actions, err)
-	}
-	j2, m2, err := Open(Options{Dir: dir, Logger: quiet()})
-	if err != nil {
-		t.Fatalf("Open after Repair: %v", err)
-	}
-	defer j2.Close()
-	if m2.Len() == 0 || m2.Seq() >= m.Seq() {
-		t.Fatalf("after Repair: %d keys up to seq %d (of %d)", m2.Len(), m2.Seq(), m.Seq())
-	}
-	if again, err := Repair(dir); err == nil || len(again) != 0 {
-		// The directory is locked by j2.
-		t.Fatalf("Repair of a directory in use: %q, %v", again, err)
-	}
-}
-
-func TestRepairLeavesAnIntactDirectoryAlone(t *testing.T) {
-	dir := t.TempDir()
-	j, m := open(t, dir)
-	history(t, j, m, 1, 50)
-	j.Close()
-	if actions, err := Repair(dir); err != nil || len(actions) != 0 {
-		t.Fatalf("Repair of an intact directory: %q, %v", actions, err)
 	}
 }
 

@@ -1,10 +1,7 @@
 package journal
 
 import (
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"log/slog"
 	"os"
@@ -106,19 +103,33 @@ func (j *Journal) recover() (*store.Machine, error) {
 }
 
 // replaySegment replays the changes after snapSeq from one segment into m
-// and returns the segment's size. In the last segment, a record cut short
-// by a crash is cut off the file; any other damage is an error.
+// and returns the segment's size. In the last segment, what a crash during
+// a write leaves at the end (a record cut short, or a segment whose header
+// never completed and that holds no record) is cut off the file after a
+// copy is put aside; any other damage is an error.
 func (j *Journal) replaySegment(name string, m *store.Machine, snapSeq uint64, last bool) (int64, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return 0, fmt.Errorf("journal: %w", err)
 	}
 	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("journal: %w", err)
+	}
+	size := info.Size()
 	rr, err := segmentReader(f)
 	if err != nil {
-		if last && (errors.Is(err, errTorn) || errors.Is(err, io.EOF) || errors.Is(err, errZeros)) {
-			// The crash came while the segment was being created.
-			return 0, j.truncateTail(name, 0, "a segment without a complete header")
+		if last {
+			// The crash came while the segment was being created, unless a
+			// record follows the damaged header.
+			next, serr := nextIntact(f, size, 1, isChange)
+			if serr != nil {
+				return 0, fmt.Errorf("journal: %w", serr)
+			}
+			if next < 0 {
+				return 0, j.cutTail(name, size, 0, "a segment without a complete header and without any record")
+			}
 		}
 		return 0, &CorruptError{File: name, Offset: 0, Reason: "unreadable segment header: " + err.Error()}
 	}
@@ -139,8 +150,14 @@ func (j *Journal) replaySegment(name string, m *store.Machine, snapSeq uint64, l
 			}
 			continue
 		}
-		if last && tornTail(name, at, err) {
-			return at, j.truncateTail(name, at, err.Error())
+		if last {
+			torn, terr := tornTail(f, size, at, err)
+			if terr != nil {
+				return 0, fmt.Errorf("journal: %w", terr)
+			}
+			if torn {
+				return at, j.cutTail(name, size, at, err.Error())
+			}
 		}
 		return 0, &CorruptError{File: name, Offset: at, Reason: err.Error()}
 	}
@@ -157,43 +174,23 @@ func segmentReader(f *os.File) (*recordReader, error) {
 	return rr, err
 }
 
-// tornTail reports whether a bad record at offset at of the file name is
-// what a crash during the last write leaves: no intact record follows it.
-// Damage with intact records after it is not a torn write, and cutting it
-// off would lose them.
-func tornTail(name string, at int64, err error) bool {
-	if !errors.Is(err, errTorn) && !errors.Is(err, errZeros) && !errors.Is(err, errChecksum) {
-		return false
-	}
-	data, rerr := os.ReadFile(name)
-	if rerr != nil || at > int64(len(data)) {
-		return false
-	}
-	return !intactRecordIn(data[at:], 1)
-}
-
-// intactRecordIn reports whether an intact change record starts anywhere
-// in b at or after from.
-func intactRecordIn(b []byte, from int) bool {
-	for i := from; i+headerSize < len(b); i++ {
-		size := int(binary.LittleEndian.Uint32(b[i:]))
-		if size == 0 || size > len(b)-i-headerSize {
-			continue
+// cutTail cuts the segment name (of size bytes) at offset at, the end of
+// a write that a crash interrupted. The bytes it cuts are copied to a
+// directory torn-<time> first, and the log line names the copy.
+func (j *Journal) cutTail(name string, size, at int64, reason string) error {
+	copyName := ""
+	if size > at {
+		aside, err := newAsideDir(filepath.Dir(name), "torn")
+		if err != nil {
+			return fmt.Errorf("journal: %w", err)
 		}
-		payload := b[i+headerSize : i+headerSize+size]
-		if t := payload[0]; t != recPut && t != recDelete && t != recFloor {
-			continue
-		}
-		if crc32.Checksum(payload, castagnoli) == binary.LittleEndian.Uint32(b[i+4:]) {
-			return true
+		copyName = filepath.Join(aside, fmt.Sprintf("%s.from-%d", filepath.Base(name), at))
+		if err := copyRange(name, at, copyName); err != nil {
+			return fmt.Errorf("journal: keeping the end of %s: %w", name, err)
 		}
 	}
-	return false
-}
-
-func (j *Journal) truncateTail(name string, at int64, reason string) error {
 	j.log.Warn("discarding the incomplete end of the journal left by a crash",
-		"file", name, "offset", at, "reason", reason)
+		"file", name, "offset", at, "bytes", size-at, "reason", reason, "copy", copyName)
 	if at == 0 {
 		// Not even the header survived: the segment held nothing.
 		if err := os.Remove(name); err != nil {

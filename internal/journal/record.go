@@ -87,7 +87,7 @@ func (rr *recordReader) next() ([]byte, error) {
 		return nil, errZeros
 	}
 	if size > maxRecord {
-		return nil, fmt.Errorf("record length %d is beyond any record", size)
+		return nil, fmt.Errorf("record length %d is %w", size, errRecordLength)
 	}
 	if cap(rr.buf) < int(size) {
 		rr.buf = make([]byte, size)

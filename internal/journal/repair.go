@@ -1,24 +1,54 @@
 package journal
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"time"
+	"sort"
 
 	"github.com/dssio/dss/internal/store"
 )
 
-// Repair makes a damaged data directory usable again. It keeps everything
-// up to the first damage and moves the rest into a new directory
-// damaged-<time> inside dir: a damaged snapshot (an older one, if any, is
-// used instead), and the damaged segment and every segment after it; the
-// intact beginning of the damaged segment stays. It returns what it did,
-// a line per action; none when nothing is damaged. The server must not be
-// running.
-func Repair(dir string) ([]string, error) {
+// Report says what Repair found, kept and dropped.
+type Report struct {
+	// Actions says what Repair did, a line each; none when nothing is
+	// damaged.
+	Actions []string
+	// Damage names each damaged region: file, offsets and size.
+	Damage []string
+	// RecordsKept counts the intact records read: the snapshot's keys
+	// and the journal's changes.
+	RecordsKept int64
+	// RecordsDropped counts the records known to be lost: the change
+	// numbers missing between the intact changes around the damage, and
+	// the keys a damaged snapshot's footer counts that it no longer
+	// holds. With DroppedUnknown set, more may be lost: damage ran to the
+	// end of the journal or took the snapshot's footer.
+	RecordsDropped int64
+	DroppedUnknown bool
+	DamagedBytes   int64
+	// KeysKept counts the keys of the repaired state.
+	KeysKept int
+	// KeysDropped are the keys that damaged records still name and whose
+	// state they held is not in the repaired state: such a key is missing,
+	// or holds an older value, or is back although it was deleted.
+	KeysDropped []string
+	// Aside is the directory that holds the files as they were.
+	Aside string
+}
+
+// Repair makes a damaged data directory usable again, keeping every
+// intact record. It reads the newest snapshot and the journal segments
+// after it; past each damaged region it goes on at the next intact record
+// (records are framed with their length and a CRC-32C). From what it
+// read it writes a new snapshot, which replaces the snapshot and the
+// segments: they are kept, as they were, in a new directory damaged-<time>
+// inside dir. Changes are applied in the order of their numbers, so a
+// deletion after the damage stays a deletion, and the highest version
+// read survives; versions issued later are also kept above the time the
+// damaged files were last written. Repair changes nothing when nothing is
+// damaged. The server must not be running.
+func Repair(dir string) (*Report, error) {
 	lock, err := lockDir(dir)
 	if err != nil {
 		return nil, err
@@ -28,105 +58,133 @@ func Repair(dir string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	var actions []string
-	aside := filepath.Join(dir, "damaged-"+time.Now().UTC().Format("20060102T150405Z"))
-	moveAside := func(name string) error {
-		if err := os.MkdirAll(aside, 0o755); err != nil {
-			return err
+	s := newSalvage()
+	var snapSeq uint64
+	if n := len(files.snapshots); n > 0 {
+		snapSeq = files.snapshots[n-1]
+		if err := s.snapshot(filepath.Join(dir, snapshotName(snapSeq)), snapSeq); err != nil {
+			return nil, err
 		}
-		return os.Rename(filepath.Join(dir, name), filepath.Join(aside, name))
+		snapSeq = s.snapSeq
 	}
-
-	// The newest snapshot that loads is the base.
-	for i := len(files.snapshots) - 1; i >= 0; i-- {
-		name := snapshotName(files.snapshots[i])
-		_, _, err := loadSnapshot(filepath.Join(dir, name), store.New())
-		if err == nil {
-			break
-		}
-		var ce *CorruptError
-		if !errors.As(err, &ce) {
-			return actions, err
-		}
-		if err := moveAside(name); err != nil {
-			return actions, fmt.Errorf("journal: %w", err)
-		}
-		actions = append(actions, fmt.Sprintf("moved the damaged snapshot %s to %s (%s); keys that no later journal record rewrites are lost", name, aside, ce.Reason))
-	}
-
 	for i, first := range files.segments {
-		name := segmentName(first)
-		at, damage, err := firstDamage(filepath.Join(dir, name))
-		if err != nil {
-			return actions, err
+		var next uint64
+		if i+1 < len(files.segments) {
+			next = files.segments[i+1]
+			if next <= snapSeq+1 {
+				continue // every change of it is in the snapshot
+			}
 		}
-		if damage == nil {
+		if err := s.segment(filepath.Join(dir, segmentName(first)), first, next); err != nil {
+			return nil, err
+		}
+	}
+	r := s.report()
+	if len(s.regions) == 0 {
+		return r, nil
+	}
+	m := s.m
+	if m.MaxVersion().Before(s.floor) {
+		m.Replay(&store.Change{Seq: m.Seq(), Version: s.floor})
+	}
+	if err := r.replace(dir, files, m); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// report sums up the salvage.
+func (s *salvage) report() *Report {
+	r := &Report{
+		RecordsKept:    s.kept,
+		RecordsDropped: s.dropped,
+		DroppedUnknown: s.unbounded,
+		KeysKept:       s.m.Len(),
+	}
+	for _, g := range s.regions {
+		r.DamagedBytes += g.end - g.start
+		if g.reason != "" {
+			r.Damage = append(r.Damage, fmt.Sprintf("%s at offset %d: %s", filepath.Base(g.file), g.start, g.reason))
 			continue
 		}
-		if i == len(files.segments)-1 && tornTail(filepath.Join(dir, name), at, damage) {
-			continue // a torn tail: the server cuts it off itself
-		}
-		reason := damage.Error()
-		// Keep a copy of the whole damaged segment, then cut it.
-		if err := copyFile(filepath.Join(dir, name), filepath.Join(aside, name)); err != nil {
-			return actions, fmt.Errorf("journal: %w", err)
-		}
-		if err := os.Truncate(filepath.Join(dir, name), at); err != nil {
-			return actions, fmt.Errorf("journal: %w", err)
-		}
-		actions = append(actions, fmt.Sprintf("cut %s at offset %d (%s); the original is in %s", name, at, reason, aside))
-		for _, later := range files.segments[i+1:] {
-			if err := moveAside(segmentName(later)); err != nil {
-				return actions, fmt.Errorf("journal: %w", err)
-			}
-			actions = append(actions, fmt.Sprintf("moved %s, which follows the damage, to %s", segmentName(later), aside))
-		}
-		break
+		r.Damage = append(r.Damage, fmt.Sprintf("%s: %d damaged bytes at offsets %d to %d", filepath.Base(g.file), g.end-g.start, g.start, g.end))
 	}
-	if len(actions) > 0 {
-		if err := syncDir(dir); err != nil {
-			return actions, err
+	if len(s.named) == 0 {
+		return r
+	}
+	// A named key is dropped unless the state read holds a later change
+	// of it.
+	latest := make(map[string]uint64, len(s.named))
+	for _, c := range s.named {
+		latest[c.Key] = max(latest[c.Key], c.Seq)
+	}
+	kept := make(map[string]bool, len(latest))
+	for c := range s.m.Entries() {
+		if seq, ok := latest[c.Key]; ok && c.Seq >= seq {
+			kept[c.Key] = true
 		}
 	}
-	return actions, nil
+	for k := range latest {
+		if !kept[k] {
+			r.KeysDropped = append(r.KeysDropped, k)
+		}
+	}
+	sort.Strings(r.KeysDropped)
+	return r
 }
 
-// firstDamage returns the offset of the first unreadable record of a
-// segment and why it is unreadable; a nil damage when there is none.
-func firstDamage(name string) (at int64, damage, err error) {
-	f, err := os.Open(name)
+// replace writes a snapshot of m into dir in place of the segments and
+// snapshots of files, which it keeps in a new directory damaged-<time>.
+// Until the new snapshot is in place the old files are where they were;
+// after it, a crash leaves the old segments behind, which the server
+// skips or refuses to start with (then Repair runs again).
+func (r *Report) replace(dir string, files dirFiles, m *store.Machine) error {
+	tmp, final, size, err := writeSnapshotFile(dir, m)
 	if err != nil {
-		return 0, nil, fmt.Errorf("journal: %w", err)
+		return fmt.Errorf("journal: writing the repaired snapshot: %w", err)
 	}
-	defer f.Close()
-	rr, err := segmentReader(f)
+	aside, err := newAsideDir(dir, "damaged")
 	if err != nil {
-		return 0, fmt.Errorf("unreadable segment header: %w", err), nil
+		os.Remove(tmp)
+		return fmt.Errorf("journal: %w", err)
 	}
-	in := nodes{}
-	var c store.Change
-	for {
-		at := rr.offset
-		payload, err := rr.next()
-		switch {
-		case err == io.EOF:
-			return 0, nil, nil
-		case err != nil:
-			return at, err, nil
+	r.Aside = aside
+	var old []string
+	for _, seq := range files.snapshots {
+		old = append(old, snapshotName(seq))
+	}
+	for _, seq := range files.segments {
+		old = append(old, segmentName(seq))
+	}
+	for _, name := range old {
+		if err := keepAside(filepath.Join(dir, name), aside); err != nil {
+			os.Remove(tmp)
+			return fmt.Errorf("journal: keeping %s: %w", name, err)
 		}
-		if err := decodeChange(payload, in, &c); err != nil {
-			return at, errors.New("malformed change record"), nil
+	}
+	if err := syncDir(aside); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("journal: %w", err)
+	}
+	r.Actions = append(r.Actions, fmt.Sprintf("kept the journal and snapshot files as they were in %s (%d files)", aside, len(old)))
+	if err := os.Rename(tmp, final); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	r.Actions = append(r.Actions, fmt.Sprintf("wrote %s: %d keys up to change %d (%d bytes)", filepath.Base(final), m.Len(), m.Seq(), size))
+	for _, name := range old {
+		if filepath.Join(dir, name) == final {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			return fmt.Errorf("journal: %w", err)
 		}
 	}
-}
-
-func copyFile(from, to string) error {
-	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
-		return err
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("journal: %w", err)
 	}
-	data, err := os.ReadFile(from)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(to, data, 0o644)
+	r.Actions = append(r.Actions, fmt.Sprintf("removed the replaced files from %s (their copies are in %s)", dir, aside))
+	return nil
 }

@@ -207,3 +207,59 @@ func loadSnapshot(name string, m *store.Machine) (uint64, int64, error) {
 		count++
 	}
 }
+
+// writeSnapshotFile writes a snapshot of every key of m, as of m's last
+// change, durably to a temporary file in dir. It returns the temporary
+// name, the name the snapshot takes once the caller renames it, and its
+// size.
+func writeSnapshotFile(dir string, m *store.Machine) (tmp, final string, size int64, err error) {
+	final = filepath.Join(dir, snapshotName(m.Seq()))
+	tmp = final + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return "", "", 0, err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	w := bufio.NewWriterSize(f, 1<<20)
+	buf := appendRecord(nil, appendHeader(nil, header{kind: recSnapshotHeader, seq: m.Seq(), maxVersion: m.MaxVersion()}))
+	var count uint64
+	for c := range m.Entries() {
+		if c.Volatile {
+			continue
+		}
+		var start int
+		buf, start = beginRecord(buf)
+		buf = endRecord(appendChange(buf, &c), start)
+		count++
+		if len(buf) >= 1<<20 {
+			size += int64(len(buf))
+			if _, err = w.Write(buf); err != nil {
+				return "", "", 0, err
+			}
+			buf = buf[:0]
+		}
+	}
+	footer := []byte{recSnapshotFooter}
+	footer = binary.AppendUvarint(footer, count)
+	footer = appendVersion(footer, m.MaxVersion())
+	buf = appendRecord(buf, footer)
+	size += int64(len(buf))
+	if _, err = w.Write(buf); err != nil {
+		return "", "", 0, err
+	}
+	if err = w.Flush(); err != nil {
+		return "", "", 0, err
+	}
+	if err = f.Sync(); err != nil {
+		return "", "", 0, err
+	}
+	if err = f.Close(); err != nil {
+		return "", "", 0, err
+	}
+	return tmp, final, size, nil
+}
