@@ -77,18 +77,21 @@ in. The store speaks the state store protocol over MQTT 5 request/response
 state store client libraries work against it unchanged.
 
 Every flag can also be set with an environment variable: DSS_ and the flag
-name in upper case with '-' as '_', e.g. DSS_LISTEN=:1884.`,
+name in upper case with '-' as '_', e.g. DSS_LISTEN=:1884. dss serve also
+reads a YAML file of settings (--config); see dss serve --help.`,
 		Version:       buildinfo.Get().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
+	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(newVersionCmd(stdio))
 	root.AddCommand(newServeCmd(stdio))
 	root.AddCommand(newRecoverCmd(stdio))
 	root.AddCommand(newSetCmd(stdio), newGetCmd(stdio), newDelCmd(stdio), newVDelCmd(stdio))
 	root.AddCommand(newWatchCmd(stdio), newLockCmd(stdio))
 	root.AddCommand(newBenchCmd(stdio))
+	root.AddCommand(newConfigCmd(stdio))
 	return root
 }
 
@@ -103,7 +106,7 @@ func bindEnv(cmd *cobra.Command) error {
 		name := envName(f.Name)
 		if v, ok := os.LookupEnv(name); ok {
 			if e := cmd.Flags().Set(f.Name, v); e != nil {
-				err = fmt.Errorf("environment variable %s: %w", name, e)
+				err = settingError("environment variable "+name, f, v, e)
 			}
 		}
 	})

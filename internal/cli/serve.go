@@ -25,10 +25,20 @@ statestore/v1/FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8/command/invoke.
 
 The broker is a full MQTT 5 broker for ordinary publish/subscribe as well.
 SIGINT or SIGTERM shut it down gracefully: new requests are refused, every
-accepted request is answered, and the process exits with status 0.`,
+accepted request is answered, and the process exits with status 0.
+
+Every flag is a setting that can also be given as an environment variable
+(DSS_ and the name in upper case, '-' as '_': DSS_FSYNC=everysec) or as a
+key of the YAML file named by --config or DSS_CONFIG (fsync: everysec).
+The command line wins over the environment, the environment over the file,
+the file over the defaults. dss config print shows the outcome.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := bindEnv(cmd); err != nil {
+			st, err := resolveSettings(cmd)
+			if err != nil {
+				return err
+			}
+			if err := validateServe(cmd.Flags(), st); err != nil {
 				return err
 			}
 			logger, err := newLogger(stdio, logLevel, logFormat)
@@ -69,11 +79,12 @@ accepted request is answered, and the process exits with status 0.`,
 	f.IntVar(&cfg.ReadLoops, "read-loops", 0, "read loops (epoll, Linux) that serve busy connections instead of a goroutine each (0: one per CPU the server may use; -1: none)")
 	f.StringVar(&cfg.DataDir, "data", "dss-data", "data directory: the journal and snapshots that keep the state across restarts")
 	f.BoolVar(&inMemory, "in-memory", false, "keep nothing on disk: the state is gone when the server stops")
-	f.StringVar(&fsync, "fsync", "always", "when changes reach stable storage: always (before each response), everysec (once a second) or no (left to the OS)")
-	f.StringVar(&persistence, "persistence", "all", "which keys survive a restart: all, or flagged (only keys written with the user property aio-persistence=true)")
+	enumFlag(f, &fsync, "fsync", "always", []string{"always", "everysec", "no"}, "when changes reach stable storage: always (before each response), everysec (once a second) or no (left to the OS)")
+	enumFlag(f, &persistence, "persistence", "all", []string{"all", "flagged"}, "which keys survive a restart: all, or flagged (only keys written with the user property aio-persistence=true)")
 	f.Int64Var(&cfg.SnapshotAfter, "snapshot-after", 64<<20, "journal bytes that make a snapshot due (at least; also once the journal outgrows the last snapshot)")
-	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	enumFlag(f, &logLevel, "log-level", "info", []string{"debug", "info", "warn", "error"}, "log level: debug, info, warn or error")
+	enumFlag(f, &logFormat, "log-format", "text", []string{"text", "json"}, "log format: text or json")
+	addConfigFlag(cmd)
 	return cmd
 }
 

@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
+)
+
+func newConfigCmd(stdio Stdio) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "config",
+		Short: "Show the configuration dss serve would run with",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(newConfigPrintCmd(stdio))
+	return cmd
+}
+
+func newConfigPrintCmd(stdio Stdio) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "print [SERVE FLAGS]",
+		Short: "Print the effective settings of dss serve, with where each came from",
+		Long: `Print the settings dss serve would run with, given the same flags,
+environment and configuration file, as YAML that --config accepts: one
+key per flag of dss serve, with a comment saying whether the value came from
+the command line, the environment (DSS_...), the file or the default.
+Secrets (passwords, tokens) are masked. The settings are checked as dss
+serve checks them; an invalid one is reported with exit status 2.`,
+		Example: `  dss config print
+  dss config print --config /etc/dss/dss.yaml
+  DSS_FSYNC=everysec dss config print --listen 127.0.0.1:1884`,
+		Args: cobra.NoArgs,
+	}
+	// The settings are dss serve's own flags: whatever serve accepts,
+	// this prints.
+	serve := newServeCmd(stdio)
+	cmd.Flags().AddFlagSet(serve.Flags())
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		st, err := resolveSettings(cmd)
+		if err != nil {
+			return err
+		}
+		if err := validateServe(cmd.Flags(), st); err != nil {
+			return err
+		}
+		doc := &yaml.Node{Kind: yaml.MappingNode}
+		for _, e := range configEntries(cmd.Flags(), st) {
+			if e.flag.Name == configFlag {
+				continue
+			}
+			v := e.node()
+			v.LineComment = e.comment()
+			doc.Content = append(doc.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: e.flag.Name}, v)
+		}
+		out, err := yaml.Marshal(doc)
+		if err != nil {
+			return err
+		}
+		header := "# dss serve settings: command line > environment > config file > default\n"
+		if st.file != "" {
+			header += fmt.Sprintf("# config file: %s\n", st.file)
+		}
+		_, err = fmt.Fprint(stdio.Out, header+string(out))
+		return err
+	}
+	return cmd
+}

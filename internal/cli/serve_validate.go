@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// validateServe checks the settings of dss serve that parse but cannot
+// work, before anything starts. Every flag whose name ends in "listen" is
+// an address to listen on.
+func validateServe(fs *pflag.FlagSet, st *settings) error {
+	var err error
+	fs.VisitAll(func(f *pflag.Flag) {
+		if err == nil && strings.HasSuffix(f.Name, "listen") {
+			if msg := checkListenAddr(f.Value.String()); msg != "" {
+				err = st.invalid(f, msg)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	for _, c := range serveChecks {
+		f := fs.Lookup(c.flag)
+		if f == nil {
+			continue
+		}
+		if msg := c.check(f.Value.String()); msg != "" {
+			return st.invalid(f, msg)
+		}
+	}
+	return nil
+}
+
+// serveChecks are the checks of single settings beyond their type.
+var serveChecks = []struct {
+	flag  string
+	check func(value string) string
+}{
+	{"node-id", func(v string) string {
+		if strings.ContainsRune(v, ':') {
+			return "may not contain ':', which separates the parts of a version"
+		}
+		return ""
+	}},
+	{"max-clock-skew", func(v string) string {
+		if d, err := time.ParseDuration(v); err == nil && d < 0 {
+			return "want a duration of 0 or more, such as 1m"
+		}
+		return ""
+	}},
+	{"snapshot-after", func(v string) string {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n <= 0 {
+			return "want a number of bytes above 0, such as 67108864 (64 MiB)"
+		}
+		return ""
+	}},
+	{"read-loops", func(v string) string {
+		if n, err := strconv.Atoi(v); err == nil && n < -1 {
+			return "want -1 (a goroutine per connection), 0 (one loop per CPU) or a number of loops"
+		}
+		return ""
+	}},
+}
+
+// checkListenAddr returns what is wrong with a listener address, or ""
+// when it is usable or empty (off).
+func checkListenAddr(addr string) string {
+	if addr == "" {
+		return ""
+	}
+	const want = "want HOST:PORT, such as 127.0.0.1:1883, [::1]:1883 or :1883 (every interface)"
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return want
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil {
+		if _, err := net.LookupPort("tcp", port); err != nil {
+			return want
+		}
+	} else if n > 65535 {
+		return want
+	}
+	return ""
+}
+
+// invalid reports a setting whose value cannot work, named as the user
+// gave it.
+func (st *settings) invalid(f *pflag.Flag, msg string) error {
+	return fmt.Errorf("%s: %q: %s", st.where(f), f.Value.String(), msg)
+}
+
+// where names a setting the way its value was given.
+func (st *settings) where(f *pflag.Flag) string {
+	switch st.sources[f.Name] {
+	case sourceEnv:
+		return "environment variable " + envName(f.Name)
+	case sourceFile:
+		return fmt.Sprintf("config file %s: %s", st.file, f.Name)
+	}
+	return "--" + f.Name
+}

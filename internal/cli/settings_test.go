@@ -1,0 +1,234 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/dssio/dss/internal/dsstest"
+)
+
+// writeConfig writes a configuration file for the test and returns its path.
+func writeConfig(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "dss.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// printed runs dss config print and returns the settings it printed, by
+// name, with their comments.
+func printed(t *testing.T, args ...string) map[string][2]string {
+	t.Helper()
+	r := runCLI(t, "", append([]string{"config", "print"}, args...)...).expectCode(t, ExitOK)
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(r.out), &doc); err != nil {
+		t.Fatalf("output is not YAML: %v\n%s", err, r.out)
+	}
+	out := make(map[string][2]string)
+	m := doc.Content[0]
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		out[m.Content[i].Value] = [2]string{m.Content[i+1].Value, m.Content[i+1].LineComment}
+	}
+	return out
+}
+
+func TestSettingsPrecedence(t *testing.T) {
+	file := writeConfig(t, "listen: 127.0.0.1:1001\nfsync: everysec\nnode-id: from-file\nlog-level: debug\nin-memory: true\n")
+	t.Setenv("DSS_NODE_ID", "from-env")
+	t.Setenv("DSS_LOG_LEVEL", "warn")
+	got := printed(t, "--config", file, "--log-level", "error")
+	for name, want := range map[string][2]string{
+		"listen":    {"127.0.0.1:1001", "# from the config file"},
+		"fsync":     {"everysec", "# from the config file"},
+		"in-memory": {"true", "# from the config file"},
+		"node-id":   {"from-env", "# from DSS_NODE_ID"},
+		"log-level": {"error", "# from --log-level"},
+		"data":      {"dss-data", "# default"},
+	} {
+		if got[name] != want {
+			t.Errorf("%s: %q, want %q", name, got[name], want)
+		}
+	}
+	if _, ok := got["config"]; ok {
+		t.Errorf("config print lists the config flag itself")
+	}
+
+	// DSS_CONFIG names the file when --config does not.
+	t.Setenv("DSS_CONFIG", file)
+	if got := printed(t); got["listen"][0] != "127.0.0.1:1001" {
+		t.Errorf("with DSS_CONFIG: listen %q", got["listen"])
+	}
+}
+
+// The output of dss config print is a configuration file that gives the
+// same settings.
+func TestConfigPrintRoundTrip(t *testing.T) {
+	r := runCLI(t, "", "config", "print", "--listen", "127.0.0.1:1002", "--max-clock-skew", "90s", "--persistence", "flagged").expectCode(t, ExitOK)
+	again := runCLI(t, "", "config", "print", "--config", writeConfig(t, r.out)).expectCode(t, ExitOK)
+	strip := func(s string) string {
+		var lines []string
+		for _, l := range strings.Split(s, "\n") {
+			if !strings.HasPrefix(l, "#") {
+				lines = append(lines, strings.SplitN(l, " #", 2)[0])
+			}
+		}
+		return strings.Join(lines, "\n")
+	}
+	if strip(r.out) != strip(again.out) {
+		t.Fatalf("first:\n%s\nfrom its own output:\n%s", r.out, again.out)
+	}
+}
+
+func TestSettingsErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		file string
+		env  [2]string
+		args []string
+		want string
+	}{
+		{name: "unknown key", file: "listen: :1\nfsink: always\n",
+			want: `line 2: unknown setting "fsink"`},
+		{name: "two unknown keys", file: "a: 1\nb: 2\n",
+			want: `line 1: unknown setting "a"; line 2: unknown setting "b"`},
+		{name: "enum in file", file: "fsync: sometimes\n",
+			want: `line 1: fsync: "sometimes" is not one of always, everysec or no`},
+		{name: "bool in file", file: "pprof: maybe\n",
+			want: `line 1: pprof: "maybe" is not true or false`},
+		{name: "mapping in file", file: "http-listen:\n  host: x\n",
+			want: `line 2: http-listen: want a value`},
+		{name: "list for one value", file: "http-listen: [a, b]\n",
+			want: `http-listen: a list where one value is wanted`},
+		{name: "not a mapping", file: "- listen\n",
+			want: `want a mapping of setting names to values`},
+		{name: "bad YAML", file: "listen: [\n",
+			want: `config file`},
+		{name: "enum in env", env: [2]string{"DSS_LOG_FORMAT", "xml"},
+			want: `environment variable DSS_LOG_FORMAT: "xml" is not one of text or json`},
+		{name: "duration in env", env: [2]string{"DSS_MAX_CLOCK_SKEW", "5"},
+			want: `environment variable DSS_MAX_CLOCK_SKEW: "5" is not a duration such as 500ms, 10s, 1m or 1h30m`},
+		{name: "int on the command line", args: []string{"--read-loops", "many"},
+			want: `--read-loops: "many" is not an integer`},
+		{name: "uint on the command line", args: []string{"--max-packet-size", "-1"},
+			want: `--max-packet-size: "-1" is not a whole number (0 or more)`},
+		{name: "listen address", args: []string{"--http-listen", "1883"},
+			want: `--http-listen: "1883": want HOST:PORT`},
+		{name: "http address in env", env: [2]string{"DSS_HTTP_LISTEN", "localhost"},
+			want: `environment variable DSS_HTTP_LISTEN: "localhost": want HOST:PORT`},
+		{name: "node id in file", file: "node-id: a:b\n",
+			want: `config file`},
+		{name: "negative skew", args: []string{"--max-clock-skew", "-1s"},
+			want: `--max-clock-skew: "-1s": want a duration of 0 or more`},
+		{name: "snapshot size", args: []string{"--snapshot-after", "0"},
+			want: `--snapshot-after: "0": want a number of bytes above 0`},
+		{name: "read loops", args: []string{"--read-loops", "-2"},
+			want: `--read-loops: "-2": want -1`},
+		{name: "missing file", args: []string{"--config", "/nonexistent/dss.yaml"},
+			want: `config file: open /nonexistent/dss.yaml`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			if tc.file != "" {
+				args = append(args, "--config", writeConfig(t, tc.file))
+			}
+			if tc.env[0] != "" {
+				t.Setenv(tc.env[0], tc.env[1])
+			}
+			// dss serve and dss config print refuse the same settings
+			// with the same words, before anything starts.
+			// (A serve that wrongly starts stops at once: its context is
+			// done.)
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			for _, cmd := range [][]string{{"serve", "--data", t.TempDir(), "--listen", "127.0.0.1:0"}, {"config", "print"}} {
+				var out, errOut dsstest.Buffer
+				code := Run(ctx, append(cmd, args...), Stdio{In: strings.NewReader(""), Out: &out, Err: &errOut})
+				r := cliResult{code: code, out: out.String(), err: errOut.String()}
+				r.expectCode(t, ExitError)
+				if !strings.Contains(r.err, tc.want) || r.out != "" {
+					t.Errorf("%v: stderr %q, want it to contain %q; stdout %q", cmd, r.err, tc.want, r.out)
+				}
+			}
+		})
+	}
+}
+
+func TestServeHelpListsDefaults(t *testing.T) {
+	r := runCLI(t, "", "serve", "--help").expectCode(t, ExitOK)
+	for _, want := range []string{
+		`--listen string`, `(default ":1883")`,
+		`--fsync string`, `(default "always")`,
+		`--data string`, `(default "dss-data")`,
+		`--max-clock-skew duration`, `(default 1m0s)`,
+		`--config string`, `DSS_CONFIG`,
+	} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("dss serve --help lacks %q:\n%s", want, r.out)
+		}
+	}
+}
+
+func TestConfigPrintMasksSecrets(t *testing.T) {
+	cmd := &cobra.Command{Use: "x"}
+	fs := cmd.Flags()
+	fs.String("admin-password", "", "")
+	fs.String("peer-key", "", "")
+	markSecret(fs, "peer-key")
+	fs.String("listen", "", "")
+	fs.String("auth-token", "", "")
+	if err := fs.Parse([]string{"--admin-password", "hunter2", "--peer-key", "k", "--listen", ":1"}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := resolveSettings(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, e := range configEntries(fs, st) {
+		got[e.flag.Name] = e.node().Value
+	}
+	want := map[string]string{"admin-password": masked, "peer-key": masked, "listen": ":1", "auth-token": ""}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s printed as %q, want %q", k, got[k], v)
+		}
+	}
+}
+
+// A flag added to dss serve is a setting of the file and the environment
+// with no code of its own.
+func TestSettingsCoverEveryFlag(t *testing.T) {
+	cmd := &cobra.Command{Use: "x"}
+	var list []string
+	cmd.Flags().StringSlice("peers", nil, "")
+	cmd.Flags().Int("new-limit", 5, "")
+	addConfigFlag(cmd)
+	if err := cmd.Flags().Parse([]string{"--config", writeConfig(t, "peers: [a=1, b=2]\nnew-limit: 7\n")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := resolveSettings(cmd); err != nil {
+		t.Fatal(err)
+	}
+	list, _ = cmd.Flags().GetStringSlice("peers")
+	n, _ := cmd.Flags().GetInt("new-limit")
+	if strings.Join(list, ",") != "a=1,b=2" || n != 7 {
+		t.Fatalf("peers %q new-limit %d", list, n)
+	}
+	t.Setenv("DSS_PEERS", "c=3")
+	cmd = &cobra.Command{Use: "x"}
+	cmd.Flags().StringSlice("peers", nil, "")
+	if _, err := resolveSettings(cmd); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ = cmd.Flags().GetStringSlice("peers"); strings.Join(list, ",") != "c=3" {
+		t.Fatalf("peers from the environment %q", list)
+	}
+}
