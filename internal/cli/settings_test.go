@@ -164,7 +164,7 @@ func TestSettingsErrors(t *testing.T) {
 func TestServeHelpListsDefaults(t *testing.T) {
 	r := runCLI(t, "", "serve", "--help").expectCode(t, ExitOK)
 	for _, want := range []string{
-		`--listen string`, `(default ":1883")`,
+		`--listen string`,
 		`--fsync string`, `(default "always")`,
 		`--data string`, `(default "dss-data")`,
 		`--max-clock-skew duration`, `(default 1m0s)`,
