@@ -38,7 +38,10 @@
 //
 // -linearize.rounds=N sets the number of rounds of each test and
 // -linearize.seed=S replays a seed printed by an earlier run (the faults
-// and requests are drawn from it; the timing of a real cluster is not).
+// and requests are drawn from it; the timing of real processes is not);
+// both go after the package:
+//
+//	go test -v ./internal/e2e/linearize/ -linearize.rounds=50 -linearize.seed=S
 //
 // The cluster tests run only against a binary whose serve command accepts
 // --cluster-listen and --peers; otherwise they are skipped with a message
