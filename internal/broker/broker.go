@@ -115,7 +115,7 @@ func New(cfg Config) (*Broker, error) {
 		srv:       srv,
 		refuseLog: rate.NewLimiter(rate.Every(time.Second), 10),
 	}
-	b.watches = newRegistry(cfg.Metrics, b.publish)
+	b.watches = newRegistry(cfg.Metrics, b.notify)
 	b.routes = newRoutes(srv)
 	b.completeFn = b.complete
 	b.ctx, b.cancel = context.WithCancel(context.Background())
@@ -182,9 +182,22 @@ func (b *Broker) Close(grace time.Duration) error {
 	return err
 }
 
-// publish routes a message from the broker itself to the topic's
-// subscribers; their write loops send it.
-func (b *Broker) publish(pk *packets.Packet) { b.publishWithAck(pk, nil, nil, false, nil) }
+// notify delivers a notification to cl, the connection that registered
+// for it, and to nobody else: through cl's subscription that matches the
+// topic when it has one (with that subscription's QoS, options and
+// identifiers), and otherwise as through a QoS 1 subscription to the
+// topic itself, as the vendor's broker does for clients that register
+// without subscribing. cl's write loop sends it.
+func (b *Broker) notify(cl *mqtt.Client, pk *packets.Packet) {
+	pk.FixedHeader.Type = packets.Publish
+	pk.Origin = inlineClientID
+	pk.Created = time.Now().Unix()
+	sub, ok := b.routes.subscriptionOf(cl.ID, pk.TopicName)
+	if !ok {
+		sub = packets.Subscription{Filter: pk.TopicName, Qos: 1}
+	}
+	b.delivered(cl, pk, b.srv.PublishToClient(cl, sub, pk))
+}
 
 // publishWithAck publishes pk, and ack (the PUBACK of requester's request)
 // with it: when requester is among the subscribers, both go out in one
@@ -207,20 +220,15 @@ func (b *Broker) publishWithAck(pk *packets.Packet, requester *mqtt.Client, ack 
 	pk.FixedHeader.Type = packets.Publish
 	pk.Origin = inlineClientID
 	pk.Created = time.Now().Unix()
-	var rt route
-	if requester != nil {
-		var own *ownRoute
-		if own, rt = b.routes.forRequester(requester, pk.TopicName); own != nil {
-			pk.Owner = owner
-			sent, err := b.deliver(requester, own.sub, pk, ack, now)
-			b.delivered(requester, pk, err)
-			if !sent {
-				b.sendAck(requester, ack, now)
-			}
-			return true
+	own, rt := b.routes.forRequester(requester, pk.TopicName)
+	if own != nil {
+		pk.Owner = owner
+		sent, err := b.deliver(requester, own.sub, pk, ack, now)
+		b.delivered(requester, pk, err)
+		if !sent {
+			b.sendAck(requester, ack, now)
 		}
-	} else {
-		rt = b.routes.lookup(pk.TopicName)
+		return true
 	}
 	if rt.general {
 		b.sendAck(requester, ack, now)

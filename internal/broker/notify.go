@@ -16,9 +16,14 @@ import (
 // A registration belongs to a connection, not to a client id: when a
 // client id connects anew, the old connection's registrations go with it
 // and the new one's stay.
+//
+// A notification goes to the registering connection alone, whether or not
+// it subscribed to its notification topic (the vendor's Go client never
+// does): it is never routed by topic, so nobody else receives it.
 type registry struct {
 	metrics *Metrics
-	publish func(*packets.Packet)
+	// send delivers a notification to one registered connection.
+	send func(cl *mqtt.Client, pk *packets.Packet)
 
 	mu     sync.Mutex
 	byKey  map[string]map[*mqtt.Client]struct{} // guarded by mu
@@ -27,10 +32,10 @@ type registry struct {
 
 var _ engine.Notifier = (*registry)(nil)
 
-func newRegistry(m *Metrics, publish func(*packets.Packet)) *registry {
+func newRegistry(m *Metrics, send func(*mqtt.Client, *packets.Packet)) *registry {
 	return &registry{
 		metrics: m,
-		publish: publish,
+		send:    send,
 		byKey:   make(map[string]map[*mqtt.Client]struct{}),
 		byConn:  make(map[*mqtt.Client]map[string]struct{}),
 	}
@@ -96,7 +101,8 @@ func (r *registry) dropConnection(cl *mqtt.Client) {
 	}
 }
 
-// Changed returns the delivery of c to the clients watching its key now.
+// Changed returns the delivery of c to the connections watching its key
+// now.
 func (r *registry) Changed(c *store.Change) func() {
 	r.mu.Lock()
 	watchers := r.byKey[c.Key]
@@ -104,20 +110,16 @@ func (r *registry) Changed(c *store.Change) func() {
 		r.mu.Unlock()
 		return nil
 	}
-	ids := make([]string, 0, len(watchers))
-	seen := make(map[string]struct{}, len(watchers))
+	conns := make([]*mqtt.Client, 0, len(watchers))
 	for cl := range watchers {
-		if _, dup := seen[cl.ID]; !dup {
-			seen[cl.ID] = struct{}{}
-			ids = append(ids, cl.ID)
-		}
+		conns = append(conns, cl)
 	}
 	r.mu.Unlock()
 	change := *c
-	return func() { r.deliver(&change, ids) }
+	return func() { r.deliver(&change, conns) }
 }
 
-func (r *registry) deliver(c *store.Change, ids []string) {
+func (r *registry) deliver(c *store.Change, conns []*mqtt.Client) {
 	var payload []byte
 	if c.Deleted {
 		payload = resp.AppendArray(nil, []byte("NOTIFY"), []byte("DELETE"))
@@ -126,10 +128,16 @@ func (r *registry) deliver(c *store.Change, ids []string) {
 	}
 	version := c.Version.String()
 	key := []byte(c.Key)
-	for _, id := range ids {
-		r.publish(&packets.Packet{
+	for _, cl := range conns {
+		// A connection whose client id connected anew is on its way out
+		// (its registrations go with it); the new connection registers
+		// for itself.
+		if cl.Closed() || cl.IsTakenOver() {
+			continue
+		}
+		r.send(cl, &packets.Packet{
 			FixedHeader: packets.FixedHeader{Qos: 1},
-			TopicName:   wire.NotifyTopic(id, key),
+			TopicName:   wire.NotifyTopic(cl.ID, key),
 			Payload:     payload,
 			Properties: packets.Properties{
 				ContentType: wire.ContentType,

@@ -56,6 +56,19 @@ func (r *routes) lookup(topic string) route {
 	return r.fill(topic, gen)
 }
 
+// subscriptionOf returns the subscription of the client clientID that
+// matches topic (the client's matching filters merged into one, as
+// routing delivers them), if it has one. Shared subscriptions do not
+// count: a message through one goes to one member of the group.
+func (r *routes) subscriptionOf(clientID, topic string) (packets.Subscription, bool) {
+	for _, t := range r.lookup(topic).targets {
+		if t.clientID == clientID {
+			return t.sub, true
+		}
+	}
+	return packets.Subscription{}, false
+}
+
 // ownRoute is the route of a requester's responses when the requester is
 // the only subscriber of their topic, as it is of the response topic the
 // protocol recommends. It is kept on the requester's connection

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -170,10 +171,70 @@ func TestSessionTakeoverKeepsTheNewRegistrations(t *testing.T) {
 	expectNotification(t, taker, "k", notifySet("v"), "any")
 }
 
-func TestNoNotificationWithoutSubscription(t *testing.T) {
+// TestNotificationWithoutSubscription registers without subscribing to the
+// notification topic, as the vendor's Go client does: the notifications
+// come all the same, to that connection (PROTOCOL.md, section 8).
+func TestNotificationWithoutSubscription(t *testing.T) {
 	s, writer := start(t)
 	w := dsstest.Dial(t, s.Addr(), "w") // registers but never subscribes
 	expect(t, "KEYNOTIFY", w.Request(dsstest.Cmd("KEYNOTIFY", "k")), "+OK\r\n", "")
-	writer.Set([]string{"k", "v"})
+	v := expect(t, "SET", writer.Set([]string{"k", "v"}), "+OK\r\n", "any")
+	expectNotification(t, w, "k", notifySet("v"), v.String())
+	writer.Request(dsstest.Cmd("DEL", "k"))
+	expectNotification(t, w, "k", notifyDelete, "any")
 	w.NoMessage(100 * time.Millisecond)
+}
+
+// TestNotificationsReachOnlyTheRegisteringConnection subscribes another
+// client to every notification topic and to the watcher's own: it hears
+// nothing, and the watcher, subscribed twice through overlapping filters,
+// hears each change once, through its subscription, with its identifier.
+func TestNotificationsReachOnlyTheRegisteringConnection(t *testing.T) {
+	s, writer := start(t)
+	spy := dsstest.Dial(t, s.Addr(), "spy")
+	spy.Subscribe(wire.ReservedPrefix+"/#", wire.NotifyTopicFilter("w"))
+
+	w := dsstest.Dial(t, s.Addr(), "w")
+	id := 42
+	ctx, cancel := context.WithTimeout(context.Background(), dsstest.Timeout)
+	defer cancel()
+	if _, err := w.Paho.Subscribe(ctx, &paho.Subscribe{
+		Properties:    &paho.SubscribeProperties{SubscriptionIdentifier: &id},
+		Subscriptions: []paho.SubscribeOptions{{Topic: wire.NotifyTopicFilter("w"), QoS: 1}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	w.Subscribe(wire.ReservedPrefix + "/#")
+	expect(t, "KEYNOTIFY", w.Request(dsstest.Cmd("KEYNOTIFY", "k")), "+OK\r\n", "")
+
+	writer.Set([]string{"k", "v"})
+	p := w.Next()
+	if p.Topic != wire.NotifyTopic("w", []byte("k")) || string(p.Payload) != notifySet("v") {
+		t.Fatalf("notification on %q: %q", p.Topic, p.Payload)
+	}
+	if p.Properties.SubscriptionIdentifier == nil || *p.Properties.SubscriptionIdentifier != id {
+		t.Fatalf("subscription identifier %v, want %d", p.Properties.SubscriptionIdentifier, id)
+	}
+	w.NoMessage(100 * time.Millisecond)
+	spy.NoMessage(50 * time.Millisecond)
+}
+
+// TestNotificationTakesTheSubscriptionsQoS subscribes to the notification
+// topic with QoS 0: the notification goes out through that subscription,
+// at QoS 0.
+func TestNotificationTakesTheSubscriptionsQoS(t *testing.T) {
+	s, writer := start(t)
+	w := dsstest.Dial(t, s.Addr(), "w")
+	ctx, cancel := context.WithTimeout(context.Background(), dsstest.Timeout)
+	defer cancel()
+	if _, err := w.Paho.Subscribe(ctx, &paho.Subscribe{
+		Subscriptions: []paho.SubscribeOptions{{Topic: wire.NotifyTopicFilter("w"), QoS: 0}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, "KEYNOTIFY", w.Request(dsstest.Cmd("KEYNOTIFY", "k")), "+OK\r\n", "")
+	writer.Set([]string{"k", "v"})
+	if p := w.Next(); p.QoS != 0 || string(p.Payload) != notifySet("v") {
+		t.Fatalf("notification QoS %d payload %q, want QoS 0", p.QoS, p.Payload)
+	}
 }
