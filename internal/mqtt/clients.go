@@ -561,7 +561,7 @@ func (cl *Client) ResendInflightMessages(force bool) error {
 		}
 
 		if tk.FixedHeader.Type == packets.Puback || tk.FixedHeader.Type == packets.Pubcomp {
-			if ok := cl.State.Inflight.Delete(tk.PacketID); ok {
+			if ok := cl.State.Inflight.DeletePacket(&tk); ok {
 				cl.ops.hooks.OnQosComplete(cl, tk)
 				atomic.AddInt64(&cl.ops.info.Inflight, -1)
 			}
@@ -574,7 +574,7 @@ func (cl *Client) ResendInflightMessages(force bool) error {
 // ClearInflights deletes all inflight messages for the client, e.g. for a disconnected user with a clean session.
 func (cl *Client) ClearInflights() {
 	for _, tk := range cl.State.Inflight.GetAll(false) {
-		if ok := cl.State.Inflight.Delete(tk.PacketID); ok {
+		if ok := cl.State.Inflight.DeletePacket(&tk); ok {
 			cl.ops.hooks.OnQosDropped(cl, tk)
 			atomic.AddInt64(&cl.ops.info.Inflight, -1)
 		}
@@ -587,15 +587,15 @@ func (cl *Client) ClearInflights() {
 // (800 bytes each) and sorted the copies to find none expired.
 func (cl *Client) ClearExpiredInflights(now, maximumExpiry int64) []uint16 {
 	var deleted []uint16
-	for _, id := range cl.State.Inflight.expired(now, maximumExpiry) {
-		tk, ok := cl.State.Inflight.Get(id)
+	for _, key := range cl.State.Inflight.expired(now, maximumExpiry) {
+		tk, ok := cl.State.Inflight.get(key)
 		if !ok || !inflightExpired(&tk, now, maximumExpiry) {
 			continue // acknowledged, or replaced by a newer packet, since
 		}
-		if cl.State.Inflight.Delete(id) {
+		if cl.State.Inflight.delete(key) {
 			cl.ops.hooks.OnQosDropped(cl, tk)
 			atomic.AddInt64(&cl.ops.info.Inflight, -1)
-			deleted = append(deleted, id)
+			deleted = append(deleted, tk.PacketID)
 		}
 	}
 

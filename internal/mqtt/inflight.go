@@ -17,9 +17,18 @@ import (
 // dss: the map holds pointers to packets that the Inflight recycles. A
 // map of packets by value allocated every packet anew (a packet is about
 // 800 bytes, so the map stores it out of line), one per QoS 1 message.
+//
+// dss: the packet ids of the server's messages and of the client's are
+// independent [MQTT-2.2.1]: an entry is keyed by its id and its direction
+// (see inflightKey). Keyed by id alone, a client's QoS 1 or 2 publish
+// whose id the server used for a message of its own deleted the server's
+// message, and SUBSCRIBE and UNSUBSCRIBE with that id were refused.
+// Has, Get and Delete look up the server's messages (PUBLISH, PUBREL);
+// HasInbound, GetInbound and DeleteInbound the client's (the PUBACK,
+// PUBREC or PUBCOMP the server keeps for them).
 type Inflight struct {
 	sync.RWMutex
-	internal            map[uint16]*packets.Packet // internal contains the inflight packets
+	internal            map[uint32]*packets.Packet // internal contains the inflight packets, by inflightKey
 	spare               []*packets.Packet          // emptied packets for reuse, the last emptied last; guarded by the mutex
 	receiveQuota        int32                      // remaining inbound qos quota for flow control
 	sendQuota           int32                      // remaining outbound qos quota for flow control
@@ -31,8 +40,23 @@ type Inflight struct {
 // NewInflights returns a new instance of an Inflight packets map.
 func NewInflights() *Inflight {
 	return &Inflight{
-		internal: map[uint16]*packets.Packet{},
+		internal: map[uint32]*packets.Packet{},
 	}
+}
+
+// inboundFlag marks the key of an entry of the client's packet id space.
+const inboundFlag = 1 << 16
+
+// inflightKey returns the key of the entry pk: its packet id, with
+// inboundFlag for the acknowledgements the server keeps for the client's
+// QoS 1 and 2 publishes (PUBACK, PUBREC, PUBCOMP). The server's own
+// messages (PUBLISH, PUBREL) are keyed by their id alone.
+func inflightKey(pk *packets.Packet) uint32 {
+	switch pk.FixedHeader.Type {
+	case packets.Puback, packets.Pubrec, packets.Pubcomp:
+		return inboundFlag | uint32(pk.PacketID)
+	}
+	return uint32(pk.PacketID)
 }
 
 // maxSpare bounds how many emptied packets an Inflight keeps for reuse.
@@ -50,7 +74,8 @@ func (i *Inflight) SetCopy(m *packets.Packet) bool {
 	i.Lock()
 	defer i.Unlock()
 
-	old, ok := i.internal[m.PacketID]
+	key := inflightKey(m)
+	old, ok := i.internal[key]
 	if ok && old.Expiry < 0 {
 		i.parked--
 	}
@@ -63,7 +88,7 @@ func (i *Inflight) SetCopy(m *packets.Packet) bool {
 		} else {
 			old = new(packets.Packet)
 		}
-		i.internal[m.PacketID] = old
+		i.internal[key] = old
 	}
 	m.Retain() // dss: before the release, in case both are the same owner's
 	if ok {
@@ -73,22 +98,42 @@ func (i *Inflight) SetCopy(m *packets.Packet) bool {
 	return !ok
 }
 
-// Has reports whether a packet with packet id id is in flight. dss: it
-// spares the callers that only ask that the copy of the packet that Get
-// makes.
+// Has reports whether a message of the server's with packet id id is in
+// flight. dss: it spares the callers that only ask that the copy of the
+// packet that Get makes.
 func (i *Inflight) Has(id uint16) bool {
+	return i.has(uint32(id))
+}
+
+// HasInbound reports whether the server holds an acknowledgement of the
+// client's publish with packet id id (a QoS 2 publish not yet released).
+func (i *Inflight) HasInbound(id uint16) bool {
+	return i.has(inboundFlag | uint32(id))
+}
+
+func (i *Inflight) has(key uint32) bool {
 	i.RLock()
 	defer i.RUnlock()
-	_, ok := i.internal[id]
+	_, ok := i.internal[key]
 	return ok
 }
 
-// Get returns an inflight packet by packet id.
+// Get returns the server's inflight message with packet id id.
 func (i *Inflight) Get(id uint16) (packets.Packet, bool) {
+	return i.get(uint32(id))
+}
+
+// GetInbound returns the acknowledgement the server holds for the
+// client's publish with packet id id.
+func (i *Inflight) GetInbound(id uint16) (packets.Packet, bool) {
+	return i.get(inboundFlag | uint32(id))
+}
+
+func (i *Inflight) get(key uint32) (packets.Packet, bool) {
 	i.RLock()
 	defer i.RUnlock()
 
-	if m, ok := i.internal[id]; ok {
+	if m, ok := i.internal[key]; ok {
 		return *m, true
 	}
 
@@ -136,18 +181,18 @@ func (i *Inflight) GetAll(immediate bool) []packets.Packet {
 	return m
 }
 
-// expired returns the ids of the packets due to be dropped at now (see
+// expired returns the keys of the packets due to be dropped at now (see
 // inflightExpired), nil if there are none.
-func (i *Inflight) expired(now, maximumExpiry int64) []uint16 {
+func (i *Inflight) expired(now, maximumExpiry int64) []uint32 {
 	i.RLock()
 	defer i.RUnlock()
-	var ids []uint16
-	for id, pk := range i.internal {
+	var keys []uint32
+	for key, pk := range i.internal {
 		if inflightExpired(pk, now, maximumExpiry) {
-			ids = append(ids, id)
+			keys = append(keys, key)
 		}
 	}
-	return ids
+	return keys
 }
 
 // HasParked reports whether packets wait for send quota. dss: it spares
@@ -188,19 +233,35 @@ func (i *Inflight) NextImmediate() (packets.Packet, bool) {
 	return *next, true
 }
 
-// Delete removes an in-flight message from the map. Returns true if the message existed.
+// Delete removes the server's in-flight message with packet id id.
+// Returns true if the message existed.
 func (i *Inflight) Delete(id uint16) bool {
+	return i.delete(uint32(id))
+}
+
+// DeleteInbound removes the acknowledgement the server holds for the
+// client's publish with packet id id. Returns true if it existed.
+func (i *Inflight) DeleteInbound(id uint16) bool {
+	return i.delete(inboundFlag | uint32(id))
+}
+
+// DeletePacket removes the entry of pk's direction and packet id.
+func (i *Inflight) DeletePacket(pk *packets.Packet) bool {
+	return i.delete(inflightKey(pk))
+}
+
+func (i *Inflight) delete(key uint32) bool {
 	i.Lock()
 	defer i.Unlock()
 
-	old, ok := i.internal[id]
+	old, ok := i.internal[key]
 	if !ok {
 		return false
 	}
 	if old.Expiry < 0 {
 		i.parked--
 	}
-	delete(i.internal, id)
+	delete(i.internal, key)
 	old.Release()
 	// dss: the packet is not cleared (800 bytes written for every
 	// acknowledgement): the next SetCopy overwrites all of it. Until

@@ -994,7 +994,7 @@ func (s *Server) admitPublish(cl *Client, pk *packets.Packet) (bool, error) {
 		pk.Expiry = pk.Created + expiry
 	}
 
-	if !cl.Net.Inline && cl.State.Inflight.Has(pk.PacketID) {
+	if !cl.Net.Inline && cl.State.Inflight.HasInbound(pk.PacketID) {
 		if done, err := s.publishIDInFlight(cl, pk); done {
 			return true, err
 		}
@@ -1058,21 +1058,32 @@ func (s *Server) refusePublish(cl *Client, pk *packets.Packet, ackType byte, cod
 	return cl.WritePacket(s.buildAck(pk.PacketID, ackType, 0, pk.Properties, code))
 }
 
-// publishIDInFlight handles a publish whose packet id is in flight: a
-// QoS 2 publish not yet released is refused, anything else is dropped
-// from the inflight map. It reports whether the publish is done with.
+// publishIDInFlight handles a publish whose packet id the client's
+// earlier QoS 2 publish still holds: the same QoS 2 publish sent again
+// before its PUBREL is acknowledged again and not delivered again; any
+// other publish with that id is refused. Anything else the client's id
+// holds is dropped. It reports whether the publish is done with.
+//
+// dss: only the client's own packet ids count here; the server's
+// messages in flight have ids of their own [MQTT-2.2.1]. And a QoS 2
+// publish sent again got PUBREC 0x91, which tells the client the message
+// was not accepted when it was.
 //
 //go:noinline
 func (s *Server) publishIDInFlight(cl *Client, pk *packets.Packet) (bool, error) {
-	pki, ok := cl.State.Inflight.Get(pk.PacketID)
+	pki, ok := cl.State.Inflight.GetInbound(pk.PacketID)
 	if !ok {
 		return false, nil
 	}
-	if pki.FixedHeader.Type == packets.Pubrec { // [MQTT-4.3.3-10]
-		ack := s.buildAck(pk.PacketID, packets.Pubrec, 0, pk.Properties, packets.ErrPacketIdentifierInUse)
+	if pki.FixedHeader.Type == packets.Pubrec {
+		code := packets.ErrPacketIdentifierInUse
+		if pk.FixedHeader.Qos == 2 {
+			code = packets.CodeSuccess // [MQTT-4.3.3-10]
+		}
+		ack := s.buildAck(pk.PacketID, packets.Pubrec, 0, pk.Properties, code)
 		return true, cl.WritePacket(ack)
 	}
-	if ok := cl.State.Inflight.Delete(pk.PacketID); ok { // [MQTT-4.3.2-5]
+	if ok := cl.State.Inflight.DeleteInbound(pk.PacketID); ok { // [MQTT-4.3.2-5]
 		atomic.AddInt64(&s.Info.Inflight, -1)
 	}
 	return false, nil
@@ -1117,7 +1128,7 @@ func (s *Server) publishAccepted(cl *Client, pk packets.Packet) error {
 	}
 
 	if pk.FixedHeader.Qos == 1 {
-		if ok := cl.State.Inflight.Delete(ack.PacketID); ok {
+		if ok := cl.State.Inflight.DeleteInbound(ack.PacketID); ok {
 			atomic.AddInt64(&s.Info.Inflight, -1)
 		}
 		cl.State.Inflight.IncreaseReceiveQuota()
@@ -1484,12 +1495,12 @@ func (s *Server) processPubrec(cl *Client, pk packets.Packet) error {
 
 // processPubrel processes a Pubrel packet, denoting completion of a QOS 2 packet sent from the client.
 func (s *Server) processPubrel(cl *Client, pk packets.Packet) error {
-	if !cl.State.Inflight.Has(pk.PacketID) { // [MQTT-4.3.3-7] [MQTT-4.3.3-13]
+	if !cl.State.Inflight.HasInbound(pk.PacketID) { // [MQTT-4.3.3-7] [MQTT-4.3.3-13]
 		return cl.WritePacket(s.buildAck(pk.PacketID, packets.Pubcomp, 0, pk.Properties, packets.ErrPacketIdentifierNotFound))
 	}
 
 	if pk.ReasonCode >= packets.ErrUnspecifiedError.Code || !pk.ReasonCodeValid() { // [MQTT-4.3.3-9]
-		if ok := cl.State.Inflight.Delete(pk.PacketID); ok {
+		if ok := cl.State.Inflight.DeleteInbound(pk.PacketID); ok {
 			atomic.AddInt64(&s.Info.Inflight, -1)
 		}
 		cl.ops.hooks.OnQosDropped(cl, pk)
@@ -1504,9 +1515,9 @@ func (s *Server) processPubrel(cl *Client, pk packets.Packet) error {
 		return err
 	}
 
-	cl.State.Inflight.IncreaseReceiveQuota()             // +1 RECV QUOTA
-	cl.State.Inflight.IncreaseSendQuota()                // +1 SENT QUOTA
-	if ok := cl.State.Inflight.Delete(pk.PacketID); ok { // [MQTT-4.3.3-12]
+	cl.State.Inflight.IncreaseReceiveQuota()                    // +1 RECV QUOTA
+	cl.State.Inflight.IncreaseSendQuota()                       // +1 SENT QUOTA
+	if ok := cl.State.Inflight.DeleteInbound(pk.PacketID); ok { // [MQTT-4.3.3-12]
 		atomic.AddInt64(&s.Info.Inflight, -1)
 		s.hooks.OnQosComplete(cl, pk)
 	}
@@ -1529,20 +1540,23 @@ func (s *Server) processPubcomp(cl *Client, pk packets.Packet) error {
 
 // processSubscribe processes a Subscribe packet.
 func (s *Server) processSubscribe(cl *Client, pk packets.Packet) error {
+	// dss: the packet id is not checked against the server's messages in
+	// flight: the client's packet ids and the server's are independent
+	// [MQTT-2.2.1], and SUBACK 0x91 refused a resubscription whose id the
+	// server happened to use for a queued message (0x91 is not even a
+	// SUBACK code of MQTT 3.1.1 [MQTT-3.9.3-2]).
 	pk = s.hooks.OnSubscribe(cl, pk)
-	code := packets.CodeSuccess
-	if cl.State.Inflight.Has(pk.PacketID) {
-		code = packets.ErrPacketIdentifierInUse
+	if pk.Properties.SubscriptionIdentifier != nil && s.Options.Capabilities.SubIDAvailable == 0 {
+		return packets.ErrSubscriptionIdentifiersNotSupported // DISCONNECT 0xA1 (3.2.2.3.12)
 	}
 
 	filterExisted := make([]bool, len(pk.Filters))
 	reasonCodes := make([]byte, len(pk.Filters))
 	for i, sub := range pk.Filters {
-		if code != packets.CodeSuccess {
-			reasonCodes[i] = code.Code // NB 3.9.3 Non-normative 0x91
-			continue
-		} else if !IsValidFilter(sub.Filter, false) {
+		if !IsValidFilter(sub.Filter, false) {
 			reasonCodes[i] = packets.ErrTopicFilterInvalid.Code
+		} else if code, ok := s.unavailableSubscription(sub.Filter); !ok {
+			reasonCodes[i] = code.Code // dss
 		} else if sub.NoLocal && IsSharedFilter(sub.Filter) {
 			reasonCodes[i] = packets.ErrProtocolViolationInvalidSharedNoLocal.Code // [MQTT-3.8.3-4]
 		} else if !s.hooks.OnACLCheck(cl, sub.Filter, false) {
@@ -1551,15 +1565,15 @@ func (s *Server) processSubscribe(cl *Client, pk packets.Packet) error {
 				reasonCodes[i] = packets.ErrUnspecifiedError.Code
 			}
 		} else {
+			if sub.Qos > s.Options.Capabilities.MaximumQos {
+				sub.Qos = s.Options.Capabilities.MaximumQos // [MQTT-3.2.2-9]
+			}
+
 			isNew := s.Topics.Subscribe(cl.ID, sub) // [MQTT-3.8.4-3]
 			if isNew {
 				atomic.AddInt64(&s.Info.Subscriptions, 1)
 			}
 			cl.State.Subscriptions.Add(sub.Filter, sub) // [MQTT-3.2.2-10]
-
-			if sub.Qos > s.Options.Capabilities.MaximumQos {
-				sub.Qos = s.Options.Capabilities.MaximumQos // [MQTT-3.2.2-9]
-			}
 
 			filterExisted[i] = !isNew
 			reasonCodes[i] = sub.Qos // [MQTT-3.9.3-1] [MQTT-3.8.4-7]
@@ -1581,10 +1595,6 @@ func (s *Server) processSubscribe(cl *Client, pk packets.Packet) error {
 		},
 	}
 
-	if code.Code >= packets.ErrUnspecifiedError.Code {
-		ack.Properties.ReasonString = code.Reason
-	}
-
 	s.hooks.OnSubscribed(cl, pk, reasonCodes)
 	err := cl.WritePacket(ack)
 	if err != nil {
@@ -1602,21 +1612,31 @@ func (s *Server) processSubscribe(cl *Client, pk packets.Packet) error {
 	return nil
 }
 
+// unavailableSubscription reports the reason code refusing a subscription
+// to filter that the server's capabilities rule out: a shared
+// subscription when SharedSubAvailable is 0 (0x9E), a filter with a
+// wildcard when WildcardSubAvailable is 0 (0xA2). ok is true when the
+// filter is served.
+//
+// dss: the capabilities were announced in CONNACK but not enforced.
+func (s *Server) unavailableSubscription(filter string) (code packets.Code, ok bool) {
+	caps := s.Options.Capabilities
+	if IsSharedFilter(filter) && caps.SharedSubAvailable == 0 {
+		return packets.ErrSharedSubscriptionsNotSupported, false
+	}
+	if caps.WildcardSubAvailable == 0 && strings.ContainsAny(filter, "+#") {
+		return packets.ErrWildcardSubscriptionsNotSupported, false
+	}
+	return packets.CodeSuccess, true
+}
+
 // processUnsubscribe processes an unsubscribe packet.
 func (s *Server) processUnsubscribe(cl *Client, pk packets.Packet) error {
-	code := packets.CodeSuccess
-	if cl.State.Inflight.Has(pk.PacketID) {
-		code = packets.ErrPacketIdentifierInUse
-	}
-
+	// dss: nor is the packet id of an UNSUBSCRIBE checked against the
+	// server's messages in flight [MQTT-2.2.1] (see processSubscribe).
 	pk = s.hooks.OnUnsubscribe(cl, pk)
 	reasonCodes := make([]byte, len(pk.Filters))
 	for i, sub := range pk.Filters { // [MQTT-3.10.4-6] [MQTT-3.11.3-1]
-		if code != packets.CodeSuccess {
-			reasonCodes[i] = code.Code // NB 3.11.3 Non-normative 0x91
-			continue
-		}
-
 		if q := s.Topics.Unsubscribe(sub.Filter, cl.ID); q {
 			atomic.AddInt64(&s.Info.Subscriptions, -1)
 			reasonCodes[i] = packets.CodeSuccess.Code
@@ -1636,10 +1656,6 @@ func (s *Server) processUnsubscribe(cl *Client, pk packets.Packet) error {
 		Properties: packets.Properties{
 			User: pk.Properties.User,
 		},
-	}
-
-	if code.Code >= packets.ErrUnspecifiedError.Code {
-		ack.Properties.ReasonString = code.Reason
 	}
 
 	s.hooks.OnUnsubscribed(cl, pk)

@@ -1746,7 +1746,16 @@ func TestServerProcessPacketPublishQos0(t *testing.T) {
 	require.Equal(t, []byte{}, buf)
 }
 
-func TestServerProcessPacketPublishQos1PacketIDInUse(t *testing.T) {
+// TestServerProcessPacketPublishQos1IDOfAServerMessage: "Each time a
+// Client sends a new SUBSCRIBE, UNSUBSCRIBE, or PUBLISH (where QoS > 0)
+// MQTT Control Packet it MUST assign it a non-zero Packet Identifier that
+// is currently unused" [MQTT-2.2.1-3], "... each time a Server sends a new
+// PUBLISH (with QoS > 0) MQTT Control Packet it MUST assign it a non zero
+// Packet Identifier that is currently unused" [MQTT-2.2.1-4]: the client
+// and the server each use their own ids, so a client's publish with the id
+// of the server's message in flight is acknowledged and leaves that
+// message in flight.
+func TestServerProcessPacketPublishQos1IDOfAServerMessage(t *testing.T) {
 	s := newServer()
 	cl, r, w := newTestClient()
 	cl.State.Inflight.Set(packets.Packet{PacketID: 7, FixedHeader: packets.FixedHeader{Type: packets.Publish}})
@@ -1761,7 +1770,8 @@ func TestServerProcessPacketPublishQos1PacketIDInUse(t *testing.T) {
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
 	require.Equal(t, packets.TPacketData[packets.Puback].Get(packets.TPuback).RawBytes, buf)
-	require.Equal(t, int64(0), atomic.LoadInt64(&s.Info.Inflight))
+	require.Equal(t, int64(1), atomic.LoadInt64(&s.Info.Inflight))
+	require.True(t, cl.State.Inflight.Has(7), "the server's message with the same id is still in flight")
 }
 
 func TestServerProcessPacketPublishQos2PacketIDInUse(t *testing.T) {
@@ -1779,7 +1789,15 @@ func TestServerProcessPacketPublishQos2PacketIDInUse(t *testing.T) {
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Pubrec].Get(packets.TPubrecMqtt5IDInUse).RawBytes, buf)
+	// "Until it has received the corresponding PUBREL packet, the receiver
+	// MUST acknowledge any subsequent PUBLISH packet with the same Packet
+	// Identifier by sending a PUBREC. It MUST NOT cause duplicate messages
+	// to be delivered to any onward recipients in this case" [MQTT-4.3.3-10].
+	ack := packets.Packet{ProtocolVersion: 5, FixedHeader: packets.FixedHeader{Type: packets.Pubrec}}
+	require.Equal(t, packets.Pubrec<<4, buf[0])
+	require.NoError(t, ack.PubrecDecode(buf[2:]))
+	require.Equal(t, uint16(7), ack.PacketID)
+	require.Equal(t, packets.CodeSuccess.Code, ack.ReasonCode)
 	require.Equal(t, int64(1), atomic.LoadInt64(&s.Info.Inflight))
 }
 
@@ -2506,7 +2524,7 @@ func TestServerProcessPacketPubrel(t *testing.T) {
 	cl.State.Inflight.sendQuota = 3
 	cl.State.Inflight.receiveQuota = 3
 
-	cl.State.Inflight.Set(packets.Packet{PacketID: pID})
+	cl.State.Inflight.Set(packets.Packet{PacketID: pID, FixedHeader: packets.FixedHeader{Type: packets.Pubrec}})
 	atomic.AddInt64(&s.Info.Inflight, 1)
 
 	recv := make(chan []byte)
@@ -2526,7 +2544,7 @@ func TestServerProcessPacketPubrel(t *testing.T) {
 	require.Equal(t, packets.TPacketData[packets.Pubcomp].Get(packets.TPubcomp).RawBytes, <-recv)
 
 	require.Equal(t, int64(0), atomic.LoadInt64(&s.Info.Inflight))
-	_, ok := cl.State.Inflight.Get(pID)
+	_, ok := cl.State.Inflight.GetInbound(pID)
 	require.False(t, ok)
 }
 
@@ -2559,7 +2577,7 @@ func TestServerProcessPacketPubrelFailure(t *testing.T) {
 	pID := uint16(7)
 	s := newServer()
 	cl, _, _ := newTestClient()
-	cl.State.Inflight.Set(packets.Packet{PacketID: pID})
+	cl.State.Inflight.Set(packets.Packet{PacketID: pID, FixedHeader: packets.FixedHeader{Type: packets.Pubrec}})
 	cl.Stop(packets.CodeDisconnect)
 	err := s.processPacket(cl, *packets.TPacketData[packets.Pubrel].Get(packets.TPubrel).Packet)
 	require.Error(t, err)
@@ -2570,11 +2588,11 @@ func TestServerProcessPacketPubrelBadReason(t *testing.T) {
 	pID := uint16(7)
 	s := newServer()
 	cl, _, _ := newTestClient()
-	cl.State.Inflight.Set(packets.Packet{PacketID: pID})
+	cl.State.Inflight.Set(packets.Packet{PacketID: pID, FixedHeader: packets.FixedHeader{Type: packets.Pubrec}})
 	err := s.processPacket(cl, *packets.TPacketData[packets.Pubrel].Get(packets.TPubrelInvalidReason).Packet)
 	require.NoError(t, err)
 	require.Equal(t, int64(-1), atomic.LoadInt64(&s.Info.Inflight))
-	_, ok := cl.State.Inflight.Get(pID)
+	_, ok := cl.State.Inflight.GetInbound(pID)
 	require.False(t, ok)
 }
 
@@ -2663,7 +2681,7 @@ func TestServerProcessInboundQos2Flow(t *testing.T) {
 
 			require.Equal(t, tx.out.RawBytes, <-recv)
 			if i == 0 {
-				_, ok := cl.State.Inflight.Get(pID)
+				_, ok := cl.State.Inflight.GetInbound(pID)
 				require.True(t, ok)
 			}
 
@@ -2673,7 +2691,7 @@ func TestServerProcessInboundQos2Flow(t *testing.T) {
 		})
 	}
 
-	_, ok := cl.State.Inflight.Get(pID)
+	_, ok := cl.State.Inflight.GetInbound(pID)
 	require.False(t, ok)
 }
 
@@ -2771,23 +2789,43 @@ func TestServerProcessPacketSubscribe(t *testing.T) {
 	require.Equal(t, packets.TPacketData[packets.Suback].Get(packets.TSubackMqtt5).RawBytes, buf)
 }
 
-func TestServerProcessPacketSubscribePacketIDInUse(t *testing.T) {
-	s := newServer()
-	cl, r, w := newTestClient()
-	cl.Properties.ProtocolVersion = 5
-	cl.State.Inflight.Set(packets.Packet{PacketID: 15, FixedHeader: packets.FixedHeader{Type: packets.Publish}})
+// TestServerProcessPacketSubscribeIDOfAServerMessage: a SUBSCRIBE whose
+// packet id the server uses for a message of its own in flight is served:
+// the client's ids and the server's are independent ([MQTT-2.2.1-3],
+// [MQTT-2.2.1-4]); for MQTT 3.1.1, 0x91 is not even a SUBACK return code
+// ("The SUBACK Packet sent by the Server to the Client MUST contain a
+// return code for each Topic Filter/QoS pair", one of 0x00, 0x01, 0x02,
+// 0x80 [MQTT-3.9.3-2] of 3.1.1).
+func TestServerProcessPacketSubscribeIDOfAServerMessage(t *testing.T) {
+	for _, version := range []byte{4, 5} {
+		t.Run(strconv.Itoa(int(version)), func(t *testing.T) {
+			s := newServer()
+			cl, r, w := newTestClient()
+			cl.Properties.ProtocolVersion = version
+			cl.State.Inflight.Set(packets.Packet{PacketID: 15, FixedHeader: packets.FixedHeader{Type: packets.Publish}})
 
-	pkx := *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeMqtt5).Packet
-	pkx.PacketID = 15
-	go func() {
-		err := s.processPacket(cl, pkx)
-		require.NoError(t, err)
-		_ = w.Close()
-	}()
+			pkx := *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeMqtt5).Packet
+			pkx.ProtocolVersion = version
+			pkx.Properties = packets.Properties{}
+			pkx.PacketID = 15
+			go func() {
+				err := s.processPacket(cl, pkx)
+				require.NoError(t, err)
+				_ = w.Close()
+			}()
 
-	buf, err := io.ReadAll(r)
-	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Suback].Get(packets.TSubackPacketIDInUse).RawBytes, buf)
+			buf, err := io.ReadAll(r)
+			require.NoError(t, err)
+			ack := packets.Packet{ProtocolVersion: version, FixedHeader: packets.FixedHeader{Type: packets.Suback}}
+			require.Equal(t, packets.Suback<<4, buf[0])
+			require.NoError(t, ack.SubackDecode(buf[2:]))
+			require.Equal(t, uint16(15), ack.PacketID)
+			for _, code := range ack.ReasonCodes {
+				require.LessOrEqual(t, code, packets.CodeGrantedQos2.Code)
+			}
+			require.True(t, cl.State.Inflight.Has(15))
+		})
+	}
 }
 
 func TestServerProcessPacketSubscribeInvalid(t *testing.T) {
@@ -3022,21 +3060,31 @@ func TestServerProcessPacketUnsubscribe(t *testing.T) {
 	require.Equal(t, int64(-1), atomic.LoadInt64(&s.Info.Subscriptions))
 }
 
-func TestServerProcessPacketUnsubscribePackedIDInUse(t *testing.T) {
+// TestServerProcessPacketUnsubscribeIDOfAServerMessage: an UNSUBSCRIBE
+// whose packet id the server uses for a message of its own is served, as
+// a SUBSCRIBE is ([MQTT-2.2.1-3], [MQTT-2.2.1-4]).
+func TestServerProcessPacketUnsubscribeIDOfAServerMessage(t *testing.T) {
 	s := newServer()
 	cl, r, w := newTestClient()
 	cl.Properties.ProtocolVersion = 5
 	cl.State.Inflight.Set(packets.Packet{PacketID: 15, FixedHeader: packets.FixedHeader{Type: packets.Publish}})
+	pkx := *packets.TPacketData[packets.Unsubscribe].Get(packets.TUnsubscribeMqtt5).Packet
+	pkx.PacketID = 15
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Unsubscribe].Get(packets.TUnsubscribeMqtt5).Packet)
+		err := s.processPacket(cl, pkx)
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Unsuback].Get(packets.TUnsubackPacketIDInUse).RawBytes, buf)
-	require.Equal(t, int64(0), atomic.LoadInt64(&s.Info.Subscriptions))
+	ack := packets.Packet{ProtocolVersion: 5, FixedHeader: packets.FixedHeader{Type: packets.Unsuback}}
+	require.Equal(t, packets.Unsuback<<4, buf[0])
+	require.NoError(t, ack.UnsubackDecode(buf[2:]))
+	require.Equal(t, uint16(15), ack.PacketID)
+	for _, code := range ack.ReasonCodes {
+		require.NotEqual(t, packets.ErrPacketIdentifierInUse.Code, code)
+	}
 }
 
 func TestServerProcessPacketUnsubscribeInvalid(t *testing.T) {
