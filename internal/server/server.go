@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,6 +36,13 @@ type Server struct {
 	httpLn  net.Listener
 	gc      *gcTuner
 
+	// newDataDir reports a data directory that held no state at start.
+	newDataDir bool
+	// readiness lists the conditions of /readyz beyond the server's own.
+	readiness []ReadinessCheck
+	// started and stopping bound the time the server is ready.
+	started, stopping atomic.Bool
+
 	shutdownOnce sync.Once
 	shutdownErr  error
 }
@@ -50,6 +58,7 @@ func New(cfg Config) (*Server, error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := broker.NewMetrics()
 	reg.MustRegister(metrics.Collectors()...)
+	reg.MustRegister(buildInfoMetric())
 
 	ecfg := engine.Config{
 		Clock:        hlc.NewClock(cfg.NodeID, cfg.Now),
@@ -59,6 +68,11 @@ func New(cfg Config) (*Server, error) {
 	}
 	// Recover first: the listener opens only once the state is there.
 	if cfg.DataDir != "" {
+		var err error
+		if cfg.DataDir, s.newDataDir, err = dataDir(cfg.DataDir); err != nil {
+			return nil, err
+		}
+		s.cfg.DataDir = cfg.DataDir
 		start := time.Now()
 		j, m, err := journal.Open(journal.Options{
 			Dir:           cfg.DataDir,
@@ -116,6 +130,7 @@ func New(cfg Config) (*Server, error) {
 			}
 			_, _ = w.Write([]byte("ok\n"))
 		})
+		mux.HandleFunc("GET /readyz", s.serveReady)
 		if cfg.Pprof {
 			mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 			mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
@@ -157,7 +172,8 @@ func (s *Server) Start() error {
 			}
 		}()
 	}
-	s.log.Info("dss serving", "mqtt", s.Addr(), "http", s.HTTPAddr(), "node", s.cfg.NodeID, "auth", "none")
+	s.started.Store(true)
+	s.logStarted()
 	if isLoopback(s.Addr()) {
 		s.log.Info("no authentication configured: serving this machine only (loopback); configure users or client certificates to serve the network")
 	}
@@ -174,6 +190,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 func (s *Server) shutdown(ctx context.Context) error {
+	s.stopping.Store(true)
 	s.broker.Drain()
 	nodeErr := s.node.Close()
 	grace := 2 * time.Second

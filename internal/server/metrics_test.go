@@ -1,0 +1,92 @@
+package server_test
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/dssio/dss/internal/dsstest"
+	"github.com/dssio/dss/internal/server"
+	"github.com/dssio/dss/internal/wire"
+)
+
+// metricValue returns the value of the sample series (a metric name with
+// its labels as /metrics prints them), or 0 when it is not there.
+func metricValue(t *testing.T, s *server.Server, series string) float64 {
+	t.Helper()
+	res, err := http.Get("http://" + s.HTTPAddr() + "/metrics")
+	if err != nil {
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return f
+		}
+	}
+	return 0
+}
+
+// Each metric that counts requests moves when requests are made: the
+// metrics in docs/operations.md are the ones checked here.
+func TestMetricsMoveWithRequests(t *testing.T) {
+	s := dsstest.StartServer(t, server.Config{HTTPListen: "127.0.0.1:0"})
+	c := dsstest.Dial(t, s.Addr(), "metrics")
+	if !strings.Contains(fetchMetrics(t, s), "dss_build_info{") {
+		t.Error("no dss_build_info")
+	}
+
+	type step struct {
+		what   string
+		do     func()
+		series []string
+	}
+	watcher := dsstest.Dial(t, s.Addr(), "watcher")
+	watcher.Subscribe(wire.NotifyTopicFilter("watcher"))
+	for _, st := range []step{
+		{"SET", func() { c.Set([]string{"k", "v"}) }, []string{`dss_requests_total{verb="SET"}`}},
+		{"GET", func() { c.Request(dsstest.Cmd("GET", "k")) }, []string{`dss_requests_total{verb="GET"}`}},
+		{"KEYNOTIFY", func() { watcher.Request(dsstest.Cmd("KEYNOTIFY", "k")) }, []string{`dss_requests_total{verb="KEYNOTIFY"}`, `dss_keynotify_registrations`}},
+		{"a change of a watched key", func() { c.Set([]string{"k", "w"}); watcher.Next() }, []string{`dss_notifications_total`}},
+		{"VDEL", func() { c.Request(dsstest.Cmd("VDEL", "k", "x")) }, []string{`dss_requests_total{verb="VDEL"}`}},
+		{"DEL", func() { c.Request(dsstest.Cmd("DEL", "k")); watcher.Next() }, []string{`dss_requests_total{verb="DEL"}`, `dss_notifications_total`}},
+		{"a request in error", func() { c.Request(dsstest.Cmd("GET")) }, []string{`dss_request_errors_total{error="` + wire.ErrWrongArgs.Text() + `"}`}},
+		{"a refused request", func() {
+			_, _ = c.Publish(request(1, "", []byte("c"), dsstest.Cmd("GET", "k")))
+		}, []string{`dss_requests_refused_total{reason="no response topic"}`}},
+	} {
+		before := make([]float64, len(st.series))
+		for i, m := range st.series {
+			before[i] = metricValue(t, s, m)
+		}
+		st.do()
+		for i, m := range st.series {
+			if after := metricValue(t, s, m); after != before[i]+1 {
+				t.Errorf("%s: %s went from %v to %v, want one more", st.what, m, before[i], after)
+			}
+		}
+	}
+	before := metricValue(t, s, `dss_keynotify_registrations`)
+	watcher.Request(dsstest.Cmd("KEYNOTIFY", "k", "STOP"))
+	if after := metricValue(t, s, `dss_keynotify_registrations`); after != before-1 {
+		t.Errorf("KEYNOTIFY STOP: registrations went from %v to %v", before, after)
+	}
+}
+
+func fetchMetrics(t *testing.T, s *server.Server) string {
+	t.Helper()
+	res, err := http.Get("http://" + s.HTTPAddr() + "/metrics")
+	if err != nil {
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return string(body)
+}
