@@ -63,19 +63,18 @@ func printReport(w io.Writer, dir string, r *journal.Report) {
 		fmt.Fprintln(w, a)
 	}
 	fmt.Fprintf(w, "kept %d records; the state holds %d keys\n", r.RecordsKept, r.KeysKept)
-	dropped := fmt.Sprintf("dropped %d records (%d damaged bytes)", r.RecordsDropped, r.DamagedBytes)
 	if r.DroppedUnknown {
-		dropped = fmt.Sprintf("dropped at least %d records (%d damaged bytes; the damage reaches the end of a file, so how many records it held is not known)", r.RecordsDropped, r.DamagedBytes)
+		fmt.Fprintf(w, "dropped at least %d records in %d damaged bytes: the damage reaches the end of a file, so how many records it held is not known\n", r.RecordsDropped, r.DamagedBytes)
+	} else {
+		fmt.Fprintf(w, "dropped %d records in %d damaged bytes\n", r.RecordsDropped, r.DamagedBytes)
 	}
-	fmt.Fprintln(w, dropped)
-	fmt.Fprintf(w, "dropped the latest state of %d keys that the damaged records still name", len(r.KeysDropped))
+	fmt.Fprintf(w, "keys whose latest state was dropped, as far as the damaged records name them: %d\n", len(r.KeysDropped))
 	const show = 20
 	for i, k := range r.KeysDropped {
 		if i == show {
-			fmt.Fprintf(w, " ... and %d more", len(r.KeysDropped)-show)
+			fmt.Fprintf(w, "  ... and %d more\n", len(r.KeysDropped)-show)
 			break
 		}
-		fmt.Fprintf(w, " %q", k)
+		fmt.Fprintf(w, "  %q\n", k)
 	}
-	fmt.Fprintln(w)
 }

@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -59,6 +60,17 @@ func freeAddr(t testing.TB) string {
 // connections. The process is killed when the test ends.
 func startDSS(t testing.TB, addr string, args ...string) *process {
 	t.Helper()
+	p, ok := tryStartDSS(t, addr, args...)
+	if !ok {
+		t.Fatalf("dss exited at start: %v\n%s", p.err, p.out)
+	}
+	return p
+}
+
+// tryStartDSS runs `dss serve` with args on addr and waits until it
+// accepts connections (true) or exits (false).
+func tryStartDSS(t testing.TB, addr string, args ...string) (*process, bool) {
+	t.Helper()
 	p := &process{t: t, addr: addr, out: &dsstest.Buffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(dssBinary, append([]string{"serve", "--listen", addr}, args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
@@ -75,11 +87,11 @@ func startDSS(t testing.TB, addr string, args ...string) *process {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()
-			return p
+			return p, true
 		}
 		select {
 		case <-p.done:
-			t.Fatalf("dss exited at start: %v\n%s", p.err, p.out)
+			return p, false
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -87,6 +99,21 @@ func startDSS(t testing.TB, addr string, args ...string) *process {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// runDSS runs a dss command to its end and returns its combined output
+// and exit status.
+func runDSS(t testing.TB, args ...string) (string, int) {
+	t.Helper()
+	out, err := exec.Command(dssBinary, args...).CombinedOutput()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("dss %v: %v", args, err)
+	}
+	if ee != nil {
+		return string(out), ee.ExitCode()
+	}
+	return string(out), 0
 }
 
 // kill ends the process with SIGKILL, as a crash or power loss would.

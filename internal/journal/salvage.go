@@ -22,7 +22,7 @@ type salvage struct {
 	lastSeq uint64 // the last journal change read
 	nodes   nodes
 
-	kept    int64    // intact records read
+	kept    int64    // intact key and change records read
 	regions []region // the damage found
 	// dropped counts the changes known to be lost: the numbers missing
 	// between the intact changes around a damaged region, and the keys a
@@ -132,6 +132,7 @@ func (s *salvage) snapshot(name string, nameSeq uint64) error {
 		}
 		s.m.Replay(&c)
 		keys++
+		s.kept++
 		return nil
 	})
 	if err != nil {
@@ -200,6 +201,7 @@ func (s *salvage) segment(name string, first, next uint64) error {
 			s.m.Replay(&c)
 		}
 		s.lastSeq = c.Seq
+		s.kept++
 		return nil
 	}, func() {
 		inGap, gapFrom = true, s.lastSeq
@@ -250,7 +252,6 @@ func (s *salvage) records(f *os.File, size, from int64, accept func([]byte) bool
 		}
 		if err == nil {
 			if uerr := use(payload); uerr == nil {
-				s.kept++
 				continue
 			} else if !errors.Is(uerr, errMalformed) {
 				return uerr
