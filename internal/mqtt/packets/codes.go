@@ -91,6 +91,9 @@ var (
 	ErrProtocolViolationDupNoQos              = Code{Code: 0x82, Reason: "protocol violation: dup true with no qos"}
 	ErrProtocolViolationUnsupportedProperty   = Code{Code: 0x82, Reason: "protocol violation: unsupported property"}
 	ErrProtocolViolationNoTopic               = Code{Code: 0x82, Reason: "protocol violation: no topic or alias"}
+	ErrProtocolViolationSubIDZero             = Code{Code: 0x82, Reason: "protocol violation: subscription identifier 0"}
+	ErrProtocolViolationRetainHandling        = Code{Code: 0x82, Reason: "protocol violation: retain handling 3"}
+	ErrMalformedSubscriptionOptions           = Code{Code: 0x81, Reason: "malformed packet: subscription options"}
 	ErrImplementationSpecificError            = Code{Code: 0x83, Reason: "implementation specific error"}
 	ErrRejectPacket                           = Code{Code: 0x83, Reason: "packet rejected"}
 	ErrUnsupportedProtocolVersion             = Code{Code: 0x84, Reason: "unsupported protocol version"}

@@ -982,8 +982,19 @@ func (pk *Packet) SubscribeDecode(buf []byte) error {
 		}
 
 		if pk.ProtocolVersion == 5 {
-			sub.decode(buf[offset])
-			offset += 1
+			// dss: the options byte was read without a bounds check: a
+			// SUBSCRIBE whose last filter lacked it crashed the broker.
+			option, offset, err = decodeByte(buf, offset)
+			if err != nil {
+				return ErrMalformedSubscriptionOptions
+			}
+			if option&0xc0 != 0 {
+				return ErrMalformedSubscriptionOptions // [MQTT-3.8.3-5]
+			}
+			if option>>4&3 == 3 {
+				return ErrProtocolViolationRetainHandling // 3.8.3.1: a retain handling of 3 is a protocol error
+			}
+			sub.decode(option)
 		} else {
 			option, offset, err = decodeByte(buf, offset)
 			if err != nil {

@@ -403,7 +403,14 @@ func (p *Properties) Decode(pkt byte, b *bytes.Buffer) (n int, err error) {
 		return n + bu, nil
 	}
 
-	bt := b.Bytes()[bu:]
+	// dss: the properties must lie within the packet, and every property
+	// within their length: a length byte flipped upward made the callers
+	// slice past the end of the packet (a panic), and a property that ran
+	// past the length was read from the payload.
+	if n > len(b.Bytes())-bu {
+		return n + bu, ErrMalformedProperties
+	}
+	bt := b.Bytes()[bu : bu+n]
 	var k byte
 	for offset := 0; offset < n; {
 		k, offset, err = decodeByte(bt, offset)
@@ -432,12 +439,15 @@ func (p *Properties) Decode(pkt byte, b *bytes.Buffer) (n int, err error) {
 				p.SubscriptionIdentifier = []int{}
 			}
 
-			n, bu, err := decodeLengthBytes(bt[offset:])
+			id, size, err := decodeLengthBytes(bt[offset:])
 			if err != nil {
-				return n + bu, err
+				return n + bu, ErrMalformedProperties
 			}
-			p.SubscriptionIdentifier = append(p.SubscriptionIdentifier, n)
-			offset += bu
+			if id == 0 {
+				return n + bu, ErrProtocolViolationSubIDZero // [MQTT-3.8.2.1.2]
+			}
+			p.SubscriptionIdentifier = append(p.SubscriptionIdentifier, id)
+			offset += size
 		case PropSessionExpiryInterval:
 			p.SessionExpiryInterval, offset, err = decodeUint32(bt, offset)
 			p.SessionExpiryIntervalFlag = true
@@ -486,7 +496,7 @@ func (p *Properties) Decode(pkt byte, b *bytes.Buffer) (n int, err error) {
 			if p.User == nil {
 				// dss: room for this and the user properties that follow
 				// it at once (an RPC envelope), not three growths.
-				p.User = make([]UserProperty, 0, 1+countUserProperties(bt[:min(n, len(bt))], offset))
+				p.User = make([]UserProperty, 0, 1+countUserProperties(bt, offset))
 			}
 			p.User = append(p.User, UserProperty{Key: k, Val: v})
 		case PropMaximumPacketSize:

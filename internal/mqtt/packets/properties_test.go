@@ -283,12 +283,28 @@ func TestDecodePropertiesZeroLengthVBI(t *testing.T) {
 	require.Equal(t, props, new(Properties))
 }
 
-func TestDecodePropertiesBadKeyByte(t *testing.T) {
+func TestDecodePropertiesLongerThanThePacket(t *testing.T) {
 	b := bytes.NewBuffer([]byte{64, 1})
 	props := new(Properties)
 	_, err := props.Decode(Reserved, b)
 	require.Error(t, err)
-	require.ErrorIs(t, err, ErrMalformedOffsetByteOutOfRange)
+	require.ErrorIs(t, err, ErrMalformedProperties)
+}
+
+func TestDecodePropertiesStayWithinTheirLength(t *testing.T) {
+	// A message expiry interval (4 bytes) in properties of length 3: the
+	// property must not be read from the bytes that follow.
+	b := bytes.NewBuffer([]byte{3, PropMessageExpiryInterval, 0, 0, 0, 1, 'p', 'a', 'y'})
+	props := new(Properties)
+	_, err := props.Decode(Publish, b)
+	require.ErrorIs(t, err, ErrMalformedOffsetUintOutOfRange)
+}
+
+func TestDecodePropertiesSubscriptionIdentifierZero(t *testing.T) {
+	b := bytes.NewBuffer([]byte{2, PropSubscriptionIdentifier, 0})
+	props := new(Properties)
+	_, err := props.Decode(Subscribe, b)
+	require.ErrorIs(t, err, ErrProtocolViolationSubIDZero)
 }
 
 func TestDecodePropertiesInvalidForPacket(t *testing.T) {
