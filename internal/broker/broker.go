@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -34,6 +35,8 @@ type Store interface {
 type Config struct {
 	// Listen is the TCP address of the MQTT listener. Empty means ":1883".
 	Listen string
+	// Listener, when set, is served instead of a listener on Listen.
+	Listener net.Listener
 	// Logger receives the log lines; nil means slog.Default().
 	Logger *slog.Logger
 	// Metrics counts requests; nil means unexported metrics.
@@ -45,7 +48,14 @@ type Config struct {
 	// (epoll, Linux only) instead of a goroutine woken per request: 0
 	// means one per CPU the process may use, a negative number none.
 	ReadLoops int
+	// ConnectTimeout bounds the time a new connection has to send its
+	// CONNECT; 0 means 10 seconds.
+	ConnectTimeout time.Duration
 }
+
+// DefaultConnectTimeout is how long a new connection has to send its
+// CONNECT by default.
+const DefaultConnectTimeout = 10 * time.Second
 
 // inlineClientID names the broker's own client, which publishes responses
 // and notifications. It holds a NUL byte, which MQTT forbids in client
@@ -94,6 +104,9 @@ func New(cfg Config) (*Broker, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics()
 	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = DefaultConnectTimeout
+	}
 	caps := mqtt.NewDefaultServerCapabilities()
 	caps.MaximumPacketSize = cfg.MaxPacketSize
 	// Acknowledgements must not echo the request's user properties: that
@@ -105,9 +118,11 @@ func New(cfg Config) (*Broker, error) {
 		// The hook answers every request and copies what it keeps: a
 		// request is read into memory of its connection, reused by the
 		// next packet.
-		ConsumedTopic: wire.RequestTopic,
-		ReadLoops:     readLoops(cfg.ReadLoops),
+		ConsumedTopic:  wire.RequestTopic,
+		ReadLoops:      readLoops(cfg.ReadLoops),
+		ConnectTimeout: cfg.ConnectTimeout,
 	})
+	cfg.Metrics.faults.Store(srv.Faults)
 	b := &Broker{
 		cfg:       cfg,
 		log:       cfg.Logger,
@@ -124,10 +139,15 @@ func New(cfg Config) (*Broker, error) {
 	if err := srv.AddHook(&hook{b: b}, nil); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
-	b.listener = listeners.NewTCP(listeners.Config{ID: "tcp", Address: cfg.Listen})
+	if cfg.Listener != nil {
+		b.listener = listeners.NewTCPFromListener("tcp", cfg.Listener)
+	} else {
+		b.listener = listeners.NewTCP(listeners.Config{ID: "tcp", Address: cfg.Listen})
+	}
 	if err := srv.AddListener(b.listener); err != nil {
 		return nil, fmt.Errorf("broker: listen on %s: %w", cfg.Listen, err)
 	}
+	cfg.Metrics.listener.Store(b.listener)
 	return b, nil
 }
 
@@ -144,6 +164,15 @@ func readLoops(n int) int {
 
 // Addr returns the address the MQTT listener is bound to.
 func (b *Broker) Addr() string { return b.listener.Address() }
+
+// Accepting returns nil while the MQTT listener accepts connections, and
+// the error it meets otherwise (it retries).
+func (b *Broker) Accepting() error {
+	if err := b.listener.Failing(); err != nil {
+		return fmt.Errorf("the MQTT listener is not accepting connections: %w", err)
+	}
+	return nil
+}
 
 // Notifier returns the KEYNOTIFY registry, for the engine.
 func (b *Broker) Notifier() engine.Notifier { return b.watches }

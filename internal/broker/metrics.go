@@ -1,6 +1,13 @@
 package broker
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	mqtt "github.com/dssio/dss/internal/mqtt"
+	"github.com/dssio/dss/internal/mqtt/listeners"
+)
 
 // Metrics counts what the binding does. Register it with a Prometheus
 // registry to export it.
@@ -11,11 +18,20 @@ type Metrics struct {
 	Notifications prometheus.Counter
 	Watches       prometheus.Gauge
 	Disconnects   prometheus.Counter // clients disconnected for a forbidden response topic
+
+	// RefusedPackets and Panics read the broker core's Faults, once a
+	// broker is bound to these metrics.
+	RefusedPackets prometheus.CounterFunc
+	Panics         prometheus.CounterFunc
+	faults         atomic.Pointer[mqtt.Faults]
+	// AcceptErrors reads the bound broker's listener.
+	AcceptErrors prometheus.CounterFunc
+	listener     atomic.Pointer[listeners.TCP]
 }
 
 // NewMetrics returns unregistered metrics.
 func NewMetrics() *Metrics {
-	return &Metrics{
+	m := &Metrics{
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dss_requests_total", Help: "State store requests executed, by verb.",
 		}, []string{"verb"}),
@@ -35,9 +51,35 @@ func NewMetrics() *Metrics {
 			Name: "dss_forbidden_response_topic_disconnects_total", Help: "Clients disconnected for naming a forbidden response topic.",
 		}),
 	}
+	m.RefusedPackets = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "dss_mqtt_packets_refused_total", Help: "MQTT packets refused as malformed, protocol errors or too large; the connection that sent one is closed.",
+	}, m.fault(func(f *mqtt.Faults) int64 { return f.RefusedPackets.Load() }))
+	m.Panics = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "dss_mqtt_connection_panics_total", Help: "Panics while serving a connection, each contained to that connection, which is closed.",
+	}, m.fault(func(f *mqtt.Faults) int64 { return f.Panics.Load() }))
+	m.AcceptErrors = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "dss_mqtt_accept_errors_total", Help: "Errors accepting MQTT connections (each retried, after a wait of 5 ms doubling up to 1 s).",
+	}, func() float64 {
+		if l := m.listener.Load(); l != nil {
+			return float64(l.AcceptErrors())
+		}
+		return 0
+	})
+	return m
+}
+
+// fault returns a reading of the bound broker core's faults.
+func (m *Metrics) fault(read func(*mqtt.Faults) int64) func() float64 {
+	return func() float64 {
+		if f := m.faults.Load(); f != nil {
+			return float64(read(f))
+		}
+		return 0
+	}
 }
 
 // Collectors returns the metrics for registration.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.Requests, m.Refused, m.Errors, m.Notifications, m.Watches, m.Disconnects}
+	return []prometheus.Collector{m.Requests, m.Refused, m.Errors, m.Notifications, m.Watches, m.Disconnects,
+		m.RefusedPackets, m.Panics, m.AcceptErrors}
 }

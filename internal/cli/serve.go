@@ -76,6 +76,7 @@ the file over the defaults. dss config print shows the outcome.`,
 	f.StringVar(&cfg.NodeID, "node-id", "", "node id stamped on every version this node issues (default: the host name)")
 	f.DurationVar(&cfg.MaxClockSkew, "max-clock-skew", time.Minute, "how far ahead of the server clock a request's __ts or __ft may be")
 	f.Uint32Var(&cfg.MaxPacketSize, "max-packet-size", 0, "largest MQTT packet accepted, in bytes (0: no limit below the protocol's 256 MiB)")
+	f.DurationVar(&cfg.ConnectTimeout, "connect-timeout", 10*time.Second, "how long a new connection has to send its whole CONNECT packet")
 	f.IntVar(&cfg.ReadLoops, "read-loops", 0, "read loops (epoll, Linux) that serve busy connections instead of a goroutine each (0: one per CPU the server may use; -1: none)")
 	f.StringVar(&cfg.DataDir, "data", "dss-data", "data directory: the journal and snapshots that keep the state across restarts")
 	f.BoolVar(&inMemory, "in-memory", false, "keep nothing on disk: the state is gone when the server stops")

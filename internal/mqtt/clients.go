@@ -724,17 +724,17 @@ func (cl *Client) ReadFixedHeader(fh *packets.FixedHeader) error {
 
 	err = fh.Decode(b)
 	if err != nil {
-		return err
+		return packetError(fh, -1, err)
 	}
 
 	var bu int
 	fh.Remaining, bu, err = packets.DecodeLength(cl.Net.bconn)
 	if err != nil {
-		return err
+		return packetError(fh, -1, err)
 	}
 
 	if cl.ops.options.Capabilities.MaximumPacketSize > 0 && uint32(fh.Remaining+1) > cl.ops.options.Capabilities.MaximumPacketSize {
-		return packets.ErrPacketTooLarge // [MQTT-3.2.2-15]
+		return packetError(fh, fh.Remaining, packets.ErrPacketTooLarge) // [MQTT-3.2.2-15]
 	}
 
 	atomic.AddInt64(&cl.ops.info.BytesReceived, int64(bu+1))
@@ -806,11 +806,11 @@ func (cl *Client) ReadPacket(fh *packets.FixedHeader) (pk packets.Packet, err er
 	case packets.Auth:
 		err = pk.AuthDecode(px)
 	default:
-		err = fmt.Errorf("invalid packet type; %v", pk.FixedHeader.Type)
+		err = packets.ErrMalformedPacket // the reserved type 0
 	}
 
 	if err != nil {
-		return pk, err
+		return pk, packetError(&pk.FixedHeader, pk.FixedHeader.Remaining, err)
 	}
 
 	if cl.ops.hooks.Provides(OnPacketRead) {

@@ -102,7 +102,7 @@ func (cl *Client) readAckPacket(fh packets.FixedHeader, pk *packets.Packet) erro
 		return err
 	}
 	atomic.AddInt64(&cl.ops.info.BytesReceived, int64(n))
-	return pk.PubackDecode(body)
+	return packetError(&fh, fh.Remaining, pk.PubackDecode(body))
 }
 
 // receivePuback is receivePacket and processPacket for a PUBACK.
@@ -133,7 +133,7 @@ func (cl *Client) readConsumedPacket(fh packets.FixedHeader, pk *packets.Packet)
 	}
 	atomic.AddInt64(&cl.ops.info.BytesReceived, int64(n))
 	if err := cl.decodePublish(pk, body, true); err != nil {
-		return err
+		return packetError(&fh, fh.Remaining, err)
 	}
 	atomic.AddInt64(&cl.ops.info.MessagesReceived, 1)
 	return nil

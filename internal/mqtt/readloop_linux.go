@@ -207,6 +207,17 @@ type readyConn struct {
 	cl *Client
 }
 
+// turn is cl's turn; a panic on the way ends the connection with
+// ErrConnectionPanicked instead of the process (dss).
+func (l *readLoop) turn(cl *Client, now int64) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = cl.ops.faults.panicked(cl.ops.log, cl.ops.faultLog, cl, r)
+		}
+	}()
+	return cl.turn(&l.bufs, now)
+}
+
 // serve gives cl, the connection of descriptor fd, a turn at now.
 func (l *readLoop) serve(fd int32, cl *Client, now int64) {
 	if cl == nil {
@@ -218,7 +229,7 @@ func (l *readLoop) serve(fd int32, cl *Client, now int64) {
 		ls.mu.Unlock()
 		return
 	}
-	err := cl.turn(&l.bufs, now)
+	err := l.turn(cl, now)
 	ls.mu.Unlock()
 	if err == nil {
 		return

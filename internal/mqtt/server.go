@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/dssio/dss/internal/mqtt/hooks/storage"
 	"github.com/dssio/dss/internal/mqtt/listeners"
 	"github.com/dssio/dss/internal/mqtt/packets"
@@ -147,6 +149,11 @@ type Options struct {
 	// goroutine. dss: with thousands of busy connections a goroutine
 	// woken per request costs twice the CPU of a loop's turn.
 	ReadLoops int `yaml:"-" json:"-"`
+
+	// ConnectTimeout bounds the time a new connection has to send its
+	// whole CONNECT packet; 0 waits for ever. dss: a connection that
+	// never sent one (or one byte a second) was kept for good.
+	ConnectTimeout time.Duration `yaml:"-" json:"-"`
 }
 
 // Server is an MQTT broker server. It should be created with server.New()
@@ -165,6 +172,10 @@ type Server struct {
 	sessionMu    sync.Mutex           // dss: serializes session takeover and the end-of-connection cleanup
 	readLoops    []*readLoop          // dss: see Options.ReadLoops
 	nextLoop     atomic.Uint32        // dss: the read loop of the next connection
+	// Faults counts refused packets and contained panics (dss, see
+	// faults.go); faultLog limits the log lines about them.
+	Faults   *Faults
+	faultLog *rate.Limiter
 }
 
 // loop contains interval tickers for the system events loop.
@@ -188,6 +199,9 @@ type ops struct {
 	info    *system.Info // pointers to server system info
 	hooks   *Hooks       // pointer to the server hooks
 	log     *slog.Logger // a structured logger for the client
+	// faults and faultLog are the server's (dss, see faults.go).
+	faults   *Faults
+	faultLog *rate.Limiter
 	// readFast reads and handles, by pointer, a PUBACK or a publish to
 	// Options.ConsumedTopic whose fixed header was read. dss: see
 	// consumed.go.
@@ -225,6 +239,8 @@ func New(opts *Options) *Server {
 		hooks: &Hooks{
 			Log: opts.Logger,
 		},
+		Faults:   new(Faults),
+		faultLog: newFaultLog(),
 	}
 
 	if s.Options.InlineClient {
@@ -275,6 +291,8 @@ func (s *Server) NewClient(c net.Conn, listener string, id string, inline bool) 
 		info:     s.Info,
 		hooks:    s.hooks,
 		log:      s.Log,
+		faults:   s.Faults,
+		faultLog: s.faultLog,
 		readFast: s.readFast,
 	})
 
@@ -452,8 +470,15 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 	go cl.WriteLoop()
 	defer cl.Stop(nil)
 
+	// dss: a connection has ConnectTimeout to send its whole CONNECT
+	// (also one byte at a time); upstream waited for ever.
+	if d := s.Options.ConnectTimeout; d > 0 && cl.Net.Conn != nil {
+		cl.Net.deadlineAt, cl.Net.deadlineSet = time.Now().Add(d), true
+		_ = cl.Net.Conn.SetDeadline(cl.Net.deadlineAt)
+	}
 	pk, err := s.readConnectionPacket(cl)
 	if err != nil {
+		s.connectFailed(cl, pk.ProtocolVersion, err)
 		return fmt.Errorf("read connection: %w", err)
 	}
 
@@ -481,6 +506,7 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 		return err
 	}
 
+	cl.Net.deadlineSet = false // the keepalive's deadline replaces the CONNECT's
 	cl.refreshDeadline(cl.State.Keepalive)
 	if !s.hooks.OnConnectAuthenticate(cl, pk) { // [MQTT-3.1.4-2]
 		err := s.SendConnack(cl, packets.ErrBadUsernameOrPassword, false, nil)
@@ -525,8 +551,9 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 
 	s.hooks.OnSessionEstablished(cl, pk)
 
-	err = cl.Read(s.receivePacket)
+	err = s.readClient(cl)
 	if err != nil {
+		s.readFailed(cl, err)
 		s.sendLWT(cl)
 		cl.Stop(err)
 	} else {
@@ -591,6 +618,9 @@ func (s *Server) packetFailed(cl *Client, pk *packets.Packet, err error) error {
 		code.Code >= packets.ErrUnspecifiedError.Code {
 		_ = s.DisconnectClient(cl, code)
 	}
+	if code, ok := err.(packets.Code); ok && (code.Code == packets.ErrMalformedPacket.Code || code.Code == packets.ErrProtocolViolation.Code) {
+		s.Faults.RefusedPackets.Add(1)
+	}
 
 	s.logPacketError(cl, pk, err)
 
@@ -604,7 +634,12 @@ func (s *Server) packetFailed(cl *Client, pk *packets.Packet, err error) error {
 //
 //go:noinline
 func (s *Server) logPacketError(cl *Client, pk *packets.Packet, err error) {
-	s.Log.Warn("error processing packet", "error", err, "client", cl.ID, "listener", cl.Net.Listener, "pk", *pk)
+	// dss: the packet was logged whole (its payload, a CONNECT's
+	// password); now one line with its type and sizes, rate limited.
+	if s.faultLog.Allow() {
+		s.Log.Warn("error processing packet", "error", err, "client", cl.ID, "remote", cl.Net.Remote,
+			"listener", cl.Net.Listener, "type", packetName(pk.FixedHeader.Type), "bytes", pk.FixedHeader.Remaining)
+	}
 }
 
 // validateConnect validates that a connect packet is compliant.

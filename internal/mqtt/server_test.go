@@ -421,7 +421,7 @@ func TestServerReadConnectionPacketBadFixedHeader(t *testing.T) {
 
 	err := <-o
 	require.Error(t, err)
-	require.Equal(t, packets.ErrMalformedVariableByteInteger, err)
+	require.ErrorIs(t, err, packets.ErrMalformedVariableByteInteger)
 }
 
 func TestServerReadConnectionPacketBadPacketType(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -20,6 +21,9 @@ type Config struct {
 	// AllowAnonymous lets clients connect without authentication on a
 	// listener beyond loopback; without it such a listener is refused.
 	AllowAnonymous bool
+	// Listener, when set, is served for MQTT instead of a listener on
+	// Listen: a socket handed over by a supervisor, or a test's.
+	Listener net.Listener
 	// HTTPListen is the address of the metrics and health endpoint;
 	// empty turns it off.
 	HTTPListen string
@@ -39,6 +43,9 @@ type Config struct {
 	// instead of a goroutine woken per request (Linux): 0 means one per
 	// CPU the process may use, a negative number none.
 	ReadLoops int
+	// ConnectTimeout bounds the time a new connection has to send its
+	// whole CONNECT. Default 10 seconds.
+	ConnectTimeout time.Duration
 
 	// DataDir is where the state is kept across restarts; empty keeps
 	// everything in memory only.
@@ -112,6 +119,9 @@ func (c *Config) setDefaults() error {
 func (c *Config) Validate() error {
 	if strings.ContainsRune(c.NodeID, ':') {
 		return errors.New("server: the node id may not contain ':', which separates the parts of a version")
+	}
+	if c.ConnectTimeout < 0 {
+		return errors.New("server: the connect timeout may not be negative")
 	}
 	if c.MaxClockSkew < 0 {
 		return errors.New("server: the maximum clock skew may not be negative")

@@ -89,11 +89,13 @@ func New(cfg Config) (*Server, error) {
 			"took", time.Since(start).Round(time.Millisecond), "fsync", cfg.Fsync, "persistence", cfg.Persistence)
 	}
 	b, err := broker.New(broker.Config{
-		Listen:        cfg.Listen,
-		Logger:        cfg.Logger,
-		Metrics:       metrics,
-		MaxPacketSize: cfg.MaxPacketSize,
-		ReadLoops:     cfg.ReadLoops,
+		Listen:         cfg.Listen,
+		Listener:       cfg.Listener,
+		Logger:         cfg.Logger,
+		Metrics:        metrics,
+		MaxPacketSize:  cfg.MaxPacketSize,
+		ReadLoops:      cfg.ReadLoops,
+		ConnectTimeout: cfg.ConnectTimeout,
 	})
 	if err != nil {
 		if s.journal != nil {
@@ -125,6 +127,10 @@ func New(cfg Config) (*Server, error) {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 			if err := s.node.Err(); err != nil {
+				http.Error(w, "failing: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+			if err := s.broker.Accepting(); err != nil {
 				http.Error(w, "failing: "+err.Error(), http.StatusServiceUnavailable)
 				return
 			}

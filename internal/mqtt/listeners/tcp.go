@@ -6,9 +6,11 @@ package listeners
 
 import (
 	"crypto/tls"
+	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"log/slog"
 )
@@ -24,7 +26,20 @@ type TCP struct { // [MQTT-4.2.0-1]
 	config  Config       // configuration values for the listener
 	log     *slog.Logger // server logger
 	end     uint32       // ensure the close methods are only called once
+
+	// dss: accept errors are retried (see Serve).
+	acceptErrors atomic.Int64
+	failing      atomic.Pointer[error] // the error of the burst under way, nil while accepting
+	closed       chan struct{}         // closed by Close: ends a retry's wait
+	closeOnce    sync.Once
 }
+
+// The waits between the attempts of a burst of accept errors: doubling
+// from the first to the last, as net/http's Server does.
+const (
+	firstAcceptRetry = 5 * time.Millisecond
+	lastAcceptRetry  = time.Second
+)
 
 // NewTCP initializes and returns a new TCP listener, listening on an address.
 func NewTCP(config Config) *TCP {
@@ -32,7 +47,17 @@ func NewTCP(config Config) *TCP {
 		id:      config.ID,
 		address: config.Address,
 		config:  config,
+		closed:  make(chan struct{}),
 	}
+}
+
+// NewTCPFromListener returns a TCP listener that serves ln, which is
+// already listening (a socket handed over by a supervisor, or a test's).
+// dss.
+func NewTCPFromListener(id string, ln net.Listener) *TCP {
+	l := NewTCP(Config{ID: id, Address: ln.Addr().String()})
+	l.listen = ln
+	return l
 }
 
 // ID returns the id of the listener.
@@ -56,6 +81,9 @@ func (l *TCP) Protocol() string {
 // Init initializes the listener.
 func (l *TCP) Init(log *slog.Logger) error {
 	l.log = log
+	if l.listen != nil {
+		return nil // NewTCPFromListener
+	}
 
 	var err error
 	if l.config.TLSConfig != nil {
@@ -69,7 +97,17 @@ func (l *TCP) Init(log *slog.Logger) error {
 
 // Serve starts waiting for new TCP connections, and calls the establish
 // connection callback for any received.
+//
+// dss: upstream returned from its loop on any accept error, and the broker
+// never accepted a connection again (one moment with more sockets than
+// the descriptor limit was enough). Every error but the listener's close
+// is now retried, after waits doubling from 5 ms to 1 s as net/http's
+// Server does; each is counted (AcceptErrors), a burst is logged once
+// when it starts and once when it ends, and Failing reports the error
+// while it lasts.
 func (l *TCP) Serve(establish EstablishFn) {
+	var wait time.Duration
+	var burst int64
 	for {
 		if atomic.LoadUint32(&l.end) == 1 {
 			return
@@ -77,21 +115,58 @@ func (l *TCP) Serve(establish EstablishFn) {
 
 		conn, err := l.listen.Accept()
 		if err != nil {
-			return
+			if atomic.LoadUint32(&l.end) == 1 || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			l.acceptErrors.Add(1)
+			burst++
+			if wait == 0 {
+				wait = firstAcceptRetry
+				l.failing.Store(&err)
+				l.log.Error("accepting connections failed; retrying", "error", err)
+			} else {
+				wait = min(2*wait, lastAcceptRetry)
+			}
+			select {
+			case <-time.After(wait):
+			case <-l.closed:
+				return
+			}
+			continue
+		}
+		if wait != 0 {
+			l.log.Info("accepting connections again", "errors", burst)
+			wait, burst = 0, 0
+			l.failing.Store(nil)
 		}
 
 		if atomic.LoadUint32(&l.end) == 0 {
 			go func() {
-				err = establish(l.id, conn)
-				if err != nil {
+				// dss: the error was the loop's variable, written by
+				// every connection's goroutine (a data race).
+				if err := establish(l.id, conn); err != nil {
 					// dss: a connection ending with an error (reset, closed at
 					// shutdown, a malformed packet) is the client's business;
 					// a Warn line each, with no message, flooded the log.
 					l.log.Debug("client connection ended", "error", err)
 				}
 			}()
+		} else {
+			_ = conn.Close()
 		}
 	}
+}
+
+// AcceptErrors returns how many accept errors the listener met.
+func (l *TCP) AcceptErrors() int64 { return l.acceptErrors.Load() }
+
+// Failing returns the error of the burst of accept errors under way, or
+// nil while the listener accepts connections.
+func (l *TCP) Failing() error {
+	if err := l.failing.Load(); err != nil {
+		return *err
+	}
+	return nil
 }
 
 // Close closes the listener and any client connections.
@@ -102,6 +177,7 @@ func (l *TCP) Close(closeClients CloseFn) {
 	if atomic.CompareAndSwapUint32(&l.end, 0, 1) {
 		closeClients(l.id)
 	}
+	l.closeOnce.Do(func() { close(l.closed) })
 
 	if l.listen != nil {
 		err := l.listen.Close()

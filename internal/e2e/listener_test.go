@@ -1,0 +1,90 @@
+package e2e_test
+
+import (
+	"context"
+	"net"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dssio/dss/internal/dsstest"
+)
+
+// TestTheListenerSurvivesRunningOutOfDescriptors runs dss with a limit of
+// 64 open files and opens more connections than that: accepting fails
+// for a while (logged once, counted), and once the connections are gone
+// the server accepts and serves again. The broker library's listener
+// used to return at its first accept error, for good.
+func TestTheListenerSurvivesRunningOutOfDescriptors(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("needs sh to lower the descriptor limit of the server alone")
+	}
+	addr := freeAddr(t)
+	p := &process{t: t, addr: addr, out: &dsstest.Buffer{}, done: make(chan struct{})}
+	// The hard limit as well: Go raises the soft limit to the hard one.
+	p.cmd = exec.Command("sh", "-c", `ulimit -n 64 && exec "$0" "$@"`, dssBinary, "serve", "--listen", addr,
+		"--in-memory", "--read-loops", "-1", "--connect-timeout", "1m")
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(p.kill)
+	dsstest.Eventually(t, "dss listens", func() bool {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := 0; i < 100 && !strings.Contains(p.out.String(), "accepting connections failed"); i++ {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			break // the backlog is full
+		}
+		conns = append(conns, c)
+		time.Sleep(5 * time.Millisecond)
+	}
+	dsstest.Eventually(t, "the accept error is logged", func() bool {
+		return strings.Contains(p.out.String(), "accepting connections failed; retrying")
+	})
+	if !strings.Contains(p.out.String(), "too many open files") {
+		t.Fatalf("the log does not name the error:\n%s", p.out)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	conns = nil
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var c *client
+	dsstest.Eventually(t, "a client connects again", func() bool {
+		var err error
+		c, err = dial(ctx, addr, "after")
+		return err == nil
+	})
+	defer c.close()
+	if r, err := c.do(ctx, []string{"SET", "k", "v"}, now()); err != nil || r.payload != "+OK\r\n" {
+		t.Fatalf("SET after the descriptors came back: %+v, %v", r, err)
+	}
+	dsstest.Eventually(t, "the end of the burst is logged", func() bool {
+		return strings.Contains(p.out.String(), "accepting connections again")
+	})
+	if n := strings.Count(p.out.String(), "accepting connections failed"); n != 1 {
+		t.Fatalf("the burst was logged %d times:\n%s", n, p.out)
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+}

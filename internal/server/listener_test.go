@@ -1,0 +1,77 @@
+package server_test
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/dssio/dss/internal/dsstest"
+	"github.com/dssio/dss/internal/server"
+)
+
+// exhaustedListener fails its Accepts while exhausted is set, as a
+// listener out of file descriptors does.
+type exhaustedListener struct {
+	net.Listener
+	exhausted atomic.Bool
+}
+
+func (l *exhaustedListener) Accept() (net.Conn, error) {
+	if l.exhausted.Load() {
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	}
+	return l.Listener.Accept()
+}
+
+func healthz(t *testing.T, s *server.Server) (int, string) {
+	t.Helper()
+	res, err := http.Get("http://" + s.HTTPAddr() + "/healthz")
+	if err != nil {
+		t.Fatalf("GET /healthz: %v", err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(body)
+}
+
+func TestHealthzReportsAListenerThatIsNotAccepting(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	el := &exhaustedListener{Listener: ln}
+	s := dsstest.StartServer(t, server.Config{Listener: el, HTTPListen: "127.0.0.1:0"})
+	connected := dsstest.Dial(t, s.Addr(), "connected")
+	if code, body := healthz(t, s); code != http.StatusOK {
+		t.Fatalf("healthz before: %d %q", code, body)
+	}
+
+	el.exhausted.Store(true)
+	// The listener waits in an Accept that began before: one more
+	// connection, and the next Accept fails.
+	if conn, err := net.Dial("tcp", s.Addr()); err == nil {
+		defer conn.Close()
+	}
+	dsstest.Eventually(t, "healthz reports the listener", func() bool {
+		code, body := healthz(t, s)
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "the MQTT listener is not accepting connections") &&
+			strings.Contains(body, "too many open files")
+	})
+	if metric(t, s, "dss_mqtt_accept_errors_total 0") {
+		t.Fatal("dss_mqtt_accept_errors_total is 0")
+	}
+	// Clients already connected are served meanwhile.
+	expect(t, "SET", connected.Set([]string{"k", "v"}, ts(dsstest.Now())), "+OK\r\n", "any")
+
+	el.exhausted.Store(false)
+	c := dsstest.Dial(t, s.Addr(), "after") // the listener accepts again
+	expect(t, "GET", c.Request(dsstest.Cmd("GET", "k")), "$1\r\nv\r\n", "any")
+	if code, body := healthz(t, s); code != http.StatusOK {
+		t.Fatalf("healthz after: %d %q", code, body)
+	}
+}
