@@ -44,6 +44,7 @@ var (
 	ErrConnectionClosed       = errors.New("connection not open")                                      // connection is closed
 	ErrInlineClientNotEnabled = errors.New("please set Options.InlineClient=true to use this feature") // inline client is not enabled by default
 	ErrOptionsUnreadable      = errors.New("unable to read options from bytes")
+	ErrServerClosing          = errors.New("the server is closing")
 )
 
 // Capabilities indicates the capabilities and features provided by the server.
@@ -176,6 +177,8 @@ type Server struct {
 	// faults.go); faultLog limits the log lines about them.
 	Faults   *Faults
 	faultLog *rate.Limiter
+	attachMu sync.Mutex // dss: orders attachClient's ClientsWg.Add before Close's Wait
+	closing  bool       // guarded by attachMu
 }
 
 // loop contains interval tickers for the system events loop.
@@ -464,8 +467,17 @@ func (s *Server) EstablishConnection(listener string, c net.Conn) error {
 // attachClient validates an incoming client connection and if viable, attaches the client
 // to the server, performs session housekeeping, and reads incoming packets.
 func (s *Server) attachClient(cl *Client, listener string) error {
-	defer s.Listeners.ClientsWg.Done()
+	// dss: Add raced with Close's Wait for a connection accepted as the
+	// server closed; after Close began, a connection is refused.
+	s.attachMu.Lock()
+	if s.closing {
+		s.attachMu.Unlock()
+		cl.Stop(ErrServerClosing)
+		return ErrServerClosing
+	}
 	s.Listeners.ClientsWg.Add(1)
+	s.attachMu.Unlock()
+	defer s.Listeners.ClientsWg.Done()
 
 	go cl.WriteLoop()
 	defer cl.Stop(nil)
@@ -1839,6 +1851,9 @@ func (s *Server) publishSysTopics() {
 
 // Close attempts to gracefully shut down the server, all listeners, clients, and stores.
 func (s *Server) Close() error {
+	s.attachMu.Lock()
+	s.closing = true
+	s.attachMu.Unlock()
 	close(s.done)
 	s.Log.Info("gracefully stopping server")
 	s.Listeners.CloseAll(s.closeListenerClients)

@@ -2031,7 +2031,10 @@ func TestPublishToClientServerDowngradeQos(t *testing.T) {
 		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet
 		pkx.FixedHeader.Qos = 2
 		_, _ = s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 2}, pkx)
-		time.Sleep(time.Microsecond * 100)
+		// dss: once the packet is written, not after 100 µs (flaky).
+		for deadline := time.Now().Add(5 * time.Second); atomic.LoadInt64(&cl.ops.info.PacketsSent) == 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
 		_ = w.Close()
 	}()
 
@@ -2060,7 +2063,10 @@ func TestPublishToClientSubscriptionDowngradeQos(t *testing.T) {
 		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet
 		pkx.FixedHeader.Qos = 2
 		_, _ = s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, pkx)
-		time.Sleep(time.Microsecond * 100)
+		// dss: once the packet is written, not after 100 µs (flaky).
+		for deadline := time.Now().Add(5 * time.Second); atomic.LoadInt64(&cl.ops.info.PacketsSent) == 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
 		_ = w.Close()
 	}()
 
