@@ -82,7 +82,7 @@ the file over the defaults. dss config print shows the outcome.`,
 	f.BoolVar(&inMemory, "in-memory", false, "keep nothing on disk: the state is gone when the server stops")
 	enumFlag(f, &fsync, "fsync", "always", []string{"always", "everysec", "no"}, "when changes reach stable storage: always (before each response), everysec (once a second) or no (left to the OS)")
 	enumFlag(f, &persistence, "persistence", "all", []string{"all", "flagged"}, "which keys survive a restart: all, or flagged (only keys written with the user property aio-persistence=true)")
-	f.Int64Var(&cfg.SnapshotAfter, "snapshot-after", 64<<20, "journal bytes that make a snapshot due (at least; also once the journal outgrows the last snapshot)")
+	f.Int64Var(&cfg.SnapshotAfter, "snapshot-after", 64<<20, "bytes a snapshot must save to be due: once the journal outgrows it and the last snapshot, or once the data would make a snapshot this much and half smaller than the last")
 	enumFlag(f, &logLevel, "log-level", "info", []string{"debug", "info", "warn", "error"}, "log level: debug, info, warn or error")
 	enumFlag(f, &logFormat, "log-format", "text", []string{"text", "json"}, "log format: text or json")
 	addConfigFlag(cmd)

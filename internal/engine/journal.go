@@ -13,14 +13,15 @@ import (
 // the call is as durable as the journal's policy promises. Changes
 // appended while a Flush runs wait for the next one.
 //
-// SnapshotDue is polled by the snapshot goroutine. BeginSnapshot is called
+// SnapshotDue is polled by the snapshot goroutine with the machine's
+// number of keys and bytes of keys and values. BeginSnapshot is called
 // under the engine lock with the Seq and maximum version of the machine:
 // the journal starts a new segment for the changes after seq and returns
 // the writer of the snapshot, which the engine fills in steps.
 type Journal interface {
 	Append(c *store.Change) error
 	Flush() error
-	SnapshotDue() bool
+	SnapshotDue(keys int, dataBytes int64) bool
 	BeginSnapshot(seq uint64, maxVersion hlc.Timestamp) (SnapshotWriter, error)
 }
 

@@ -53,7 +53,7 @@ func (j *memJournal) Flush() error {
 	return nil
 }
 
-func (j *memJournal) SnapshotDue() bool {
+func (j *memJournal) SnapshotDue(int, int64) bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.due

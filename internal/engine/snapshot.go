@@ -23,7 +23,10 @@ func (n *Node) snapshotLoop(every time.Duration) {
 			return
 		case <-t.C:
 		}
-		if !n.journal.SnapshotDue() {
+		n.mu.Lock()
+		keys, data := n.m.Len(), n.m.DataBytes()
+		n.mu.Unlock()
+		if !n.journal.SnapshotDue(keys, data) {
 			continue
 		}
 		start := time.Now()

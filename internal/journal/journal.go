@@ -71,12 +71,12 @@ type Journal struct {
 	log  *slog.Logger
 	lock *os.File
 
-	mu               sync.Mutex
-	pending          []byte // guarded by mu; encoded records not yet written
-	marks            []mark // guarded by mu; where in pending a new segment starts
-	sinceSnapshot    int64  // guarded by mu; bytes appended since the last snapshot began
-	lastSnapshotSize int64  // guarded by mu
-	snapshotting     bool   // guarded by mu
+	mu            sync.Mutex
+	pending       []byte        // guarded by mu; encoded records not yet written
+	marks         []mark        // guarded by mu; where in pending a new segment starts
+	sinceSnapshot int64         // guarded by mu; bytes appended since the last snapshot began
+	lastSnapshot  snapshotStats // guarded by mu
+	snapshotting  bool          // guarded by mu
 
 	// wmu serializes everything that writes or syncs files.
 	wmu       sync.Mutex
@@ -276,12 +276,42 @@ func fdatasync(f *os.File) error {
 	return serr
 }
 
-// SnapshotDue reports whether the log has grown enough to be compacted.
-func (j *Journal) SnapshotDue() bool {
+// snapshotStats describes a snapshot file.
+type snapshotStats struct {
+	size int64 // bytes
+	keys int64
+	data int64 // bytes of keys and values
+}
+
+// keyOverhead is what a snapshot spends on a key beside its key and value
+// bytes (framing, numbers, version, flags), in bytes: from the last
+// snapshot when it holds keys, otherwise a typical figure.
+func (s snapshotStats) keyOverhead() int64 {
+	if s.keys == 0 {
+		return 40
+	}
+	return max(0, (s.size-s.data)/s.keys)
+}
+
+// SnapshotDue reports whether a snapshot would make the data directory
+// much smaller: the log has grown past SnapshotAfter and past the last
+// snapshot, or the live data, keys keys of dataBytes key and value bytes,
+// would make a snapshot less than half the last one, and at least
+// SnapshotAfter bytes smaller (after a flood of keys was deleted or
+// expired, the old snapshot would otherwise stay, and a restart would read
+// all of it and then the deletions).
+func (j *Journal) SnapshotDue(keys int, dataBytes int64) bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	threshold := max(j.opts.SnapshotAfter, j.lastSnapshotSize)
-	return !j.snapshotting && j.sinceSnapshot > threshold
+	if j.snapshotting || j.sinceSnapshot == 0 {
+		return false
+	}
+	last := j.lastSnapshot
+	if j.sinceSnapshot > max(j.opts.SnapshotAfter, last.size) {
+		return true
+	}
+	live := dataBytes + int64(keys)*last.keyOverhead()
+	return live < last.size/2 && last.size-live >= j.opts.SnapshotAfter
 }
 
 // Close writes what is pending, forces it to stable storage whatever the

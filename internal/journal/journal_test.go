@@ -410,3 +410,58 @@ func TestFlushBuffersNeverShareMemory(t *testing.T) {
 		j.Flush()
 	}
 }
+
+func TestSnapshotIsDueWhenTheDataShrinks(t *testing.T) {
+	dir := t.TempDir()
+	j, m, err := Open(Options{Dir: dir, Logger: quiet(), SnapshotAfter: 4 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	set := func(i int, value []byte) {
+		_, changes := m.Apply(&store.Command{Op: store.OpSet, Key: []byte(fmt.Sprint("key-", i)), Value: value, Version: ver(int64(i))}, nil)
+		j.Append(&changes[0])
+	}
+	for i := 0; i < 1000; i++ {
+		set(i, make([]byte, 100))
+	}
+	j.Flush()
+	if !j.SnapshotDue(m.Len(), m.DataBytes()) {
+		t.Fatal("no snapshot due after the journal grew past SnapshotAfter")
+	}
+	snapshot(t, j, m)
+	if j.SnapshotDue(m.Len(), m.DataBytes()) {
+		t.Fatal("a snapshot is due right after one")
+	}
+	// Rewriting a few keys neither grows the journal enough nor shrinks
+	// the data.
+	for i := 0; i < 10; i++ {
+		set(i, make([]byte, 100))
+	}
+	if j.SnapshotDue(m.Len(), m.DataBytes()) {
+		t.Fatal("a snapshot is due though nothing shrank or grew much")
+	}
+	for i := 0; i < 600; i++ {
+		_, changes := m.Apply(&store.Command{Op: store.OpDel, Key: []byte(fmt.Sprint("key-", i)), Version: ver(int64(2000 + i))}, nil)
+		j.Append(&changes[0])
+	}
+	j.Flush()
+	if !j.SnapshotDue(m.Len(), m.DataBytes()) {
+		t.Fatalf("no snapshot due after 600 of 1000 keys were deleted (journal %d bytes since the snapshot)", j.sinceSnapshot)
+	}
+	before := j.lastSnapshot.size
+	snapshot(t, j, m)
+	if after := j.lastSnapshot.size; after*2 > before {
+		t.Fatalf("the new snapshot has %d bytes, the old one %d", after, before)
+	}
+	if j.SnapshotDue(m.Len(), m.DataBytes()) {
+		t.Fatal("a snapshot is due right after the data shrank and one was written")
+	}
+	// The figures survive a restart.
+	j.Close()
+	j2, m2 := open(t, dir)
+	defer j2.Close()
+	if j2.lastSnapshot.keys != int64(m2.Len()) || j2.lastSnapshot.data != m2.DataBytes() {
+		t.Fatalf("reopened with snapshot figures %+v for %d keys, %d bytes", j2.lastSnapshot, m2.Len(), m2.DataBytes())
+	}
+}

@@ -58,11 +58,11 @@ func (j *Journal) recover() (*store.Machine, error) {
 	var snapSeq uint64
 	if n := len(files.snapshots); n > 0 {
 		snapSeq = files.snapshots[n-1]
-		_, size, err := loadSnapshot(filepath.Join(dir, snapshotName(snapSeq)), m)
+		_, stats, err := loadSnapshot(filepath.Join(dir, snapshotName(snapSeq)), m)
 		if err != nil {
 			return nil, err
 		}
-		j.lastSnapshotSize = size
+		j.lastSnapshot = stats
 	}
 	// Segments whose changes the snapshot holds entirely are what an
 	// interrupted cleanup left behind.

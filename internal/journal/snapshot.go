@@ -24,6 +24,7 @@ type SnapshotWriter struct {
 	buf   []byte
 	count uint64
 	size  int64
+	data  int64 // bytes of keys and values written
 	err   error
 }
 
@@ -65,6 +66,7 @@ func (w *SnapshotWriter) Write(entries []store.Change) error {
 		w.buf = appendChange(w.buf, &entries[i])
 		w.buf = endRecord(w.buf, start)
 		w.count++
+		w.data += int64(len(entries[i].Key) + len(entries[i].Value))
 	}
 	w.size += int64(len(w.buf))
 	_, w.err = w.w.Write(w.buf)
@@ -110,7 +112,7 @@ func (w *SnapshotWriter) Finish(maxVersion hlc.Timestamp) error {
 	}
 	w.j.mu.Lock()
 	w.j.snapshotting = false
-	w.j.lastSnapshotSize = w.size
+	w.j.lastSnapshot = snapshotStats{size: w.size, keys: int64(w.count), data: w.data}
 	w.j.mu.Unlock()
 	return w.j.removeBefore(w.seq)
 }
@@ -157,11 +159,12 @@ func (j *Journal) removeBefore(seq uint64) error {
 }
 
 // loadSnapshot replays the snapshot file name into m. It returns the
-// snapshot's seq and size.
-func loadSnapshot(name string, m *store.Machine) (uint64, int64, error) {
+// snapshot's seq and what it holds.
+func loadSnapshot(name string, m *store.Machine) (uint64, snapshotStats, error) {
+	var stats snapshotStats
 	f, err := os.Open(name)
 	if err != nil {
-		return 0, 0, err
+		return 0, stats, err
 	}
 	defer f.Close()
 	rr := newRecordReader(f)
@@ -170,11 +173,11 @@ func loadSnapshot(name string, m *store.Machine) (uint64, int64, error) {
 	}
 	payload, err := rr.next()
 	if err != nil {
-		return 0, 0, corrupt("unreadable header: " + err.Error())
+		return 0, stats, corrupt("unreadable header: " + err.Error())
 	}
 	h, err := decodeHeader(payload, recSnapshotHeader)
 	if err != nil {
-		return 0, 0, corrupt(err.Error())
+		return 0, stats, corrupt(err.Error())
 	}
 	in := nodes{}
 	var c store.Change
@@ -182,29 +185,31 @@ func loadSnapshot(name string, m *store.Machine) (uint64, int64, error) {
 	for {
 		payload, err := rr.next()
 		if err == io.EOF {
-			return 0, 0, corrupt("the snapshot ends before its footer")
+			return 0, stats, corrupt("the snapshot ends before its footer")
 		}
 		if err != nil {
-			return 0, 0, corrupt(err.Error())
+			return 0, stats, corrupt(err.Error())
 		}
 		if payload[0] == recSnapshotFooter {
 			d := decoder{b: payload[1:]}
 			want := d.uvarint()
 			maxVersion := d.version(in)
 			if d.err != nil || want != count {
-				return 0, 0, corrupt(fmt.Sprintf("footer counts %d keys, the snapshot holds %d", want, count))
+				return 0, stats, corrupt(fmt.Sprintf("footer counts %d keys, the snapshot holds %d", want, count))
 			}
 			m.Replay(&store.Change{Seq: h.seq, Version: maxVersionOf(h.maxVersion, maxVersion)})
 			if _, err := rr.next(); err != io.EOF {
-				return 0, 0, corrupt("data after the footer")
+				return 0, stats, corrupt("data after the footer")
 			}
-			return h.seq, rr.offset, nil
+			stats.size, stats.keys = rr.offset, int64(count)
+			return h.seq, stats, nil
 		}
 		if err := decodeChange(payload, in, &c); err != nil || c.Deleted || c.Key == "" {
-			return 0, 0, corrupt("malformed key record")
+			return 0, stats, corrupt("malformed key record")
 		}
 		m.Replay(&c)
 		count++
+		stats.data += int64(len(c.Key) + len(c.Value))
 	}
 }
 
