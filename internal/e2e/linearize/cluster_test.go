@@ -18,8 +18,9 @@ import (
 // cluster is three dss nodes whose peer traffic goes through a network of
 // proxies.
 type cluster struct {
-	ns  []*node
-	net *network
+	ns        []*node
+	net       *network
+	peerAddrs map[string]string // cluster listeners by node id
 }
 
 // startCluster starts size nodes with --fsync always, each reaching its
@@ -37,7 +38,7 @@ func startCluster(t *testing.T, name string, size int) *cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(net.close)
-	c := &cluster{net: net}
+	c := &cluster{net: net, peerAddrs: peerAddrs}
 	for _, id := range ids {
 		c.ns = append(c.ns, newNode(t, id, freeAddr(t), logPath(name, id),
 			"--node-id", id,
@@ -120,34 +121,24 @@ func (c *cluster) leader(ctx context.Context) (*node, error) {
 	}
 }
 
-// leaderSeenBy runs `dss cluster status` against n and finds the one node
-// that the output names on a line that says leader.
+// leaderSeenBy runs `dss cluster status` against n's cluster listener and
+// reads the leader's id from its first line ("leader: ID ...").
 func (c *cluster) leaderSeenBy(ctx context.Context, n *node) (*node, error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, dssBinary, "cluster", "status", "--server", n.addr).CombinedOutput()
+	out, err := exec.CommandContext(ctx, dssBinary, "cluster", "status", "--cluster-addr", c.peerAddrs[n.id], "--timeout", "2s").CombinedOutput()
 	if err != nil {
-		return nil, fmt.Errorf("dss cluster status --server %s: %w: %s", n.addr, err, out)
+		return nil, fmt.Errorf("dss cluster status --cluster-addr %s: %w: %s", c.peerAddrs[n.id], err, out)
 	}
-	var found []*node
-	for _, line := range strings.Split(string(out), "\n") {
-		if !strings.Contains(strings.ToLower(line), "leader") {
-			continue
-		}
-		for _, f := range strings.FieldsFunc(line, func(r rune) bool {
-			return r == ' ' || r == '\t' || r == ':' || r == '=' || r == ',' || r == '"'
-		}) {
-			for _, m := range c.ns {
-				if f == m.id {
-					found = append(found, m)
-				}
+	first, _, _ := strings.Cut(string(out), "\n")
+	if f := strings.Fields(first); len(f) >= 2 && f[0] == "leader:" {
+		for _, m := range c.ns {
+			if m.id == f[1] {
+				return m, nil
 			}
 		}
 	}
-	if len(found) != 1 {
-		return nil, fmt.Errorf("dss cluster status --server %s names no single leader:\n%s", n.addr, out)
-	}
-	return found[0], nil
+	return nil, fmt.Errorf("dss cluster status --cluster-addr %s names no leader:\n%s", c.peerAddrs[n.id], out)
 }
 
 // follower returns a node that is not the leader.

@@ -14,6 +14,7 @@ import (
 var (
 	flagRounds = flag.Int("linearize.rounds", 0, "fault rounds per test (default: a few, or hundreds with DSS_LONG=1)")
 	flagSeed   = flag.Uint64("linearize.seed", 0, "seed of the faults and requests (default: from the clock; printed)")
+	flagBin    = flag.String("linearize.bin", "", "the dss binary to test (default: built from this module)")
 	flagOut    = flag.String("linearize.out", filepath.Join(os.TempDir(), "dss-linearize"), "directory for the visualisations of failing histories and the nodes' logs")
 )
 
@@ -31,12 +32,15 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	dssBinary = filepath.Join(dir, "dss")
-	build := exec.Command("go", "build", "-o", dssBinary, "github.com/dssio/dss/cmd/dss")
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building dss:", err)
-		os.Exit(1)
+	dssBinary = *flagBin
+	if dssBinary == "" {
+		dssBinary = filepath.Join(dir, "dss")
+		build := exec.Command("go", "build", "-o", dssBinary, "github.com/dssio/dss/cmd/dss")
+		build.Stdout, build.Stderr = os.Stdout, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building dss:", err)
+			os.Exit(1)
+		}
 	}
 	clusterSupport = detectCluster(dssBinary)
 	code := m.Run()
