@@ -34,6 +34,7 @@ The command line wins over the environment, the environment over the file,
 the file over the defaults. dss config print shows the outcome.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			stopWithGoRun()
 			st, err := resolveSettings(cmd)
 			if err != nil {
 				return err
