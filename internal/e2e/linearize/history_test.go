@@ -1,14 +1,18 @@
 package linearize
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/dssio/dss/hlc"
 )
 
 // history records the operations of one round and the faults injected
@@ -131,7 +135,8 @@ func (h *history) counts() (ops, unknownWrites, unansweredReads, refused int) {
 // verdict is the outcome of checking a history.
 type verdict struct {
 	result porcupine.CheckResult
-	// file is the visualisation of a history that is not Ok.
+	// file is the visualisation of a history that is not Ok; the history
+	// itself is beside it, one operation per line in JSON (.jsonl).
 	file string
 	// report describes, for each key whose history is not Ok, the end of
 	// the longest linearization found and the operations it could not
@@ -159,6 +164,9 @@ func (h *history) check(timeout time.Duration, dir, name string) (verdict, error
 	if err := porcupine.VisualizePath(storeModel, info, v.file); err != nil {
 		return v, fmt.Errorf("visualise: %w", err)
 	}
+	if err := writeOps(strings.TrimSuffix(v.file, ".html")+".jsonl", ops); err != nil {
+		return v, err
+	}
 	for _, part := range storeModel.Partition(ops) {
 		r, info := porcupine.CheckOperationsVerbose(storeModel, part, timeout)
 		if r != porcupine.Ok {
@@ -166,6 +174,45 @@ func (h *history) check(timeout time.Duration, dir, name string) (verdict, error
 		}
 	}
 	return v, nil
+}
+
+// writeOps writes the operations to path, one JSON object a line, in the
+// order they were invoked.
+func writeOps(path string, ops []porcupine.Operation) error {
+	ops = append([]porcupine.Operation(nil), ops...)
+	sort.Slice(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(f)
+	for _, op := range ops {
+		in, out := op.Input.(input), op.Output.(output)
+		err = enc.Encode(struct {
+			Process      int
+			Call, Return int64 // nanoseconds from the start of the round
+			Op           string
+			Key, Value   string `json:",omitempty"`
+			Cond         string `json:",omitempty"`
+			PX           int64  `json:",omitempty"`
+			Result       string
+			Got          string `json:",omitempty"`
+			Version      string `json:",omitempty"`
+		}{op.ClientId, op.Call, op.Return, in.Verb.String(), in.Key, in.Value,
+			[...]string{"", "NX", "NEX"}[in.Cond], in.PX, out.Result.String(), out.Value, versionText(out.Version)})
+		if err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
+}
+
+func versionText(v hlc.Timestamp) string {
+	if v.IsZero() {
+		return ""
+	}
+	return v.String()
 }
 
 // explain describes where the history of one key breaks: the last

@@ -247,6 +247,13 @@ func TestCheckWritesVisualisation(t *testing.T) {
 	if !strings.Contains(string(b), "<html") {
 		t.Fatalf("%s is not a visualisation", v.file)
 	}
+	b, err = os.ReadFile(strings.TrimSuffix(v.file, ".html") + ".jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(string(b)), "\n"); len(lines) != 2 || !strings.Contains(lines[1], `"Op":"GET","Key":"k"`) {
+		t.Fatalf("the history beside the visualisation is not the two operations:\n%s", b)
+	}
 	report := strings.Join(v.report, "\n")
 	if !strings.Contains(report, `key "k": Illegal`) || !strings.Contains(report, "GET k → missing") {
 		t.Fatalf("report does not name the key and the operation:\n%s", report)
