@@ -74,6 +74,7 @@ type Node struct {
 	write   Write          // guarded by mu; scratch for a write being proposed
 	closing bool           // guarded by mu
 	failed  error          // guarded by mu; the journal error that stopped writes
+	backups []*backupTap   // guarded by mu; the backups running
 	// undelivered counts the requests proposed to a log that has not
 	// applied them yet and the items queued or being delivered. While it
 	// is zero and a request needs no journal write, its result is ready at
@@ -355,6 +356,9 @@ func (n *Node) applyLocked(c *store.Command) (store.Result, bool) {
 	n.changes = changes[:0]
 	if len(changes) == 0 {
 		return res, false
+	}
+	for _, t := range n.backups {
+		t.addLocked(changes)
 	}
 	journaled := false
 	if n.journal != nil {

@@ -27,6 +27,10 @@ func Open(opts Options) (*Journal, *store.Machine, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if _, err := os.Stat(filepath.Join(opts.Dir, restoringName)); err == nil {
+		lock.Close()
+		return nil, nil, fmt.Errorf("%w (%s)", ErrRestoring, opts.Dir)
+	}
 	j := &Journal{opts: opts, log: opts.Logger, lock: lock, stop: make(chan struct{})}
 	m, err := j.recover()
 	if err != nil {
