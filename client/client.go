@@ -35,13 +35,15 @@ type Client struct {
 	// sent.
 	publishHook func(*paho.Publish)
 
-	mu      sync.Mutex
-	conn    *conn                          // guarded by mu; where requests go, nil while down
-	up      chan struct{}                  // guarded by mu; closed when conn is set
-	lastErr error                          // guarded by mu; why the last connection attempt failed
-	calls   map[string]chan *paho.Publish  // guarded by mu; response channels by correlation data
-	watches map[string]map[*Watch]struct{} // guarded by mu; by key
-	closed  bool                           // guarded by mu
+	mu   sync.Mutex
+	conn *conn         // guarded by mu; where requests go, nil while down
+	up   chan struct{} // guarded by mu; closed when conn is set
+	// dialFailed is closed when Dial should give up (Config.DialRounds).
+	dialFailed chan struct{}
+	lastErr    error                          // guarded by mu; why the last connection attempt failed
+	calls      map[string]chan *paho.Publish  // guarded by mu; response channels by correlation data
+	watches    map[string]map[*Watch]struct{} // guarded by mu; by key
+	closed     bool                           // guarded by mu
 }
 
 // Dial starts a client for the servers of cfg and waits until it is
@@ -74,6 +76,7 @@ func newClient(cfg Config) (*Client, error) {
 		respTopic:    "clients/" + hexOf(cfg.ClientID) + "/statestore/v1/FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8/command/invoke/response",
 		notifyPrefix: strings.TrimSuffix(wire.NotifyTopicFilter(cfg.ClientID), "+"),
 		up:           make(chan struct{}),
+		dialFailed:   make(chan struct{}),
 		calls:        make(map[string]chan *paho.Publish),
 		watches:      make(map[string]map[*Watch]struct{}),
 	}
@@ -155,6 +158,11 @@ func (c *Client) awaitConn(ctx context.Context) (*conn, error) {
 		case <-up:
 		case <-c.ctx.Done():
 			return nil, ErrClosed
+		case <-c.dialFailed:
+			c.mu.Lock()
+			last := c.lastErr
+			c.mu.Unlock()
+			return nil, fmt.Errorf("%w: %w", ErrUnreachable, last)
 		case <-ctx.Done():
 			c.mu.Lock()
 			last := c.lastErr

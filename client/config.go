@@ -43,6 +43,13 @@ type Config struct {
 	// Defaults 100 ms and 5 s.
 	MinBackoff time.Duration
 	MaxBackoff time.Duration
+	// DialRounds makes Dial give up after that many rounds in which every
+	// server of the list refused or failed the connection, rather than
+	// keep trying until its context ends: a command-line tool fails at
+	// once against a server that is down. Zero means Dial keeps trying.
+	// Once connected, the client reconnects after a loss however many
+	// rounds that takes.
+	DialRounds int
 	// ResyncTimeout bounds each request that re-registers a watch after a
 	// reconnect. Default 10 s.
 	ResyncTimeout time.Duration

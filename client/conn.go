@@ -39,6 +39,7 @@ func (c *Client) start() {
 func (c *Client) supervise() {
 	servers := c.cfg.Servers
 	next, round := 0, 0
+	everUp := false
 	for c.ctx.Err() == nil {
 		connected := false
 		for i := 0; i < len(servers) && c.ctx.Err() == nil; i++ {
@@ -51,6 +52,7 @@ func (c *Client) supervise() {
 				c.log.Debug("connection attempt failed", "server", servers[idx], "err", err)
 				continue
 			}
+			everUp = true
 			began := time.Now()
 			c.serve(cn)
 			// Fail over: start the next round with the server after this one.
@@ -60,6 +62,10 @@ func (c *Client) supervise() {
 		if connected {
 			round = 0
 			continue
+		}
+		if !everUp && c.cfg.DialRounds > 0 && round+1 >= c.cfg.DialRounds {
+			close(c.dialFailed)
+			return
 		}
 		select {
 		case <-time.After(c.backoff(round)):

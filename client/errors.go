@@ -103,6 +103,10 @@ var (
 	// ErrClosed is returned by every call on a closed Client, and ends
 	// the watches and leases of a Client that is closed.
 	ErrClosed = errors.New("dss client: closed")
+	// ErrUnreachable is returned by Dial when every server refused or
+	// failed the connection for Config.DialRounds rounds; it wraps the
+	// last attempt's error.
+	ErrUnreachable = errors.New("no server reachable")
 	// ErrConnectionLost is returned when the connection dropped after a
 	// request that changes the store was sent and before its response
 	// arrived: the request may or may not have been applied. Requests

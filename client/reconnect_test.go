@@ -2,6 +2,7 @@ package client
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,6 +126,29 @@ func TestDialGivesUp(t *testing.T) {
 	if err == nil || !errors.Is(err, ctx.Err()) {
 		t.Fatalf("Dial to nothing: %v", err)
 	}
+}
+
+// TestDialRounds checks that Dial with DialRounds returns once every
+// server refused, long before its context ends, and that a live server
+// in the list is still found.
+func TestDialRounds(t *testing.T) {
+	ctx, cancel := contextWithTimeout(t, 60_000)
+	defer cancel()
+	cfg := testConfig(freeAddr(t), freeAddr(t))
+	cfg.DialRounds = 1
+	_, err := Dial(ctx, cfg)
+	if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "connection refused") || ctx.Err() != nil {
+		t.Fatalf("Dial to two refusing servers: %v (context: %v)", err, ctx.Err())
+	}
+	b := startAt(t, "127.0.0.1:0")
+	cfg = testConfig(freeAddr(t), b.Addr())
+	cfg.DialRounds = 1
+	c, err := Dial(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Dial with one live server: %v", err)
+	}
+	defer c.Close()
+	mustSet(t, c, "k", "v")
 }
 
 // TestRequestWaitsForReconnect sends a write while the only server is

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/dssio/dss/client"
 	"github.com/dssio/dss/hlc"
@@ -53,10 +55,17 @@ func (f *clientFlags) withTimeout(ctx context.Context) (context.Context, context
 	return context.WithTimeout(ctx, f.timeout)
 }
 
-// dial connects to the --server list.
+// dial connects to the --server list. When every server refuses, it fails
+// at once rather than trying again until --timeout.
 func (f *clientFlags) dial(ctx context.Context) (*client.Client, error) {
-	c, err := client.Dial(ctx, client.Config{Servers: f.servers()})
+	c, err := client.Dial(ctx, client.Config{Servers: f.servers(), DialRounds: 1})
 	return c, f.explain(err)
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // explain adds the flag to blame to a timeout.
@@ -109,16 +118,18 @@ func parseFencingToken(s string) (hlc.Timestamp, error) {
 }
 
 // jsonObject is one line of --json output. Keys and values are binary:
-// text that is valid UTF-8 is written as a string under its name, anything
-// else base64-encoded under name_base64.
+// every object that has any carries "encoding", which says how all of them
+// are written: "utf8" when each is valid UTF-8 text, written as is, or
+// "base64" when any is not, and then each is base64-encoded (standard
+// alphabet, padded). So one command prints one shape of object, whatever
+// the bytes.
 type jsonObject map[string]any
 
+// binary is a field of a jsonObject that holds bytes.
+type binary []byte
+
 func (o jsonObject) bytes(name string, b []byte) jsonObject {
-	if utf8.Valid(b) {
-		o[name] = string(b)
-	} else {
-		o[name+"_base64"] = base64.StdEncoding.EncodeToString(b)
-	}
+	o[name] = binary(b)
 	return o
 }
 
@@ -130,13 +141,44 @@ func (o jsonObject) version(v hlc.Timestamp) jsonObject {
 }
 
 func (o jsonObject) write(w io.Writer) error {
-	b, err := json.Marshal(o)
+	encoding := ""
+	for _, v := range o {
+		if b, ok := v.(binary); ok {
+			if encoding == "" {
+				encoding = encodingUTF8
+			}
+			if !utf8.Valid(b) {
+				encoding = encodingBase64
+			}
+		}
+	}
+	out := make(map[string]any, len(o)+1)
+	for k, v := range o {
+		if b, ok := v.(binary); ok {
+			if encoding == encodingBase64 {
+				v = base64.StdEncoding.EncodeToString(b)
+			} else {
+				v = string(b)
+			}
+		}
+		out[k] = v
+	}
+	if encoding != "" {
+		out["encoding"] = encoding
+	}
+	b, err := json.Marshal(out)
 	if err != nil {
 		return err
 	}
 	_, err = w.Write(append(b, '\n'))
 	return err
 }
+
+// The encodings of the binary fields of --json output.
+const (
+	encodingUTF8   = "utf8"
+	encodingBase64 = "base64"
+)
 
 // errFalse is the exit status 1 without a message: the key is missing or a
 // condition was not met.

@@ -136,14 +136,33 @@ func TestJSONObjectBinary(t *testing.T) {
 	if err := (jsonObject{}).bytes("text", []byte("héllo")).bytes("bin", []byte{0xff, 0x00}).write(&b); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := b.String(), `{"bin_base64":"/wA=","text":"héllo"}`+"\n"; got != want {
+	if got, want := b.String(), `{"bin":"/wA=","encoding":"base64","text":"aMOpbGxv"}`+"\n"; got != want {
+		t.Fatalf("json %q, want %q", got, want)
+	}
+	b.Reset()
+	if err := (jsonObject{"n": 1}).bytes("text", []byte("héllo")).write(&b); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := b.String(), `{"encoding":"utf8","n":1,"text":"héllo"}`+"\n"; got != want {
 		t.Fatalf("json %q, want %q", got, want)
 	}
 }
 
+// A command fails as soon as every listed server refused: it does not
+// wait out --timeout.
 func TestUnreachableServer(t *testing.T) {
-	r := runCLI(t, "", "get", "--server", "127.0.0.1:1", "--timeout", "200ms", "k").expectCode(t, ExitError)
-	if !strings.Contains(r.err, "connection refused") || !strings.Contains(r.err, "--timeout 200ms") {
-		t.Fatalf("stderr %q: want the connection error and the timeout", r.err)
+	start := time.Now()
+	r := runCLI(t, "", "get", "--server", "127.0.0.1:1,127.0.0.1:2", "--timeout", "1m", "k").expectCode(t, ExitError)
+	if !strings.Contains(r.err, "no server reachable") || !strings.Contains(r.err, "connection refused") {
+		t.Fatalf("stderr %q: want the connection error", r.err)
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Fatalf("took %v: waited for --timeout instead of failing", took)
+	}
+	for _, cmd := range [][]string{{"set", "k", "v"}, {"del", "k"}, {"vdel", "k", "v"}, {"watch", "k"}, {"lock", "l", "--", "true"}} {
+		args := append([]string{cmd[0], "--server", "127.0.0.1:1", "--timeout", "1m"}, cmd[1:]...)
+		if r := runCLI(t, "", args...).expectCode(t, ExitError); !strings.Contains(r.err, "connection refused") {
+			t.Errorf("%v: stderr %q", cmd, r.err)
+		}
 	}
 }

@@ -12,7 +12,7 @@ func TestDelCmd(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := runCLI(t, "", "del", "--server", addr, "--json", "k").expectCode(t, ExitOK)
-	if want := `{"deleted":true,"key":"k","mismatch":false,"version":"` + res.Version.String() + `"}` + "\n"; r.out != want {
+	if want := `{"deleted":true,"encoding":"utf8","key":"k","mismatch":false,"version":"` + res.Version.String() + `"}` + "\n"; r.out != want {
 		t.Fatalf("json %q, want %q", r.out, want)
 	}
 	if _, found, _ := c.Get(testCtx(t), "k"); found {

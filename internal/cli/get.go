@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -13,9 +15,15 @@ func newGetCmd(stdio Stdio) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get KEY",
 		Short: "Print the value of a key",
-		Long: `Print the value stored under KEY, byte for byte, with nothing added. With
---json, print {"key":..., "found":..., "value":..., "version":...}; a value
-that is not valid UTF-8 comes as "value_base64".
+		Long: `Print the value stored under KEY. Into a pipe or a file the value is
+written byte for byte, with nothing added, and a missing key prints nothing;
+on a terminal a newline follows the value, and a missing key is reported on
+standard error.
+
+With --json, print {"key":..., "found":..., "value":..., "version":...,
+"encoding":...}: "encoding" is "utf8" when the key and value are written as
+text, "base64" when they are base64-encoded because one of them is not valid
+UTF-8.
 
 Exit status: 0 found, 1 no such key, 2 error.`,
 		Example: `  dss get greeting
@@ -32,6 +40,7 @@ Exit status: 0 found, 1 no such key, 2 error.`,
 				if err != nil {
 					return err
 				}
+				tty := isTerminal(stdio.Out)
 				switch {
 				case f.json:
 					o := jsonObject{"found": found}.bytes("key", []byte(key)).version(e.Version)
@@ -39,6 +48,9 @@ Exit status: 0 found, 1 no such key, 2 error.`,
 						o.bytes("value", e.Value)
 					}
 					err = o.write(stdio.Out)
+				case found && tty && !bytes.HasSuffix(e.Value, []byte("\n")):
+					// A prompt does not run on after the value.
+					_, err = stdio.Out.Write(append(e.Value[:len(e.Value):len(e.Value)], '\n'))
 				case found:
 					_, err = stdio.Out.Write(e.Value)
 				}
@@ -46,6 +58,9 @@ Exit status: 0 found, 1 no such key, 2 error.`,
 					return err
 				}
 				if !found {
+					if tty && !f.json {
+						return &exitError{code: ExitFalse, err: fmt.Errorf("no key %q", key)}
+					}
 					return errFalse
 				}
 				return nil

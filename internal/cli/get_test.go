@@ -23,8 +23,8 @@ func TestGetCmd(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.out), &out); err != nil {
 		t.Fatalf("json %q: %v", r.out, err)
 	}
-	raw, _ := base64.StdEncoding.DecodeString(out["value_base64"].(string))
-	if out["found"] != true || out["key"] != "k" || string(raw) != value || out["version"] != res.Version.String() {
+	raw, _ := base64.StdEncoding.DecodeString(out["value"].(string))
+	if out["found"] != true || out["key"] != "aw==" || out["encoding"] != "base64" || string(raw) != value || out["version"] != res.Version.String() {
 		t.Fatalf("json %v", out)
 	}
 
@@ -32,7 +32,7 @@ func TestGetCmd(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = runCLI(t, "", "get", "--server", addr, "--json", "text").expectCode(t, ExitOK)
-	if err := json.Unmarshal([]byte(r.out), &out); err != nil || out["value"] != "plain" {
+	if err := json.Unmarshal([]byte(r.out), &out); err != nil || out["value"] != "plain" || out["encoding"] != "utf8" {
 		t.Fatalf("json %q", r.out)
 	}
 }
@@ -44,7 +44,7 @@ func TestGetCmdMissing(t *testing.T) {
 		t.Fatalf("stdout %q stderr %q, want none", r.out, r.err)
 	}
 	r = runCLI(t, "", "get", "--server", addr, "--json", "nope").expectCode(t, ExitFalse)
-	if r.out != `{"found":false,"key":"nope"}`+"\n" {
+	if r.out != `{"encoding":"utf8","found":false,"key":"nope"}`+"\n" {
 		t.Fatalf("json %q", r.out)
 	}
 }

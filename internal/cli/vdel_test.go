@@ -28,7 +28,7 @@ func TestVDelCmd(t *testing.T) {
 		t.Fatal("not deleted")
 	}
 	r = runCLI(t, "", "vdel", "--server", addr, "--json", "k", "mine").expectCode(t, ExitFalse)
-	if r.out != `{"deleted":false,"key":"k","mismatch":false}`+"\n" {
+	if r.out != `{"deleted":false,"encoding":"utf8","key":"k","mismatch":false}`+"\n" {
 		t.Fatalf("missing key json %q", r.out)
 	}
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 
@@ -23,8 +22,14 @@ func newWatchCmd(stdio Stdio) *cobra.Command {
   KEY SET VALUE
   KEY DELETE
 
+One change is one line: in KEY and VALUE a backslash is written as \\, a
+newline, carriage return and tab as \n, \r and \t, and any other byte that
+is not printable UTF-8 as \xHH; a space in KEY is written \x20.
+
 With --json, one object per line: {"key":..., "op":"SET"|"DELETE",
-"value":..., "version":..., "resync":...}.
+"value":..., "version":..., "resync":..., "encoding":...}, where
+"encoding" is "utf8" (key and value as text) or "base64" (both
+base64-encoded, because one is not valid UTF-8).
 
 --current prints each key's current state first. The watch survives
 reconnects and fails over between the --server list; after a reconnect it
@@ -98,15 +103,14 @@ func printEvent(stdio Stdio, f *clientFlags, e client.Event) error {
 		}
 		return o.write(stdio.Out)
 	}
-	var b bytes.Buffer
-	b.WriteString(e.Key)
-	b.WriteByte(' ')
-	b.WriteString(e.Op.String())
+	line := appendEscaped(nil, []byte(e.Key), true)
+	line = append(line, ' ')
+	line = append(line, e.Op.String()...)
 	if e.Op == client.OpSet {
-		b.WriteByte(' ')
-		b.Write(e.Value)
+		line = append(line, ' ')
+		line = appendEscaped(line, e.Value, false)
 	}
-	b.WriteByte('\n')
-	_, err := stdio.Out.Write(b.Bytes())
+	line = append(line, '\n')
+	_, err := stdio.Out.Write(line)
 	return err
 }

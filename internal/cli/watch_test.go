@@ -28,6 +28,11 @@ func TestWatchCmd(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.waitOutput(t, "a SET 1\nb SET two words\na DELETE\n")
+	// One change is one line, whatever the bytes.
+	if _, err := c.Set(testCtx(t), "b", []byte("line 1\nline 2\t\\ \x00\xff é")); err != nil {
+		t.Fatal(err)
+	}
+	w.waitOutput(t, "a DELETE\nb SET line 1\\nline 2\\t\\\\ \\x00\\xff é\n")
 	if code := w.stop(t); code != ExitOK {
 		t.Fatalf("exit status %d after interrupt; stderr %q", code, w.err.String())
 	}
@@ -39,7 +44,7 @@ func TestWatchCmd(t *testing.T) {
 func TestWatchCmdJSON(t *testing.T) {
 	addr, c := startServer(t)
 	w := startCLI(t, "watch", "--server", addr, "--json", "--current", "k")
-	w.waitOutput(t, `{"key":"k","op":"DELETE","resync":true}`+"\n")
+	w.waitOutput(t, `{"encoding":"utf8","key":"k","op":"DELETE","resync":true}`+"\n")
 	res, err := c.Set(testCtx(t), "k", []byte{0xff})
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +58,7 @@ func TestWatchCmdJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &e); err != nil {
 		t.Fatal(err)
 	}
-	if e["key"] != "k" || e["value_base64"] != "/w==" || e["version"] != res.Version.String() || e["resync"] != false {
+	if e["key"] != "aw==" || e["value"] != "/w==" || e["encoding"] != "base64" || e["version"] != res.Version.String() || e["resync"] != false {
 		t.Fatalf("event %v", e)
 	}
 }
