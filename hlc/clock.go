@@ -1,10 +1,13 @@
 package hlc
 
 import (
-	"math"
 	"sync"
 	"time"
 )
+
+// MaxCounter is the largest counter a Clock issues: the text form pads
+// the counter to five digits, and the vendor's clients read it as such.
+const MaxCounter = 99999
 
 // Clock issues timestamps for one node following the hybrid logical clock
 // rules: every timestamp it returns is greater than every timestamp it
@@ -59,8 +62,11 @@ func (c *Clock) UpdateAt(remote Timestamp, pt int64) Timestamp {
 	case l == remote.Wall:
 		n = uint64(remote.Counter) + 1
 	}
-	if n > math.MaxUint32 {
-		// The counter is exhausted within this millisecond: borrow the next one.
+	if n > MaxCounter {
+		// The counter would not fit the five digits of the text form
+		// (a remote __ts counter of 99999, or of more digits): the
+		// version moves to the next millisecond instead, which is still
+		// greater than everything before it.
 		l, n = l+1, 0
 	}
 	c.wall, c.counter = l, uint32(n)

@@ -181,3 +181,39 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestACounterThatWouldOverflowItsFieldMovesTheTimeForward: a remote
+// counter at the five-digit limit (or past it) must not produce a version
+// whose counter is wider than the text format's five digits.
+func TestACounterThatWouldOverflowItsFieldMovesTheTimeForward(t *testing.T) {
+	for _, counter := range []uint32{65535, 99998, 99999, 100000, 4294967295} {
+		c := NewClock("n", func() time.Time { return time.UnixMilli(1000) })
+		remote := Timestamp{Wall: 5000, Counter: counter, Node: "client"}
+		got := c.Update(remote)
+		if !got.After(remote) {
+			t.Fatalf("counter %d: %v is not after %v", counter, got, remote)
+		}
+		if got.Counter > MaxCounter {
+			t.Fatalf("counter %d: issued counter %d is wider than five digits", counter, got.Counter)
+		}
+		if text := got.String(); len(text) != 15+1+5+1+len("n") {
+			t.Fatalf("counter %d: %q is not %%015d:%%05d:n", counter, text)
+		}
+		want := Timestamp{Wall: 5000, Counter: counter + 1, Node: "n"}
+		if counter >= MaxCounter {
+			want = Timestamp{Wall: 5001, Counter: 0, Node: "n"}
+		}
+		if got != want {
+			t.Fatalf("counter %d: got %v, want %v", counter, got, want)
+		}
+		if next := c.Now(); !next.After(got) || next.Counter > MaxCounter {
+			t.Fatalf("counter %d: the next reading %v", counter, next)
+		}
+	}
+	// Locally issued readings within one millisecond roll over too.
+	c := NewClock("n", func() time.Time { return time.UnixMilli(1000) })
+	c.Observe(Timestamp{Wall: 1000, Counter: MaxCounter})
+	if got := c.Now(); got != (Timestamp{Wall: 1001, Counter: 0, Node: "n"}) {
+		t.Fatalf("after counter %d: %v", MaxCounter, got)
+	}
+}
