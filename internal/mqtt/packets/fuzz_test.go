@@ -326,3 +326,30 @@ func TestWriteFuzzSeedCorpus(t *testing.T) {
 		}
 	}
 }
+
+func TestATopicLongerThanItsLengthFieldIsNeverEncoded(t *testing.T) {
+	long := string(bytes.Repeat([]byte{'t'}, 65536))
+	for name, pk := range map[string]Packet{
+		"topic":         {FixedHeader: FixedHeader{Type: Publish}, TopicName: long},
+		"user property": {FixedHeader: FixedHeader{Type: Publish}, TopicName: "t", ProtocolVersion: 5, Properties: Properties{User: []UserProperty{{Key: "k", Val: long}}}},
+		"response topic": {FixedHeader: FixedHeader{Type: Publish}, TopicName: "t", ProtocolVersion: 5,
+			Properties: Properties{ResponseTopic: long}, Mods: Mods{AllowResponseInfo: true}},
+		"filter": {FixedHeader: FixedHeader{Type: Subscribe, Qos: 1}, PacketID: 1, Filters: Subscriptions{{Filter: long}}},
+	} {
+		var buf bytes.Buffer
+		var err error
+		if pk.FixedHeader.Type == Publish {
+			err = pk.PublishEncode(&buf)
+		} else {
+			err = pk.SubscribeEncode(&buf)
+		}
+		if !errors.Is(err, ErrFieldTooLong) || buf.Len() != 0 {
+			t.Fatalf("%s: error %v with %d bytes written, want %v and nothing", name, err, buf.Len(), ErrFieldTooLong)
+		}
+	}
+	fits := Packet{FixedHeader: FixedHeader{Type: Publish}, TopicName: long[:65535]}
+	var buf bytes.Buffer
+	if err := fits.PublishEncode(&buf); err != nil {
+		t.Fatalf("a topic of 65,535 bytes: %v", err)
+	}
+}

@@ -326,6 +326,9 @@ func (s *Subscription) decode(b byte) {
 
 // ConnectEncode encodes a connect packet.
 func (pk *Packet) ConnectEncode(buf *bytes.Buffer) error {
+	if err := pk.fieldsFit(); err != nil {
+		return err // dss
+	}
 	nb := mempool.GetBuffer()
 	defer mempool.PutBuffer(nb)
 	writeBytes(nb, pk.Connect.ProtocolName)
@@ -524,6 +527,9 @@ func (pk *Packet) ConnectValidate() Code {
 
 // ConnackEncode encodes a Connack packet.
 func (pk *Packet) ConnackEncode(buf *bytes.Buffer) error {
+	if err := pk.fieldsFit(); err != nil {
+		return err // dss
+	}
 	nb := mempool.GetBuffer()
 	defer mempool.PutBuffer(nb)
 	nb.WriteByte(encodeBool(pk.SessionPresent))
@@ -570,6 +576,9 @@ func (pk *Packet) ConnackDecode(buf []byte) error {
 
 // DisconnectEncode encodes a Disconnect packet.
 func (pk *Packet) DisconnectEncode(buf *bytes.Buffer) error {
+	if err := pk.fieldsFit(); err != nil {
+		return err // dss
+	}
 	nb := mempool.GetBuffer()
 	defer mempool.PutBuffer(nb)
 
@@ -634,6 +643,9 @@ func (pk *Packet) PingrespDecode(buf []byte) error {
 
 // PublishEncode encodes a Publish packet.
 func (pk *Packet) PublishEncode(buf *bytes.Buffer) error {
+	if err := pk.fieldsFit(); err != nil {
+		return err // dss
+	}
 	nb := mempool.GetBuffer()
 	defer mempool.PutBuffer(nb)
 
@@ -727,6 +739,9 @@ func (pk *Packet) PublishValidate(topicAliasMaximum uint16) Code {
 
 // encodePubAckRelRecComp encodes a Puback, Pubrel, Pubrec, or Pubcomp packet.
 func (pk *Packet) encodePubAckRelRecComp(buf *bytes.Buffer) error {
+	if err := pk.fieldsFit(); err != nil {
+		return err // dss
+	}
 	nb := mempool.GetBuffer()
 	defer mempool.PutBuffer(nb)
 	nb.Write(encodeUint16(pk.PacketID))
@@ -870,6 +885,9 @@ func (pk *Packet) ReasonCodeValid() bool {
 
 // SubackEncode encodes a Suback packet.
 func (pk *Packet) SubackEncode(buf *bytes.Buffer) error {
+	if err := pk.fieldsFit(); err != nil {
+		return err // dss
+	}
 	nb := mempool.GetBuffer()
 	defer mempool.PutBuffer(nb)
 	nb.Write(encodeUint16(pk.PacketID))
@@ -915,6 +933,9 @@ func (pk *Packet) SubackDecode(buf []byte) error {
 
 // SubscribeEncode encodes a Subscribe packet.
 func (pk *Packet) SubscribeEncode(buf *bytes.Buffer) error {
+	if err := pk.fieldsFit(); err != nil {
+		return err // dss
+	}
 	if pk.PacketID == 0 {
 		return ErrProtocolViolationNoPacketID
 	}
@@ -1038,6 +1059,9 @@ func (pk *Packet) SubscribeValidate() Code {
 
 // UnsubackEncode encodes an Unsuback packet.
 func (pk *Packet) UnsubackEncode(buf *bytes.Buffer) error {
+	if err := pk.fieldsFit(); err != nil {
+		return err // dss
+	}
 	nb := mempool.GetBuffer()
 	defer mempool.PutBuffer(nb)
 	nb.Write(encodeUint16(pk.PacketID))
@@ -1083,6 +1107,9 @@ func (pk *Packet) UnsubackDecode(buf []byte) error {
 
 // UnsubscribeEncode encodes an Unsubscribe packet.
 func (pk *Packet) UnsubscribeEncode(buf *bytes.Buffer) error {
+	if err := pk.fieldsFit(); err != nil {
+		return err // dss
+	}
 	if pk.PacketID == 0 {
 		return ErrProtocolViolationNoPacketID
 	}
@@ -1159,6 +1186,9 @@ func (pk *Packet) UnsubscribeValidate() Code {
 
 // AuthEncode encodes an Auth packet.
 func (pk *Packet) AuthEncode(buf *bytes.Buffer) error {
+	if err := pk.fieldsFit(); err != nil {
+		return err // dss
+	}
 	nb := mempool.GetBuffer()
 	defer mempool.PutBuffer(nb)
 	nb.WriteByte(pk.ReasonCode)
