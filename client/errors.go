@@ -70,6 +70,12 @@ var (
 	// out. The client retries such requests on the same server after a
 	// pause, until the context ends.
 	ErrBusy = serverError(wire.ErrBusy)
+	// ErrKeyTooLong is dss's own addition: the key is longer than the
+	// server's maximum key size (dss serve --max-key-size).
+	ErrKeyTooLong = serverError(wire.ErrKeyTooLong)
+	// ErrValueTooLong is dss's own addition: the value is longer than the
+	// server's maximum value size (dss serve --max-value-size).
+	ErrValueTooLong = serverError(wire.ErrValueTooLong)
 )
 
 // serverErrors maps each known text to its sentinel.
@@ -80,7 +86,7 @@ var serverErrors = func() map[string]*ServerError {
 		ErrFencingTokenLowerVersion, ErrQuotaExceeded, ErrSyntax,
 		ErrNotAuthorized, ErrUnknownCommand, ErrWrongNumberOfArguments,
 		ErrMissingTimestamp, ErrMalformedTimestamp, ErrKeyLengthZero,
-		ErrUnavailable, ErrBusy,
+		ErrUnavailable, ErrBusy, ErrKeyTooLong, ErrValueTooLong,
 	} {
 		m[e.Text] = e
 	}

@@ -51,6 +51,31 @@ type Config struct {
 	// ConnectTimeout bounds the time a new connection has to send its
 	// CONNECT; 0 means 10 seconds.
 	ConnectTimeout time.Duration
+	// MaxKeySize and MaxValueSize bound a request's key and value, in
+	// bytes: 0 means DefaultMaxKeySize and DefaultMaxValueSize. A client
+	// id may be as long as leaves room for the notification topic of the
+	// longest key (MaxClientIDSize).
+	MaxKeySize, MaxValueSize int
+	// MaxWatchesPerClient bounds the KEYNOTIFY registrations of one
+	// connection; 0 means no bound.
+	MaxWatchesPerClient int
+}
+
+// Defaults of the limits of Config.
+const (
+	// DefaultMaxKeySize leaves room in a notification topic for a client
+	// id of up to 16,346 bytes.
+	DefaultMaxKeySize = 16 << 10
+	// DefaultMaxValueSize is half the default --max-packet-size: a SET
+	// or GET of such a value fits a packet with room to spare.
+	DefaultMaxValueSize = 32 << 20
+)
+
+// MaxClientIDSize returns the longest client id whose notification topic
+// for a key of maxKeySize bytes fits an MQTT topic; below 23 bytes (which
+// every MQTT server must accept), maxKeySize is too large.
+func MaxClientIDSize(maxKeySize int) int {
+	return (wire.MaxTopicLen - wire.NotifyTopicLen(0, maxKeySize)) / 2
 }
 
 // DefaultConnectTimeout is how long a new connection has to send its
@@ -107,6 +132,16 @@ func New(cfg Config) (*Broker, error) {
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = DefaultConnectTimeout
 	}
+	if cfg.MaxKeySize == 0 {
+		cfg.MaxKeySize = DefaultMaxKeySize
+	}
+	if cfg.MaxValueSize == 0 {
+		cfg.MaxValueSize = DefaultMaxValueSize
+	}
+	if MaxClientIDSize(cfg.MaxKeySize) < 23 {
+		return nil, fmt.Errorf("broker: a maximum key size of %d bytes leaves no room in notification topics for a client id of 23 bytes; at most %d",
+			cfg.MaxKeySize, (wire.MaxTopicLen-wire.NotifyTopicLen(23, 0))/2)
+	}
 	caps := mqtt.NewDefaultServerCapabilities()
 	caps.MaximumPacketSize = cfg.MaxPacketSize
 	// Acknowledgements must not echo the request's user properties: that
@@ -118,9 +153,10 @@ func New(cfg Config) (*Broker, error) {
 		// The hook answers every request and copies what it keeps: a
 		// request is read into memory of its connection, reused by the
 		// next packet.
-		ConsumedTopic:  wire.RequestTopic,
-		ReadLoops:      readLoops(cfg.ReadLoops),
-		ConnectTimeout: cfg.ConnectTimeout,
+		ConsumedTopic:   wire.RequestTopic,
+		ReadLoops:       readLoops(cfg.ReadLoops),
+		ConnectTimeout:  cfg.ConnectTimeout,
+		MaxClientIDSize: MaxClientIDSize(cfg.MaxKeySize),
 	})
 	cfg.Metrics.faults.Store(srv.Faults)
 	b := &Broker{
@@ -131,6 +167,7 @@ func New(cfg Config) (*Broker, error) {
 		refuseLog: rate.NewLimiter(rate.Every(time.Second), 10),
 	}
 	b.watches = newRegistry(cfg.Metrics, b.notify)
+	b.watches.maxPerConn = cfg.MaxWatchesPerClient
 	b.routes = newRoutes(srv)
 	b.completeFn = b.complete
 	b.ctx, b.cancel = context.WithCancel(context.Background())

@@ -24,6 +24,8 @@ type registry struct {
 	metrics *Metrics
 	// send delivers a notification to one registered connection.
 	send func(cl *mqtt.Client, pk *packets.Packet)
+	// maxPerConn bounds the registrations of one connection; 0: none.
+	maxPerConn int
 
 	mu     sync.Mutex
 	byKey  map[string]map[*mqtt.Client]struct{} // guarded by mu
@@ -63,8 +65,24 @@ func (r *registry) KeyNotify(op *engine.Op) {
 	if _, ok := watchers[cl]; ok {
 		return
 	}
-	watchers[cl] = struct{}{}
 	keys := r.byConn[cl]
+	if r.maxPerConn > 0 && len(keys) >= r.maxPerConn {
+		if len(watchers) == 0 {
+			delete(r.byKey, key)
+		}
+		op.Result.Err = wire.ErrQuotaExceeded
+		return
+	}
+	if wire.NotifyTopicLen(len(cl.ID), len(key)) > wire.MaxTopicLen {
+		// The client id and the key make a topic MQTT cannot carry:
+		// refused here, as the encoder would refuse every notification.
+		if len(watchers) == 0 {
+			delete(r.byKey, key)
+		}
+		op.Result.Err = wire.ErrKeyTooLong
+		return
+	}
+	watchers[cl] = struct{}{}
 	if keys == nil {
 		keys = make(map[string]struct{})
 		r.byConn[cl] = keys

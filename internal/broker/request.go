@@ -134,6 +134,10 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 	req, _, perr := wire.ParseRequest(pk.Payload, args[:0])
 	switch {
 	case perr != nil:
+	case len(req.Key) > b.cfg.MaxKeySize:
+		perr = wire.ErrKeyTooLong
+	case len(req.Value) > b.cfg.MaxValueSize:
+		perr = wire.ErrValueTooLong
 	case req.Verb == wire.VerbSet && !hasTs:
 		perr = wire.ErrMissingTimestamp
 	default:

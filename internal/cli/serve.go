@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dssio/dss/internal/broker"
 	"github.com/dssio/dss/internal/journal"
 	"github.com/dssio/dss/internal/server"
 )
@@ -76,7 +77,12 @@ the file over the defaults. dss config print shows the outcome.`,
 	f.BoolVar(&cfg.Pprof, "pprof", false, "serve the Go profiler under /debug/pprof/ on the HTTP endpoint")
 	f.StringVar(&cfg.NodeID, "node-id", "", "node id stamped on every version this node issues (default: the host name)")
 	f.DurationVar(&cfg.MaxClockSkew, "max-clock-skew", time.Minute, "how far ahead of the server clock a request's __ts or __ft may be")
-	f.Uint32Var(&cfg.MaxPacketSize, "max-packet-size", 0, "largest MQTT packet accepted, in bytes (0: no limit below the protocol's 256 MiB)")
+	f.Uint32Var(&cfg.MaxPacketSize, "max-packet-size", server.DefaultMaxPacketSize, "largest MQTT packet accepted, in bytes (the protocol's limit is 268435455)")
+	f.IntVar(&cfg.MaxKeys, "max-keys", server.DefaultMaxKeys, "most keys stored; a SET of a new key past it is answered 'the quota has been exceeded' (-1: no limit)")
+	f.Int64Var(&cfg.MaxStoreBytes, "max-store-bytes", 0, "most bytes of keys and values stored; a SET that would grow the store past it is answered 'the quota has been exceeded' (0: a quarter of the machine's memory; -1: no limit)")
+	f.IntVar(&cfg.MaxKeySize, "max-key-size", broker.DefaultMaxKeySize, "longest key of a request, in bytes; client ids may be as long as leaves room for the notification topic of such a key")
+	f.IntVar(&cfg.MaxValueSize, "max-value-size", broker.DefaultMaxValueSize, "longest value of a request, in bytes")
+	f.IntVar(&cfg.MaxWatchesPerClient, "max-keynotify-per-client", server.DefaultMaxWatchesPerClient, "most KEYNOTIFY registrations of one connection (-1: no limit)")
 	f.DurationVar(&cfg.ConnectTimeout, "connect-timeout", 10*time.Second, "how long a new connection has to send its whole CONNECT packet")
 	f.IntVar(&cfg.ReadLoops, "read-loops", 0, "read loops (epoll, Linux) that serve busy connections instead of a goroutine each (0: one per CPU the server may use; -1: none)")
 	f.StringVar(&cfg.DataDir, "data", "dss-data", "data directory: the journal and snapshots that keep the state across restarts")

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/dssio/dss/internal/broker"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // validateServe checks the settings of dss serve that parse but cannot
@@ -60,12 +63,34 @@ var serveChecks = []struct {
 		}
 		return ""
 	}},
+	{"max-key-size", func(v string) string {
+		n, err := strconv.Atoi(v)
+		if err == nil && (n < 1 || broker.MaxClientIDSize(n) < 23) {
+			return fmt.Sprintf("want 1 to %d bytes: a notification topic holds twice the key and twice the client id, and must fit 65,535 bytes with a client id of 23", (wire.MaxTopicLen-wire.NotifyTopicLen(23, 0))/2)
+		}
+		return ""
+	}},
+	{"max-value-size", positiveSize},
+	{"max-packet-size", func(v string) string {
+		if n, err := strconv.ParseUint(v, 10, 32); err == nil && (n < 1024 || n > 268435455) {
+			return "want 1024 to 268435455 bytes (the protocol's limit), such as 67108864 (64 MiB)"
+		}
+		return ""
+	}},
 	{"read-loops", func(v string) string {
 		if n, err := strconv.Atoi(v); err == nil && n < -1 {
 			return "want -1 (a goroutine per connection), 0 (one loop per CPU) or a number of loops"
 		}
 		return ""
 	}},
+}
+
+// positiveSize checks a number of bytes that must be at least 1.
+func positiveSize(v string) string {
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n < 1 {
+		return "want a number of bytes above 0"
+	}
+	return ""
 }
 
 // checkListenAddr returns what is wrong with a listener address, or ""

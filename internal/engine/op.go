@@ -72,6 +72,8 @@ func refusal(err error) *wire.Error {
 		return wire.ErrFencingRequired
 	case store.ErrFencingLower:
 		return wire.ErrFencingLower
+	case store.ErrQuotaExceeded:
+		return wire.ErrQuotaExceeded
 	}
 	return wire.ErrUnknownCommand
 }

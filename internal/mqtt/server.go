@@ -155,6 +155,12 @@ type Options struct {
 	// whole CONNECT packet; 0 waits for ever. dss: a connection that
 	// never sent one (or one byte a second) was kept for good.
 	ConnectTimeout time.Duration `yaml:"-" json:"-"`
+
+	// MaxClientIDSize bounds the length of client ids, in bytes; a
+	// CONNECT with a longer one is refused with CONNACK 0x85. 0 means
+	// 65,535. dss: the state store's notification topics hold the client
+	// id, and must fit an MQTT topic.
+	MaxClientIDSize int `yaml:"-" json:"-"`
 }
 
 // Server is an MQTT broker server. It should be created with server.New()
@@ -663,6 +669,10 @@ func (s *Server) validateConnect(cl *Client, pk packets.Packet) packets.Code {
 
 	if cl.Properties.ProtocolVersion < 5 && !pk.Connect.Clean && pk.Connect.ClientIdentifier == "" {
 		return packets.ErrUnspecifiedError
+	}
+
+	if s.Options.MaxClientIDSize > 0 && len(pk.Connect.ClientIdentifier) > s.Options.MaxClientIDSize {
+		return packets.ErrClientIdentifierNotValid // dss
 	}
 
 	if cl.Properties.ProtocolVersion < s.Options.Capabilities.MinimumProtocolVersion {

@@ -36,8 +36,8 @@ type Config struct {
 	// MaxClockSkew is how far ahead of this node's clock a request's
 	// timestamp or fencing token may be. Default one minute.
 	MaxClockSkew time.Duration
-	// MaxPacketSize bounds inbound MQTT packets; 0 means no bound beyond
-	// the protocol's 256 MiB.
+	// MaxPacketSize bounds inbound MQTT packets. 0 means
+	// DefaultMaxPacketSize.
 	MaxPacketSize uint32
 	// ReadLoops is the number of read loops that serve busy connections
 	// instead of a goroutine woken per request (Linux): 0 means one per
@@ -46,6 +46,21 @@ type Config struct {
 	// ConnectTimeout bounds the time a new connection has to send its
 	// whole CONNECT. Default 10 seconds.
 	ConnectTimeout time.Duration
+	// MaxKeys bounds the number of stored keys (a SET of a new key past
+	// it is answered "the quota has been exceeded"). 0 means
+	// DefaultMaxKeys, a negative number no bound.
+	MaxKeys int
+	// MaxStoreBytes bounds the total length of the stored keys and
+	// values. 0 means a quarter of the machine's memory, a negative
+	// number no bound.
+	MaxStoreBytes int64
+	// MaxKeySize and MaxValueSize bound a request's key and value, in
+	// bytes. 0 means 16 KiB and 32 MiB.
+	MaxKeySize, MaxValueSize int
+	// MaxWatchesPerClient bounds the KEYNOTIFY registrations of one
+	// connection. 0 means DefaultMaxWatchesPerClient, a negative number
+	// no bound.
+	MaxWatchesPerClient int
 
 	// DataDir is where the state is kept across restarts; empty keeps
 	// everything in memory only.
@@ -109,6 +124,18 @@ func (c *Config) setDefaults() error {
 	if c.MaxClockSkew == 0 {
 		c.MaxClockSkew = time.Minute
 	}
+	if c.MaxPacketSize == 0 {
+		c.MaxPacketSize = DefaultMaxPacketSize
+	}
+	if c.MaxKeys == 0 {
+		c.MaxKeys = DefaultMaxKeys
+	}
+	if c.MaxStoreBytes == 0 {
+		c.MaxStoreBytes = defaultMaxStoreBytes()
+	}
+	if c.MaxWatchesPerClient == 0 {
+		c.MaxWatchesPerClient = DefaultMaxWatchesPerClient
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -119,6 +146,9 @@ func (c *Config) setDefaults() error {
 func (c *Config) Validate() error {
 	if strings.ContainsRune(c.NodeID, ':') {
 		return errors.New("server: the node id may not contain ':', which separates the parts of a version")
+	}
+	if c.MaxKeySize < 0 || c.MaxValueSize < 0 {
+		return errors.New("server: the maximum key and value sizes may not be negative")
 	}
 	if c.ConnectTimeout < 0 {
 		return errors.New("server: the connect timeout may not be negative")

@@ -23,6 +23,7 @@ import (
 	"github.com/dssio/dss/internal/broker"
 	"github.com/dssio/dss/internal/engine"
 	"github.com/dssio/dss/internal/journal"
+	"github.com/dssio/dss/internal/store"
 )
 
 // Server is one dss node.
@@ -89,13 +90,16 @@ func New(cfg Config) (*Server, error) {
 			"took", time.Since(start).Round(time.Millisecond), "fsync", cfg.Fsync, "persistence", cfg.Persistence)
 	}
 	b, err := broker.New(broker.Config{
-		Listen:         cfg.Listen,
-		Listener:       cfg.Listener,
-		Logger:         cfg.Logger,
-		Metrics:        metrics,
-		MaxPacketSize:  cfg.MaxPacketSize,
-		ReadLoops:      cfg.ReadLoops,
-		ConnectTimeout: cfg.ConnectTimeout,
+		Listen:              cfg.Listen,
+		Listener:            cfg.Listener,
+		Logger:              cfg.Logger,
+		Metrics:             metrics,
+		MaxPacketSize:       cfg.MaxPacketSize,
+		ReadLoops:           cfg.ReadLoops,
+		ConnectTimeout:      cfg.ConnectTimeout,
+		MaxKeySize:          cfg.MaxKeySize,
+		MaxValueSize:        cfg.MaxValueSize,
+		MaxWatchesPerClient: max(cfg.MaxWatchesPerClient, 0),
 	})
 	if err != nil {
 		if s.journal != nil {
@@ -112,6 +116,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	ecfg.Notifier = b.Notifier()
+	if ecfg.Machine == nil {
+		ecfg.Machine = store.New()
+	}
+	ecfg.Machine.SetLimits(storeLimits(cfg))
 	s.node = engine.New(ecfg)
 	if cfg.HTTPListen != "" {
 		ln, err := net.Listen("tcp", cfg.HTTPListen)

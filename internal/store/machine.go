@@ -27,6 +27,7 @@ type Machine struct {
 	maxVersion hlc.Timestamp
 	dataBytes  int64  // sum of key and value lengths
 	seq        uint64 // Seq of the last change
+	limits     Limits
 }
 
 // New returns an empty machine.
@@ -158,6 +159,13 @@ func (m *Machine) set(c *Command, s stored, found bool, changes []Change) (Resul
 		}
 		fence, fenced = m.fences[s.key]
 		wasDurable = h.flags&flagVolatile == 0
+	}
+	replaced := 0
+	if found {
+		replaced = len(s.key) + len(s.rec.value())
+	}
+	if !m.admits(len(c.Key), len(c.Value), found, replaced) {
+		return Result{Outcome: Refused, Err: ErrQuotaExceeded}, changes
 	}
 	if c.HasFence && (!fenced || fence.Before(c.Fence)) {
 		fence, fenced = ownFence(c.Fence, fence), true

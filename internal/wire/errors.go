@@ -36,6 +36,12 @@ var (
 	// up, and did not carry this one out. The request may be retried on
 	// the same server after a pause.
 	ErrBusy = &Error{"the state store is busy; retry the request later"}
+
+	// ErrKeyTooLong and ErrValueTooLong are not in the vendor's table:
+	// the key or value is longer than the server's --max-key-size or
+	// --max-value-size.
+	ErrKeyTooLong   = &Error{"the key is longer than the maximum key size"}
+	ErrValueTooLong = &Error{"the value is longer than the maximum value size"}
 )
 
 // Errors lists every protocol error.
@@ -43,7 +49,7 @@ var Errors = []*Error{
 	ErrTimestampSkew, ErrFencingRequired, ErrFencingSkew, ErrFencingLower,
 	ErrQuotaExceeded, ErrSyntax, ErrNotAuthorized, ErrUnknownCommand,
 	ErrWrongArgs, ErrMissingTimestamp, ErrMalformedTimestamp, ErrEmptyKey,
-	ErrUnavailable, ErrBusy,
+	ErrUnavailable, ErrBusy, ErrKeyTooLong, ErrValueTooLong,
 }
 
 // ErrorByText returns the protocol error with the given text, or nil when

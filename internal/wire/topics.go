@@ -33,6 +33,15 @@ func AppendNotifyTopic(b []byte, clientID string, key []byte) []byte {
 	return appendHex(b, key)
 }
 
+// NotifyTopicLen returns the length of the notification topic of a client
+// id of clientIDLen bytes for a key of keyLen bytes.
+func NotifyTopicLen(clientIDLen, keyLen int) int {
+	return len(ReservedPrefix) + 1 + 2*clientIDLen + len(notifyInfix) + 2*keyLen
+}
+
+// MaxTopicLen is the longest topic MQTT can carry.
+const MaxTopicLen = 65535
+
 // NotifyTopic returns the notification topic of clientID for key.
 func NotifyTopic(clientID string, key []byte) string {
 	return string(AppendNotifyTopic(make([]byte, 0, len(ReservedPrefix)+len(notifyInfix)+1+2*(len(clientID)+len(key))), clientID, key))

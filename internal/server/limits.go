@@ -1,0 +1,53 @@
+package server
+
+import (
+	"bufio"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/dssio/dss/internal/store"
+)
+
+// The defaults of the limits in Config.
+const (
+	// DefaultMaxPacketSize is the vendor's default message size: a client
+	// that works against its broker works against dss.
+	DefaultMaxPacketSize = 64 << 20
+	// DefaultMaxKeys is the largest keyspace the benchmarks measure.
+	DefaultMaxKeys = 10_000_000
+	// DefaultMaxWatchesPerClient bounds one connection's registrations.
+	DefaultMaxWatchesPerClient = 10_000
+)
+
+// fallbackMemory is assumed when the machine's memory cannot be read.
+const fallbackMemory = 4 << 30
+
+// defaultMaxStoreBytes is a quarter of the machine's memory: the store
+// holds about twice its data's size in memory (index, records, the
+// journal's and snapshot's buffers), and the broker needs room too.
+func defaultMaxStoreBytes() int64 { return machineMemory() / 4 }
+
+// machineMemory reads MemTotal from /proc/meminfo.
+func machineMemory() int64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return fallbackMemory
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 2 && fields[0] == "MemTotal:" {
+			if kb, err := strconv.ParseInt(fields[1], 10, 64); err == nil && kb > 0 {
+				return kb << 10
+			}
+		}
+	}
+	return fallbackMemory
+}
+
+// storeLimits returns the state machine's limits in cfg (after defaults).
+func storeLimits(cfg Config) store.Limits {
+	return store.Limits{MaxKeys: max(cfg.MaxKeys, 0), MaxBytes: max(cfg.MaxStoreBytes, 0)}
+}
