@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"github.com/dssio/dss/internal/mqtt/packets"
 	"golang.org/x/time/rate"
 
+	"github.com/dssio/dss/internal/auth"
 	"github.com/dssio/dss/internal/engine"
 	"github.com/dssio/dss/internal/wire"
 )
@@ -59,6 +61,17 @@ type Config struct {
 	// MaxWatchesPerClient bounds the KEYNOTIFY registrations of one
 	// connection; 0 means no bound.
 	MaxWatchesPerClient int
+	// TLSListen, when set, is the TCP address of a second MQTT listener
+	// that speaks TLS with the configuration TLS.
+	TLSListen string
+	TLS       *tls.Config
+	// Auth authenticates every client; nil admits every client without
+	// credentials (and without the isolation of one client from another).
+	Auth *auth.Authority
+	// LoginDelay is how long a failed login from an address waits for
+	// its answer, doubling with each failure in a row up to 32 times
+	// that. Zero means 100 ms.
+	LoginDelay time.Duration
 }
 
 // Defaults of the limits of Config.
@@ -94,6 +107,7 @@ type Broker struct {
 	metrics  *Metrics
 	srv      *mqtt.Server
 	listener *listeners.TCP
+	tlsLn    *listeners.TCP // nil without a TLS listener
 	inline   *mqtt.Client
 	watches  *registry
 	routes   *routes
@@ -106,9 +120,15 @@ type Broker struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	// refuseLog limits the log lines about refused requests, so that a
-	// misbehaving client cannot flood the log.
+	// refuseLog and loginLog limit the log lines about refused requests
+	// and logins, so that a misbehaving client cannot flood the log.
 	refuseLog *rate.Limiter
+	loginLog  *rate.Limiter
+	throttle  *auth.Throttle
+	// loginCtx ends when the broker begins to close, cutting short the
+	// waits of failed logins.
+	loginCtx   context.Context
+	stopLogins context.CancelFunc
 	// drainMu is held shared by every request from its draining check to
 	// its submission, so that Drain returns only once no accepted request
 	// can still reach the store.
@@ -142,6 +162,9 @@ func New(cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker: a maximum key size of %d bytes leaves no room in notification topics for a client id of 23 bytes; at most %d",
 			cfg.MaxKeySize, (wire.MaxTopicLen-wire.NotifyTopicLen(23, 0))/2)
 	}
+	if cfg.LoginDelay <= 0 {
+		cfg.LoginDelay = 100 * time.Millisecond
+	}
 	caps := mqtt.NewDefaultServerCapabilities()
 	caps.MaximumPacketSize = cfg.MaxPacketSize
 	// Acknowledgements must not echo the request's user properties: that
@@ -165,7 +188,10 @@ func New(cfg Config) (*Broker, error) {
 		metrics:   cfg.Metrics,
 		srv:       srv,
 		refuseLog: rate.NewLimiter(rate.Every(time.Second), 10),
+		loginLog:  rate.NewLimiter(rate.Every(time.Second), 10),
+		throttle:  auth.NewThrottle(cfg.LoginDelay, 32*cfg.LoginDelay),
 	}
+	b.loginCtx, b.stopLogins = context.WithCancel(context.Background())
 	b.watches = newRegistry(cfg.Metrics, b.notify)
 	b.watches.maxPerConn = cfg.MaxWatchesPerClient
 	b.routes = newRoutes(srv)
@@ -185,6 +211,17 @@ func New(cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker: listen on %s: %w", cfg.Listen, err)
 	}
 	cfg.Metrics.listener.Store(b.listener)
+	if cfg.TLSListen != "" {
+		if cfg.TLS == nil {
+			_ = srv.Close()
+			return nil, errors.New("broker: a TLS listener needs a TLS configuration")
+		}
+		b.tlsLn = listeners.NewTCP(listeners.Config{ID: "tls", Address: cfg.TLSListen, TLSConfig: cfg.TLS})
+		if err := srv.AddListener(b.tlsLn); err != nil {
+			_ = srv.Close()
+			return nil, fmt.Errorf("broker: TLS listen on %s: %w", cfg.TLSListen, err)
+		}
+	}
 	return b, nil
 }
 
@@ -211,6 +248,14 @@ func (b *Broker) Accepting() error {
 	return nil
 }
 
+// TLSAddr returns the address the TLS listener is bound to, or "".
+func (b *Broker) TLSAddr() string {
+	if b.tlsLn == nil {
+		return ""
+	}
+	return b.tlsLn.Address()
+}
+
 // Notifier returns the KEYNOTIFY registry, for the engine.
 func (b *Broker) Notifier() engine.Notifier { return b.watches }
 
@@ -235,6 +280,7 @@ func (b *Broker) Drain() {
 // Close disconnects every client and closes the listener. It waits up to
 // grace for the clients to acknowledge the responses already sent.
 func (b *Broker) Close(grace time.Duration) error {
+	b.stopLogins()
 	b.Drain()
 	deadline := time.Now().Add(grace)
 	for atomic.LoadInt64(&b.srv.Info.Inflight) > 0 && time.Now().Before(deadline) {

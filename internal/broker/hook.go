@@ -20,6 +20,8 @@ func (h *hook) ID() string { return "dss-statestore" }
 func (h *hook) Provides(b byte) bool {
 	// The broker asks this for every hook at every event of every packet.
 	switch b {
+	case mqtt.OnConnect:
+		return h.b.cfg.Auth != nil
 	case mqtt.OnConnectAuthenticate,
 		mqtt.OnACLCheck,
 		mqtt.OnPublish,
@@ -42,7 +44,13 @@ func (h *hook) OnUnsubscribed(cl *mqtt.Client, pk packets.Packet) { h.b.routes.i
 
 func (h *hook) OnSessionEstablished(cl *mqtt.Client, pk packets.Packet) { h.b.routes.invalidate() }
 
-// OnConnectAuthenticate admits every client.
+// OnConnect authenticates a client when authentication is on; a refusal
+// is a reason code, which the CONNACK carries.
+func (h *hook) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
+	return h.b.authenticate(cl, &pk)
+}
+
+// OnConnectAuthenticate admits every client OnConnect admitted.
 func (h *hook) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool { return true }
 
 // OnACLCheck keeps the state store's own topics to the state store: no

@@ -18,6 +18,9 @@ type Metrics struct {
 	Notifications prometheus.Counter
 	Watches       prometheus.Gauge
 	Disconnects   prometheus.Counter // clients disconnected for a forbidden response topic
+	// LoginsRefused counts connections refused by authentication or
+	// authorization, by reason.
+	LoginsRefused *prometheus.CounterVec
 
 	// RefusedPackets and Panics read the broker core's Faults, once a
 	// broker is bound to these metrics.
@@ -32,6 +35,9 @@ type Metrics struct {
 // NewMetrics returns unregistered metrics.
 func NewMetrics() *Metrics {
 	m := &Metrics{
+		LoginsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dss_logins_refused_total", Help: "Connections refused by authentication or authorization, by reason.",
+		}, []string{"reason"}),
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dss_requests_total", Help: "State store requests executed, by verb.",
 		}, []string{"verb"}),
@@ -81,5 +87,5 @@ func (m *Metrics) fault(read func(*mqtt.Faults) int64) func() float64 {
 // Collectors returns the metrics for registration.
 func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.Requests, m.Refused, m.Errors, m.Notifications, m.Watches, m.Disconnects,
-		m.RefusedPackets, m.Panics, m.AcceptErrors}
+		m.RefusedPackets, m.Panics, m.AcceptErrors, m.LoginsRefused}
 }

@@ -87,7 +87,7 @@ reads a YAML file of settings (--config); see dss serve --help.`,
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(newVersionCmd(stdio))
 	root.AddCommand(newServeCmd(stdio))
-	root.AddCommand(newRecoverCmd(stdio))
+	root.AddCommand(newRecoverCmd(stdio), newPasswdCmd(stdio))
 	root.AddCommand(newSetCmd(stdio), newGetCmd(stdio), newDelCmd(stdio), newVDelCmd(stdio))
 	root.AddCommand(newWatchCmd(stdio), newLockCmd(stdio))
 	root.AddCommand(newBenchCmd(stdio))

@@ -32,7 +32,12 @@ Every flag is a setting that can also be given as an environment variable
 (DSS_ and the name in upper case, '-' as '_': DSS_FSYNC=everysec) or as a
 key of the YAML file named by --config or DSS_CONFIG (fsync: everysec).
 The command line wins over the environment, the environment over the file,
-the file over the defaults. dss config print shows the outcome.`,
+the file over the defaults. dss config print shows the outcome.
+
+Without authentication configured, the server listens on loopback only
+(127.0.0.1:1883). With a users file (--users) or client certificates
+(--tls-client-ca), every client authenticates. SIGHUP re-reads the users
+file and the TLS files (which are also re-read when they change).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			stopWithGoRun()
@@ -67,12 +72,19 @@ the file over the defaults. dss config print shows the outcome.`,
 			if err != nil {
 				return err
 			}
+			stopReload := reloadOnHangup(srv)
+			defer stopReload()
 			return srv.Run(cmd.Context())
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Listen, "listen", "", "MQTT listener address HOST:PORT (default 127.0.0.1:1883: loopback only while no authentication is configured)")
-	f.BoolVar(&cfg.AllowAnonymous, "allow-anonymous", false, "admit clients without authentication on a listener beyond loopback (a warning at start)")
+	f.BoolVar(&cfg.AllowAnonymous, "allow-anonymous", false, "admit clients without authentication on a listener beyond loopback (a warning at start); with --users or --tls-client-ca, admit clients that present no credentials")
+	f.StringVar(&cfg.Users, "users", "", "users file of names and argon2id password hashes, written by dss passwd; clients log in with a user name and password")
+	f.StringVar(&cfg.TLSListen, "tls-listen", "", "TLS listener address HOST:PORT (default :8883 with authentication configured, 127.0.0.1:8883 without; needs --tls-cert and --tls-key)")
+	f.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM file of the TLS listener's certificate chain (re-read on SIGHUP or when it changes)")
+	f.StringVar(&cfg.TLSKey, "tls-key", "", "PEM file of the TLS certificate's private key")
+	f.StringVar(&cfg.TLSClientCA, "tls-client-ca", "", "PEM file of the CAs that sign client certificates: clients may log in with a certificate (required without --users)")
 	f.StringVar(&cfg.HTTPListen, "http-listen", "", "address of the HTTP endpoint with /metrics and /healthz (HOST:PORT); empty turns it off")
 	f.BoolVar(&cfg.Pprof, "pprof", false, "serve the Go profiler under /debug/pprof/ on the HTTP endpoint")
 	f.StringVar(&cfg.NodeID, "node-id", "", "node id stamped on every version this node issues (default: the host name)")

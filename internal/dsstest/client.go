@@ -3,6 +3,7 @@ package dsstest
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"net"
 	"sync"
 	"testing"
@@ -45,9 +46,48 @@ func Dial(t testing.TB, addr, id string) *Client {
 // DialNoSubscribe connects a client without subscribing to anything.
 func DialNoSubscribe(t testing.TB, addr, id string) *Client {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", addr, Timeout)
+	return DialWith(t, addr, id, Login{})
+}
+
+// Login is what a client presents when it connects: a user name and
+// password (each sent when not empty), and TLS (nil for plain TCP).
+type Login struct {
+	Username string
+	Password string
+	TLS      *tls.Config
+	// Will, when set, is the client's Last Will.
+	Will *paho.WillMessage
+}
+
+// DialWith connects a client that presents login, without subscribing to
+// anything, and fails the test if the server refuses it.
+func DialWith(t testing.TB, addr, id string, login Login) *Client {
+	t.Helper()
+	c, ca, err := Connect(t, addr, id, login)
 	if err != nil {
-		t.Fatalf("dial %s: %v", addr, err)
+		t.Fatalf("connect %s: %v", id, err)
+	}
+	if ca.ReasonCode != 0 {
+		t.Fatalf("connect %s: reason code %#x", id, ca.ReasonCode)
+	}
+	return c
+}
+
+// Connect connects a client that presents login and returns the server's
+// CONNACK: the client is usable only when its reason code is 0. An error
+// is a failure before a CONNACK (a refused TLS handshake); a CONNACK that
+// refuses comes with a nil error.
+func Connect(t testing.TB, addr, id string, login Login) (*Client, *paho.Connack, error) {
+	t.Helper()
+	var conn net.Conn
+	var err error
+	if login.TLS != nil {
+		conn, err = tls.DialWithDialer(&net.Dialer{Timeout: Timeout}, "tcp", addr, login.TLS)
+	} else {
+		conn, err = net.DialTimeout("tcp", addr, Timeout)
+	}
+	if err != nil {
+		return nil, nil, err
 	}
 	c := &Client{
 		t:             t,
@@ -65,15 +105,24 @@ func DialNoSubscribe(t testing.TB, addr, id string) *Client {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
-	ca, err := c.Paho.Connect(ctx, &paho.Connect{ClientID: id, KeepAlive: 30, CleanStart: true})
-	if err != nil {
-		t.Fatalf("connect %s: %v", id, err)
+	cp := &paho.Connect{ClientID: id, KeepAlive: 30, CleanStart: true, WillMessage: login.Will}
+	if login.Username != "" {
+		cp.UsernameFlag, cp.Username = true, login.Username
 	}
-	if ca.ReasonCode != 0 {
-		t.Fatalf("connect %s: reason code %#x", id, ca.ReasonCode)
+	if login.Password != "" {
+		cp.PasswordFlag, cp.Password = true, []byte(login.Password)
+	}
+	ca, err := c.Paho.Connect(ctx, cp)
+	if ca != nil && ca.ReasonCode >= 0x80 {
+		_ = conn.Close()
+		return nil, ca, nil
+	}
+	if err != nil {
+		_ = conn.Close()
+		return nil, nil, err
 	}
 	t.Cleanup(func() { _ = c.Paho.Disconnect(&paho.Disconnect{}) })
-	return c
+	return c, ca, nil
 }
 
 func (c *Client) received(pr paho.PublishReceived) (bool, error) {

@@ -129,6 +129,10 @@ type Client struct {
 	// Attached is the embedding application's: what it keeps for the
 	// connection, beside it. dss: the route of the client's responses.
 	Attached atomic.Value
+	// Auth is what the embedding application's authentication found for
+	// the connection (dss: its principal and grants). An OnConnect hook
+	// sets it before the client is registered; it does not change after.
+	Auth any
 }
 
 // ClientConnection contains the connection transport and metadata for the client.

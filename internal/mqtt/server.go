@@ -521,6 +521,14 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 
 	err = s.hooks.OnConnect(cl, pk)
 	if err != nil {
+		// dss: a hook that refuses with a reason code has it sent in the
+		// CONNACK; the client learns why (bad credentials, not
+		// authorized) instead of seeing the connection drop.
+		if code, ok := err.(packets.Code); ok && code.Code >= packets.ErrUnspecifiedError.Code {
+			if err := s.SendConnack(cl, code, false, nil); err != nil {
+				return fmt.Errorf("refused connection send ack: %w", err)
+			}
+		}
 		return err
 	}
 

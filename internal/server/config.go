@@ -20,10 +20,31 @@ type Config struct {
 	Listen string
 	// AllowAnonymous lets clients connect without authentication on a
 	// listener beyond loopback; without it such a listener is refused.
+	// With authentication configured, it admits clients that present no
+	// credentials, as the principal "anonymous".
 	AllowAnonymous bool
 	// Listener, when set, is served for MQTT instead of a listener on
 	// Listen: a socket handed over by a supervisor, or a test's.
 	Listener net.Listener
+	// Users is the users file (names and argon2id hashes, written by dss
+	// passwd); empty means no password logins.
+	Users string
+	// TLSCert and TLSKey are the PEM files of the TLS listener's
+	// certificate chain and key; with them the server listens with TLS
+	// on TLSListen as well. TLSClientCA is the PEM file of the CAs that
+	// sign client certificates: clients may then log in with one.
+	TLSCert, TLSKey, TLSClientCA string
+	// TLSListen is the TLS listener address. Default ":8883" once
+	// authentication is configured, "127.0.0.1:8883" before.
+	TLSListen string
+	// ReloadInterval is how often the users, policy and certificate
+	// files are checked for changes (Reload reads them at any time).
+	// Zero means 2 s; negative, never.
+	ReloadInterval time.Duration
+	// LoginDelay is the delay of the answer to a failed login, doubling
+	// for each failure in a row from the same address. Zero means
+	// 100 ms.
+	LoginDelay time.Duration
 	// HTTPListen is the address of the metrics and health endpoint;
 	// empty turns it off.
 	HTTPListen string
@@ -118,6 +139,12 @@ func (c *Config) setDefaults() error {
 	if c.Listen == "" {
 		c.Listen = c.DefaultListen()
 	}
+	if c.TLSListen == "" && c.TLSCert != "" {
+		c.TLSListen = c.DefaultTLSListen()
+	}
+	if c.ReloadInterval == 0 {
+		c.ReloadInterval = 2 * time.Second
+	}
 	if c.NodeID == "" {
 		c.NodeID = defaultNodeID()
 	}
@@ -155,6 +182,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxClockSkew < 0 {
 		return errors.New("server: the maximum clock skew may not be negative")
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return errors.New("server: TLS needs both a certificate (--tls-cert) and its key (--tls-key)")
+	}
+	if c.TLSCert == "" && (c.TLSListen != "" || c.TLSClientCA != "") {
+		return errors.New("server: a TLS listener (--tls-listen) and client certificates (--tls-client-ca) need the server's certificate and key (--tls-cert, --tls-key)")
 	}
 	return nil
 }

@@ -36,6 +36,11 @@ type Server struct {
 	http    *http.Server
 	httpLn  net.Listener
 	gc      *gcTuner
+	sec     *security
+	// reloadMu serializes reloads of the security files.
+	reloadMu    sync.Mutex
+	stopReloads context.CancelFunc
+	reloadsDone chan struct{}
 
 	// newDataDir reports a data directory that held no state at start.
 	newDataDir bool
@@ -89,6 +94,14 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger.Info("state recovered", "dir", cfg.DataDir, "keys", m.Len(),
 			"took", time.Since(start).Round(time.Millisecond), "fsync", cfg.Fsync, "persistence", cfg.Persistence)
 	}
+	sec, err := cfg.loadSecurity()
+	if err != nil {
+		if s.journal != nil {
+			_ = s.journal.Close()
+		}
+		return nil, err
+	}
+	s.sec = sec
 	b, err := broker.New(broker.Config{
 		Listen:              cfg.Listen,
 		Listener:            cfg.Listener,
@@ -100,6 +113,10 @@ func New(cfg Config) (*Server, error) {
 		MaxKeySize:          cfg.MaxKeySize,
 		MaxValueSize:        cfg.MaxValueSize,
 		MaxWatchesPerClient: max(cfg.MaxWatchesPerClient, 0),
+		Auth:                sec.authority,
+		LoginDelay:          cfg.LoginDelay,
+		TLSListen:           sec.tlsListen(&cfg),
+		TLS:                 sec.tlsConfig(),
 	})
 	if err != nil {
 		if s.journal != nil {
@@ -108,7 +125,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.broker = b
-	if err := cfg.checkExposure("MQTT listener", b.Addr(), cfg.Logger); err != nil {
+	if err := cfg.checkListeners(b.Addr(), b.TLSAddr(), cfg.Logger); err != nil {
 		_ = b.Close(0)
 		if s.journal != nil {
 			_ = s.journal.Close()
@@ -160,6 +177,10 @@ func New(cfg Config) (*Server, error) {
 // Addr returns the address of the MQTT listener.
 func (s *Server) Addr() string { return s.broker.Addr() }
 
+// TLSAddr returns the address of the TLS listener, or "" when there is
+// none.
+func (s *Server) TLSAddr() string { return s.broker.TLSAddr() }
+
 // HTTPAddr returns the address of the metrics and health endpoint, or ""
 // when it is off.
 func (s *Server) HTTPAddr() string {
@@ -188,8 +209,16 @@ func (s *Server) Start() error {
 	}
 	s.started.Store(true)
 	s.logStarted()
-	if isLoopback(s.Addr()) {
+	if !s.cfg.Authenticates() && isLoopback(s.Addr()) {
 		s.log.Info("no authentication configured: serving this machine only (loopback); configure users or client certificates to serve the network")
+	}
+	if s.cfg.ReloadInterval > 0 && (s.sec.users != nil || s.sec.certs != nil) {
+		ctx, cancel := context.WithCancel(context.Background())
+		s.stopReloads, s.reloadsDone = cancel, make(chan struct{})
+		go func() {
+			defer close(s.reloadsDone)
+			s.watchReloads(ctx, s.cfg.ReloadInterval)
+		}()
 	}
 	return nil
 }
@@ -205,6 +234,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 func (s *Server) shutdown(ctx context.Context) error {
 	s.stopping.Store(true)
+	if s.stopReloads != nil {
+		s.stopReloads()
+		<-s.reloadsDone
+	}
 	s.broker.Drain()
 	nodeErr := s.node.Close()
 	grace := 2 * time.Second

@@ -34,6 +34,9 @@ func dataDir(dir string) (abs string, isNew bool, err error) {
 // the start-up line. A listener added to the server belongs here.
 func (s *Server) listenerAddrs() []any {
 	attrs := []any{"mqtt", s.Addr()}
+	if a := s.TLSAddr(); a != "" {
+		attrs = append(attrs, "mqtts", a)
+	}
 	if a := s.HTTPAddr(); a != "" {
 		attrs = append(attrs, "http", a)
 	}
@@ -42,7 +45,7 @@ func (s *Server) listenerAddrs() []any {
 
 // authentication says how clients are authenticated, for the start-up
 // line: "none" while no users or client certificates are configured.
-func (s *Server) authentication() string { return "none" }
+func (s *Server) authentication() string { return s.sec.describe(&s.cfg) }
 
 // logStarted writes the start-up line: which build serves, where the state
 // is, every listener and whether clients are authenticated.
