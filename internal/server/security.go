@@ -152,6 +152,10 @@ func (s *Server) watchReloads(ctx context.Context, interval time.Duration) {
 type watchedFile struct {
 	path string
 	last os.FileInfo
+	// settling is set when a change was seen and the file has not been
+	// read since: it is read once it looks the same twice in a row, so
+	// that a file written in place is not read half written.
+	settling bool
 }
 
 func newWatchedFile(path string) *watchedFile {
@@ -160,19 +164,29 @@ func newWatchedFile(path string) *watchedFile {
 	return w
 }
 
-// changed reports whether any of files changed since the last call (or
-// force), and records their present state.
+// changed reports whether any of files changed and then stayed the same
+// for one look (or force), and records their present state.
 func changed(files []*watchedFile, force bool) bool {
-	any := force
+	ready, moving := force, false
 	for _, f := range files {
 		st, err := os.Stat(f.path)
 		if err != nil {
-			continue // being replaced; look again next time
+			moving = true // being replaced; look again next time
+			continue
 		}
-		if f.last == nil || !os.SameFile(f.last, st) || st.Size() != f.last.Size() || !st.ModTime().Equal(f.last.ModTime()) {
-			any = true
+		switch {
+		case f.last == nil || !os.SameFile(f.last, st) || st.Size() != f.last.Size() || !st.ModTime().Equal(f.last.ModTime()):
+			f.settling, moving = true, true
+		case f.settling:
+			ready = true
 		}
 		f.last = st
 	}
-	return any
+	if force || (ready && !moving) {
+		for _, f := range files {
+			f.settling = false
+		}
+		return true
+	}
+	return false
 }
