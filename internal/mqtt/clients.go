@@ -555,11 +555,33 @@ func (cl *Client) ResendInflightMessages(force bool) error {
 
 	for _, tk := range cl.State.Inflight.GetAll(false) {
 		if tk.FixedHeader.Type == packets.Publish {
-			tk.FixedHeader.Dup = true // [MQTT-3.3.1-1] [MQTT-3.3.1-3]
+			// dss: DUP 1 only for a message that was sent before: one
+			// queued for the session while it had no connection, or
+			// parked for send quota, goes out for the first time
+			// [MQTT-3.3.1-1]. A parked message stays parked while the
+			// send quota is spent (it was sent here, and again once
+			// released); sent, it counts against the quota.
+			parked := tk.Expiry < 0
+			if parked && atomic.LoadInt32(&cl.State.Inflight.sendQuota) == 0 {
+				continue
+			}
+			tk.FixedHeader.Dup = !tk.Queued && !parked // [MQTT-3.3.1-1] [MQTT-3.3.1-3]
+			if tk.Queued || parked {
+				tk.Queued = false
+				if parked {
+					tk.Expiry = 0
+				}
+				cl.State.Inflight.Set(tk)
+			}
+			cl.State.Inflight.DecreaseSendQuota()
 		}
 
 		cl.ops.hooks.OnQosPublish(cl, tk, tk.Created, 0)
 		err := cl.WritePacket(tk)
+		if errors.Is(err, errMessageExpired) {
+			cl.dropInflight(&tk) // dss: expired while the session waited
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -596,14 +618,28 @@ func (cl *Client) ClearExpiredInflights(now, maximumExpiry int64) []uint16 {
 		if !ok || !inflightExpired(&tk, now, maximumExpiry) {
 			continue // acknowledged, or replaced by a newer packet, since
 		}
-		if cl.State.Inflight.delete(key) {
-			cl.ops.hooks.OnQosDropped(cl, tk)
-			atomic.AddInt64(&cl.ops.info.Inflight, -1)
+		if cl.dropInflight(&tk) {
 			deleted = append(deleted, tk.PacketID)
 		}
 	}
 
 	return deleted
+}
+
+// dropInflight drops the server's message tk from flight, unacknowledged,
+// and reports whether it was there. dss: a message that took send quota
+// (sent, not parked) gives it back; dropped at expiry, it kept the quota
+// for good.
+func (cl *Client) dropInflight(tk *packets.Packet) bool {
+	if !cl.State.Inflight.DeletePacket(tk) {
+		return false
+	}
+	if (tk.FixedHeader.Type == packets.Publish || tk.FixedHeader.Type == packets.Pubrel) && tk.Expiry >= 0 {
+		cl.State.Inflight.IncreaseSendQuota()
+	}
+	cl.ops.hooks.OnQosDropped(cl, *tk)
+	atomic.AddInt64(&cl.ops.info.Inflight, -1)
+	return true
 }
 
 // inflightExpired reports whether the inflight packet tk is due to be
@@ -883,6 +919,10 @@ func (cl *Client) onPacketEncode(pk *packets.Packet) {
 	*pk = cl.ops.hooks.OnPacketEncode(cl, *pk)
 }
 
+// errMessageExpired reports a message that expired before it could be
+// sent; it is left out of the write.
+var errMessageExpired = errors.New("message expired before it was sent")
+
 // WritePacket encodes and writes a packet to the client.
 func (cl *Client) WritePacket(pk packets.Packet) error {
 	return cl.WritePackets(&pk)
@@ -986,12 +1026,19 @@ func (cl *Client) packetSent(pk *packets.Packet, b []byte) {
 
 // encodePacket prepares pk for this client and appends its encoding to buf.
 func (cl *Client) encodePacket(pk *packets.Packet, buf *bytes.Buffer) error {
-	if pk.Expiry > 0 {
-		expiry := pk.Expiry - time.Now().Unix()
-		if expiry < 1 {
-			expiry = 1
+	if pk.Expires > 0 && pk.FixedHeader.Type == packets.Publish {
+		// dss: the remaining time to the nanosecond; a message past its
+		// expiry is not sent [MQTT-3.3.2-5], and the interval sent is the
+		// remaining time in whole seconds, rounded down so that the
+		// receiver does not keep it longer, at least 1 (0 would not be
+		// sent, which means "does not expire") [MQTT-3.3.2-6]. It was
+		// computed from whole seconds: a message with an expiry of 2 s
+		// was delivered up to 2.9 s after it was published.
+		left := time.Until(time.Unix(0, pk.Expires))
+		if left <= 0 {
+			return errMessageExpired
 		}
-		pk.Properties.MessageExpiryInterval = uint32(expiry) // [MQTT-3.3.2-6]
+		pk.Properties.MessageExpiryInterval = uint32(max(left/time.Second, 1))
 	}
 
 	pk.ProtocolVersion = cl.Properties.ProtocolVersion

@@ -415,6 +415,32 @@ func TestClientResendInflightMessages(t *testing.T) {
 	require.Equal(t, pk1.RawBytes, buf)
 }
 
+// TestClientResendInflightMessagesQueuedIsFirstDelivery: "The DUP flag
+// MUST be set to 1 by the Client or Server when it attempts to re-deliver
+// a PUBLISH packet" and "MUST be set to 0 for all QoS 0 messages"; a
+// message queued for a session without a connection is delivered for
+// the first time when the client comes back: DUP 0 [MQTT-3.3.1-1]. Sent
+// again on a later reconnect, it is a redelivery: DUP 1.
+func TestClientResendInflightMessagesQueuedIsFirstDelivery(t *testing.T) {
+	pk := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet
+	pk.Queued = true
+	cl, _, _ := newTestClient()
+	cl.State.Inflight.Set(pk)
+	for _, wantDup := range []bool{false, true} {
+		r, w := net.Pipe()
+		cl.Net.Conn = w
+		go func() {
+			err := cl.ResendInflightMessages(true)
+			require.NoError(t, err)
+			_ = w.Close()
+		}()
+		buf, err := io.ReadAll(r)
+		require.NoError(t, err)
+		require.NotEmpty(t, buf)
+		require.Equal(t, wantDup, buf[0]&0x08 != 0, "DUP of %08b", buf[0])
+	}
+}
+
 func TestClientResendInflightMessagesWriteFailure(t *testing.T) {
 	pk1 := packets.TPacketData[packets.Publish].Get(packets.TPublishQos1Dup)
 	cl, r, _ := newTestClient()

@@ -1052,12 +1052,14 @@ func (s *Server) admitPublish(cl *Client, pk *packets.Packet) (bool, error) {
 	}
 
 	pk.Origin = cl.ID
-	pk.Created = time.Now().Unix()
+	now := time.Now()
+	pk.Created = now.Unix()
 
 	if expiry := minimum(s.Options.Capabilities.MaximumMessageExpiryInterval,
 		int64(pk.Properties.MessageExpiryInterval)); expiry > 0 {
 		pk.Expiry = pk.Created + expiry
 	}
+	s.setExpires(pk, now)
 
 	if !cl.Net.Inline && cl.State.Inflight.HasInbound(pk.PacketID) {
 		if done, err := s.publishIDInFlight(cl, pk); done {
@@ -1073,6 +1075,25 @@ func (s *Server) admitPublish(cl *Client, pk *packets.Packet) (bool, error) {
 		pk.FixedHeader.Qos = s.Options.Capabilities.MaximumQos // [MQTT-3.2.2-9] Reduce qos based on server max qos capability
 	}
 	return false, nil
+}
+
+// setExpires sets when pk, published at now, expires, if its publisher
+// gave it a Message Expiry Interval (at most the server's maximum).
+//
+// dss: Expiry, in whole seconds and set for every message (the server's
+// maximum applies to all), bounds how long the server keeps a message;
+// Expires is the publisher's expiry to the nanosecond, which decides
+// whether the message may still be sent and the interval it is sent with
+// [MQTT-3.3.2-5] [MQTT-3.3.2-6].
+func (s *Server) setExpires(pk *packets.Packet, now time.Time) {
+	interval := int64(pk.Properties.MessageExpiryInterval)
+	if interval == 0 {
+		return
+	}
+	if limit := s.Options.Capabilities.MaximumMessageExpiryInterval; limit > 0 && interval > limit {
+		interval = limit
+	}
+	pk.Expires = now.Add(time.Duration(interval) * time.Second).UnixNano()
 }
 
 // publishOutcome ends a publish as the OnPublish hooks decided with err:
@@ -1235,6 +1256,9 @@ func (s *Server) publishToSubscribers(pk packets.Packet) {
 			pk.Expiry = pk.Created + expiry
 		}
 	}
+	if pk.Expires == 0 {
+		s.setExpires(&pk, time.Now())
+	}
 
 	subscribers := s.Topics.Subscribers(pk.TopicName)
 	if len(subscribers.Shared) > 0 {
@@ -1385,6 +1409,12 @@ func (s *Server) PrepareDelivery(cl *Client, sub packets.Subscription, out *pack
 		}
 	}
 
+	// dss: a message for a session without a connection stays in flight
+	// to be sent when the client reconnects: for the first time, not as a
+	// redelivery (see ResendInflightMessages).
+	offline := cl.Net.Conn == nil || cl.Closed()
+	out.Queued = offline && !cl.Net.Inline
+
 	if out.FixedHeader.Qos > 0 {
 		if cl.State.Inflight.Len() >= int(s.Options.Capabilities.MaximumInflight) {
 			// add hook?
@@ -1414,7 +1444,7 @@ func (s *Server) PrepareDelivery(cl *Client, sub packets.Subscription, out *pack
 		}
 	}
 
-	if cl.Net.Conn == nil || cl.Closed() {
+	if offline {
 		return false, packets.CodeDisconnect
 	}
 	return true, nil

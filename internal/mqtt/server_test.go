@@ -6,7 +6,6 @@ package mqtt
 
 import (
 	"bytes"
-	"encoding/binary"
 	"io"
 	"log/slog"
 	"net"
@@ -1933,34 +1932,80 @@ func TestPublishToSubscribers(t *testing.T) {
 	require.True(t, ok)
 }
 
+// TestPublishToSubscribersMessageExpiryDelta: "The PUBLISH packet sent to
+// a Client by the Server MUST contain a Message Expiry Interval set to the
+// received value minus the time that the message has been waiting in the
+// Server" [MQTT-3.3.2-6]. dss: to the nanosecond, rounded down to whole
+// seconds; a message published without one is sent without one (the
+// server's maximum bounds how long it keeps a message, and is not sent).
 func TestPublishToSubscribersMessageExpiryDelta(t *testing.T) {
-	s := newServer()
-	s.Options.Capabilities.MaximumMessageExpiryInterval = 86400
-	cl, r1, w1 := newTestClient()
-	cl.ID = "cl1"
+	for _, tc := range []struct {
+		name     string
+		interval uint32
+		left     time.Duration
+		want     uint32
+	}{
+		{"waited", 120, 90*time.Second + 500*time.Millisecond, 90},
+		{"under a second left", 2, 300 * time.Millisecond, 1},
+		{"none", 0, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newServer()
+			s.Options.Capabilities.MaximumMessageExpiryInterval = 86400
+			cl, r1, w1 := newTestClient()
+			cl.ID = "cl1"
+			cl.Properties.ProtocolVersion = 5
+			s.Clients.Add(cl)
+			require.True(t, s.Topics.Subscribe(cl.ID, packets.Subscription{Filter: "a/b/c"}))
+
+			cl1Recv := make(chan []byte)
+			go func() {
+				buf, err := io.ReadAll(r1)
+				require.NoError(t, err)
+				cl1Recv <- buf
+			}()
+
+			go func() {
+				pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
+				pkx.Created = time.Now().Unix() - 30
+				pkx.Properties.MessageExpiryInterval = tc.interval
+				if tc.left > 0 {
+					pkx.Expires = time.Now().Add(tc.left).UnixNano()
+				}
+				s.publishToSubscribers(pkx)
+				time.Sleep(time.Millisecond)
+				_ = w1.Close()
+			}()
+
+			b := <-cl1Recv
+			pk := packets.Packet{ProtocolVersion: 5, FixedHeader: packets.FixedHeader{Type: packets.Publish}}
+			require.NoError(t, pk.FixedHeader.Decode(b[0]))
+			require.NoError(t, pk.PublishDecode(b[2:]))
+			require.Equal(t, tc.want, pk.Properties.MessageExpiryInterval)
+		})
+	}
+}
+
+// TestPublishToClientExpiredIsNotSent: "If the Message Expiry Interval has
+// passed and the Server has not managed to start onward delivery to a
+// matching subscriber, then it MUST delete the copy of the message for
+// that subscriber" [MQTT-3.3.2-5].
+func TestPublishToClientExpiredIsNotSent(t *testing.T) {
+	cl, r, w := newTestClient()
 	cl.Properties.ProtocolVersion = 5
-	s.Clients.Add(cl)
-	require.True(t, s.Topics.Subscribe(cl.ID, packets.Subscription{Filter: "a/b/c"}))
-
-	cl1Recv := make(chan []byte)
+	recv := make(chan []byte)
 	go func() {
-		buf, err := io.ReadAll(r1)
+		buf, err := io.ReadAll(r)
 		require.NoError(t, err)
-		cl1Recv <- buf
+		recv <- buf
 	}()
-
-	go func() {
-		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
-		pkx.Created = time.Now().Unix() - 30
-		s.publishToSubscribers(pkx)
-		time.Sleep(time.Millisecond)
-		_ = w1.Close()
-	}()
-
-	b := <-cl1Recv
-	pk := new(packets.Packet)
-	pk.ProtocolVersion = 5
-	require.Equal(t, uint32(s.Options.Capabilities.MaximumMessageExpiryInterval-30), binary.BigEndian.Uint32(b[11:15]))
+	pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
+	pkx.Properties.MessageExpiryInterval = 1
+	pkx.Expires = time.Now().Add(-time.Millisecond).UnixNano()
+	err := cl.WritePacket(pkx)
+	require.ErrorIs(t, err, errMessageExpired)
+	_ = w.Close()
+	require.Empty(t, <-recv)
 }
 
 func TestPublishToSubscribersIdentifiers(t *testing.T) {

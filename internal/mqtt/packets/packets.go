@@ -144,6 +144,16 @@ type Packet struct {
 	// lets go of the copy, so that the owner can recycle the memory once
 	// nothing holds it. Copy does not carry it over.
 	Owner Owner `json:"-"`
+
+	// Expires is when the message expires, in Unix nanoseconds, for a
+	// message published with a Message Expiry Interval; 0 for none. dss:
+	// Expiry is in whole seconds, and a message was delivered up to a
+	// second after it expired, with an interval rounded up.
+	Expires int64
+	// Queued marks a server's message in flight that was never written:
+	// it was queued for a session without a connection. dss: its first
+	// sending after a reconnect is not a redelivery (DUP 0).
+	Queued bool
 }
 
 // Owner is the owner of a packet's memory; see Packet.Owner.
@@ -239,6 +249,7 @@ func (pk *Packet) Copy(allowTransfer bool) Packet {
 		Filters:        pk.Filters,
 		Created:        pk.Created,
 		Expiry:         pk.Expiry,
+		Expires:        pk.Expires,
 		Origin:         pk.Origin,
 	}
 
