@@ -9,7 +9,6 @@ import (
 	"net"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	mqtt "github.com/dssio/dss/internal/mqtt"
@@ -278,14 +277,15 @@ func (b *Broker) Drain() {
 }
 
 // Close disconnects every client and closes the listener. It waits up to
-// grace for the clients to acknowledge the responses already sent.
+// grace for the connected clients to acknowledge the messages already
+// sent to them (responses, notifications, routed messages); messages
+// queued for sessions without a connection are not waited for.
 func (b *Broker) Close(grace time.Duration) error {
 	b.stopLogins()
 	b.Drain()
-	deadline := time.Now().Add(grace)
-	for atomic.LoadInt64(&b.srv.Info.Inflight) > 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	_ = b.srv.AwaitAcknowledgements(ctx)
+	cancel()
 	var err error
 	b.closeOnce.Do(func() {
 		err = b.srv.Close()

@@ -173,6 +173,10 @@ type ClientConnection struct {
 	// (dss, see readloop.go).
 	src  connReader
 	loop loopState
+	// lingerUntil, in Unix nanoseconds, is set when the server ended the
+	// connection with a DISCONNECT: the connection is read and closed by
+	// then (see stopAfterDisconnect). dss.
+	lingerUntil atomic.Int64
 }
 
 // maxConsumedBuffer bounds the buffer a connection keeps for publishes to
@@ -727,6 +731,56 @@ func (cl *Client) Stop(err error) {
 
 		atomic.StoreInt64(&cl.State.disconnected, time.Now().Unix())
 	})
+}
+
+// disconnectLinger is how long, at most, the server reads what a client
+// still sends after the server sent it a DISCONNECT and shut its side of
+// the connection, before it closes the connection.
+const disconnectLinger = time.Second
+
+// stopAfterDisconnect ends the client as Stop does, once the server has
+// written it a DISCONNECT, but closes the connection gently: it shuts the
+// sending side (the client reads the DISCONNECT, then the end of the
+// stream) and leaves the connection to be read until the client closes
+// it or disconnectLinger passes (closeLingering, on the connection's
+// reader goroutine; a timer closes it if nobody does).
+//
+// dss: the connection was closed at once, with the client's packets
+// that the server had not read still in its buffer, and the kernel
+// answered them with a reset: the client saw "connection reset" instead
+// of the reason code (0x93 receive maximum exceeded, say).
+func (cl *Client) stopAfterDisconnect(err error) {
+	cl.State.endOnce.Do(func() {
+		if err != nil {
+			cl.State.stopCause.Store(err)
+		}
+		if c := cl.Net.Conn; c != nil {
+			cl.Net.lingerUntil.Store(time.Now().Add(disconnectLinger).UnixNano())
+			if hc, ok := c.(interface{ CloseWrite() error }); ok {
+				_ = hc.CloseWrite()
+			}
+			_ = c.SetReadDeadline(time.Now()) // a reader waiting for the client returns
+			time.AfterFunc(2*disconnectLinger, func() { _ = c.Close() })
+		}
+		if cl.State.cancelOpen != nil {
+			cl.State.cancelOpen()
+		}
+		atomic.StoreInt64(&cl.State.disconnected, time.Now().Unix())
+	})
+}
+
+// closeLingering reads and discards what the client still sends after a
+// DISCONNECT from the server, until the client closes the connection or
+// the linger ends, and closes it. It does nothing for a connection the
+// server did not end with a DISCONNECT.
+func (cl *Client) closeLingering() {
+	until := cl.Net.lingerUntil.Load()
+	if until == 0 || cl.Net.Conn == nil {
+		return
+	}
+	_ = cl.Net.Conn.SetReadDeadline(time.Unix(0, until))
+	_, _ = io.Copy(io.Discard, cl.Net.Conn) // to the end of the stream, an error or the deadline
+	_ = cl.Net.Conn.Close()
 }
 
 // StopCause returns the reason the client connection was stopped, if any.

@@ -147,6 +147,20 @@ func (i *Inflight) Len() int {
 	return len(i.internal)
 }
 
+// outbound returns how many of the server's messages are in flight
+// (not counting the acknowledgements held for the client's publishes).
+func (i *Inflight) outbound() int {
+	i.RLock()
+	defer i.RUnlock()
+	n := 0
+	for key := range i.internal {
+		if key&inboundFlag == 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // Clone returns a new instance of Inflight with the same message data.
 // This is used when transferring inflights from a taken-over session.
 func (i *Inflight) Clone() *Inflight {

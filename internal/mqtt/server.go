@@ -185,6 +185,7 @@ type Server struct {
 	faultLog *rate.Limiter
 	attachMu sync.Mutex // dss: orders attachClient's ClientsWg.Add before Close's Wait
 	closing  bool       // guarded by attachMu
+	acks     *ackWaiter // dss: see AwaitAcknowledgements
 }
 
 // loop contains interval tickers for the system events loop.
@@ -250,6 +251,7 @@ func New(opts *Options) *Server {
 		},
 		Faults:   new(Faults),
 		faultLog: newFaultLog(),
+		acks:     newAckWaiter(),
 	}
 
 	if s.Options.InlineClient {
@@ -578,6 +580,12 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 	s.hooks.OnSessionEstablished(cl, pk)
 
 	err = s.readClient(cl)
+	if code, ok := cl.StopCause().(packets.Code); err == nil && ok && code.Code >= packets.ErrUnspecifiedError.Code {
+		// dss: the server ended the connection with a DISCONNECT; the
+		// reader may have seen that before its read failed. The will is
+		// sent either way [MQTT-3.1.2-8].
+		err = code
+	}
 	if err != nil {
 		s.readFailed(cl, err)
 		s.sendLWT(cl)
@@ -589,6 +597,7 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 
 	expire := (cl.Properties.ProtocolVersion == 5 && cl.Properties.Props.SessionExpiryInterval == 0) || (cl.Properties.ProtocolVersion < 5 && cl.Properties.Clean)
 	s.hooks.OnDisconnect(cl, err, expire)
+	s.acks.signal() // dss: nothing of this connection is awaited any more
 
 	s.sessionMu.Lock()
 	if expire && !cl.IsTakenOver() {
@@ -597,6 +606,8 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 		s.Clients.Delete(cl.ID) // [MQTT-4.1.0-2] ![MQTT-3.1.2-23]
 	}
 	s.sessionMu.Unlock()
+
+	cl.closeLingering() // dss: after a DISCONNECT from the server
 
 	return err
 }
@@ -1556,6 +1567,7 @@ func (s *Server) processPubackPtr(cl *Client, pk *packets.Packet) error {
 		if s.hooks.Provides(OnQosComplete) {
 			s.qosComplete(cl, pk)
 		}
+		s.acks.signal()
 	}
 
 	return nil
@@ -1628,6 +1640,7 @@ func (s *Server) processPubcomp(cl *Client, pk packets.Packet) error {
 	if ok := cl.State.Inflight.Delete(pk.PacketID); ok {
 		atomic.AddInt64(&s.Info.Inflight, -1)
 		s.hooks.OnQosComplete(cl, pk)
+		s.acks.signal()
 	}
 
 	return nil
@@ -1833,7 +1846,7 @@ func (s *Server) DisconnectClient(cl *Client, code packets.Code) error {
 	// interested if the write packet fails due to a closed connection (as we are closing it).
 	err := cl.WritePacket(out)
 	if !s.Options.Capabilities.Compatibilities.PassiveClientDisconnect {
-		cl.Stop(code)
+		cl.stopAfterDisconnect(code) // dss: closes once the client read it
 		if code.Code >= packets.ErrUnspecifiedError.Code {
 			return code
 		}
