@@ -151,6 +151,10 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 	}
 	c.op.Request = req
 	b.metrics.Requests.WithLabelValues(req.Verb.String()).Inc()
+	if req.Verb == wire.VerbKeys {
+		b.listKeys(c)
+		return
+	}
 	// When the result is not ready at once (it waits for the journal, or
 	// for earlier deliveries), the PUBACK goes out later with the response.
 	b.store.Submit(b.ctx, &c.op)

@@ -89,7 +89,7 @@ reads a YAML file of settings (--config); see dss serve --help.`,
 	root.AddCommand(newServeCmd(stdio))
 	root.AddCommand(newRecoverCmd(stdio), newPasswdCmd(stdio))
 	root.AddCommand(newSetCmd(stdio), newGetCmd(stdio), newDelCmd(stdio), newVDelCmd(stdio))
-	root.AddCommand(newWatchCmd(stdio), newLockCmd(stdio))
+	root.AddCommand(newWatchCmd(stdio), newLockCmd(stdio), newKeysCmd(stdio))
 	root.AddCommand(newBenchCmd(stdio))
 	root.AddCommand(newConfigCmd(stdio))
 	return root

@@ -1,7 +1,7 @@
 // Package resp reads and writes the subset of RESP3 that the state store
 // protocol uses: requests and notifications are arrays of bulk strings;
 // replies are a simple string, a bulk string, a null bulk string, an integer
-// or an error.
+// or an error, and an array of bulk strings for dss's extension KEYS.
 //
 // Parsing never copies: the slices it returns alias the input. Encoding
 // appends to a caller's buffer so that a hot path can reuse it.
@@ -84,6 +84,7 @@ const (
 	KindNull                    // $-1 (also _ in RESP3)
 	KindInteger                 // :n
 	KindError                   // -text
+	KindArray                   // *n of bulk strings
 )
 
 // Reply is one parsed reply. Text aliases the parsed input.
@@ -93,6 +94,8 @@ type Reply struct {
 	Text []byte
 	// Int is the value of an integer reply.
 	Int int64
+	// Elems are the elements of an array reply.
+	Elems [][]byte
 }
 
 // ParseReply parses b, which must hold exactly one reply.
@@ -126,6 +129,12 @@ func ParseReply(b []byte) (Reply, error) {
 			return Reply{}, ErrSyntax
 		}
 		return Reply{Kind: KindNull}, nil
+	case '*':
+		elems, err := ParseArray(b, nil)
+		if err != nil {
+			return Reply{}, err
+		}
+		return Reply{Kind: KindArray, Elems: elems}, nil
 	case '$':
 		if string(b) == "$-1\r\n" {
 			return Reply{Kind: KindNull}, nil

@@ -94,7 +94,14 @@ func TestParseReply(t *testing.T) {
 			t.Errorf("ParseReply(%q) = %+v, %v; want %+v", tt.in, got, err, tt.want)
 		}
 	}
-	for _, in := range []string{"", "+OK", "+OK\r\nx", ":x\r\n", "$2\r\na\r\n", "*1\r\n$1\r\na\r\n", "+O\nK\r\n"} {
+	arr, err := ParseReply([]byte("*2\r\n$1\r\na\r\n$0\r\n\r\n"))
+	if err != nil || arr.Kind != KindArray || len(arr.Elems) != 2 || string(arr.Elems[0]) != "a" || len(arr.Elems[1]) != 0 {
+		t.Errorf("array reply: %+v, %v", arr, err)
+	}
+	if empty, err := ParseReply([]byte("*0\r\n")); err != nil || empty.Kind != KindArray || len(empty.Elems) != 0 {
+		t.Errorf("empty array reply: %+v, %v", empty, err)
+	}
+	for _, in := range []string{"", "+OK", "+OK\r\nx", ":x\r\n", "$2\r\na\r\n", "*1\r\n$1\r\na\r\nx", "*2\r\n$1\r\na\r\n", "+O\nK\r\n"} {
 		if got, err := ParseReply([]byte(in)); err == nil {
 			t.Errorf("ParseReply(%q) = %+v, want error", in, got)
 		}

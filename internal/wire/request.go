@@ -17,9 +17,21 @@ const (
 	VerbDel
 	VerbVDel
 	VerbKeyNotify
+	// VerbKeys is dss's extension KEYS: it lists keys (docs/protocol.md).
+	// The vendor's clients never send it.
+	VerbKeys
 )
 
-var verbNames = [...]string{VerbSet: "SET", VerbGet: "GET", VerbDel: "DEL", VerbVDel: "VDEL", VerbKeyNotify: "KEYNOTIFY"}
+var verbNames = [...]string{VerbSet: "SET", VerbGet: "GET", VerbDel: "DEL", VerbVDel: "VDEL", VerbKeyNotify: "KEYNOTIFY", VerbKeys: "KEYS"}
+
+// The bounds of a KEYS reply: at most KeysLimit keys unless the request
+// asks for fewer or more (up to MaxKeysLimit), and no more keys once the
+// reply holds KeysReplyBytes of them.
+const (
+	KeysLimit      = 1000
+	MaxKeysLimit   = 10000
+	KeysReplyBytes = 1 << 20
+)
 
 func (v Verb) String() string {
 	if int(v) < len(verbNames) && verbNames[v] != "" {
@@ -52,6 +64,11 @@ type Request struct {
 	PX int64
 	// Stop marks KEYNOTIFY STOP.
 	Stop bool
+	// KEYS: Key is the pattern; After, when HasAfter is set, the key the
+	// listing continues after; Limit the most keys to answer.
+	After    []byte
+	HasAfter bool
+	Limit    int
 }
 
 // ParseRequest decodes a RESP3 request payload. scratch, which may be nil,
@@ -85,6 +102,11 @@ func ParseRequest(payload []byte, scratch [][]byte) (Request, [][]byte, *Error) 
 		if len(args) != 3 {
 			return r, args, ErrWrongArgs
 		}
+	case bytes.EqualFold(verb, []byte("KEYS")):
+		r.Verb = VerbKeys
+		if len(args) < 2 || len(args) > 6 {
+			return r, args, ErrWrongArgs
+		}
 	case bytes.EqualFold(verb, []byte("KEYNOTIFY")):
 		r.Verb = VerbKeyNotify
 		if len(args) != 2 && len(args) != 3 {
@@ -105,6 +127,10 @@ func ParseRequest(payload []byte, scratch [][]byte) (Request, [][]byte, *Error) 
 		}
 	case VerbVDel:
 		r.Value = args[2]
+	case VerbKeys:
+		if e := parseKeysOptions(&r, args[2:]); e != nil {
+			return r, args, e
+		}
 	case VerbKeyNotify:
 		if len(args) == 3 {
 			if !bytes.EqualFold(args[2], []byte("STOP")) {
@@ -140,6 +166,31 @@ func parseSetOptions(r *Request, opts [][]byte) *Error {
 				return ErrSyntax
 			}
 			r.PX = ms
+		default:
+			return ErrSyntax
+		}
+	}
+	return nil
+}
+
+// parseKeysOptions reads AFTER key and LIMIT n in any order. A repeated or
+// unknown option, or a LIMIT outside 1..MaxKeysLimit, is a syntax error.
+func parseKeysOptions(r *Request, opts [][]byte) *Error {
+	r.Limit = KeysLimit
+	limited := false
+	for i := 0; i < len(opts); i += 2 {
+		if i+1 == len(opts) {
+			return ErrSyntax
+		}
+		switch o, v := opts[i], opts[i+1]; {
+		case bytes.EqualFold(o, []byte("AFTER")) && !r.HasAfter:
+			r.After, r.HasAfter = v, true
+		case bytes.EqualFold(o, []byte("LIMIT")) && !limited:
+			n, ok := parsePositive(v)
+			if !ok || n > MaxKeysLimit {
+				return ErrSyntax
+			}
+			r.Limit, limited = int(n), true
 		default:
 			return ErrSyntax
 		}

@@ -31,6 +31,9 @@ func TestParseRequest(t *testing.T) {
 		{"vdel", req("VDEL", "k", "v"), Request{Verb: VerbVDel, Key: []byte("k"), Value: []byte("v")}},
 		{"keynotify", req("KEYNOTIFY", "k"), Request{Verb: VerbKeyNotify, Key: []byte("k")}},
 		{"keynotify stop", req("keynotify", "k", "stop"), Request{Verb: VerbKeyNotify, Key: []byte("k"), Stop: true}},
+		{"keys", req("KEYS", "*"), Request{Verb: VerbKeys, Key: []byte("*"), Limit: KeysLimit}},
+		{"keys after limit", req("keys", "a*", "after", "ab", "LIMIT", "10"), Request{Verb: VerbKeys, Key: []byte("a*"), After: []byte("ab"), HasAfter: true, Limit: 10}},
+		{"keys limit after", req("KEYS", "*", "LIMIT", "10000", "AFTER", ""), Request{Verb: VerbKeys, Key: []byte("*"), After: []byte{}, HasAfter: true, Limit: MaxKeysLimit}},
 	}
 	for _, tt := range tests {
 		got, _, err := ParseRequest(tt.payload, nil)
@@ -39,7 +42,8 @@ func TestParseRequest(t *testing.T) {
 			continue
 		}
 		if got.Verb != tt.want.Verb || string(got.Key) != string(tt.want.Key) || string(got.Value) != string(tt.want.Value) ||
-			got.Cond != tt.want.Cond || got.PX != tt.want.PX || got.Stop != tt.want.Stop {
+			got.Cond != tt.want.Cond || got.PX != tt.want.PX || got.Stop != tt.want.Stop ||
+			string(got.After) != string(tt.want.After) || got.HasAfter != tt.want.HasAfter || got.Limit != tt.want.Limit {
 			t.Errorf("%s: got %+v, want %+v", tt.name, got, tt.want)
 		}
 	}
@@ -76,6 +80,14 @@ func TestParseRequestErrors(t *testing.T) {
 		{"unknown option", req("SET", "k", "v", "XX"), ErrSyntax},
 		{"nex with argument", req("SET", "k", "v", "NEX", "v"), ErrSyntax},
 		{"keynotify bad option", req("KEYNOTIFY", "k", "GO"), ErrSyntax},
+		{"keys no pattern", req("KEYS"), ErrWrongArgs},
+		{"keys empty pattern", req("KEYS", ""), ErrEmptyKey},
+		{"keys too many", req("KEYS", "*", "AFTER", "a", "LIMIT", "1", "X"), ErrWrongArgs},
+		{"keys option without value", req("KEYS", "*", "AFTER"), ErrSyntax},
+		{"keys limit zero", req("KEYS", "*", "LIMIT", "0"), ErrSyntax},
+		{"keys limit too large", req("KEYS", "*", "LIMIT", "10001"), ErrSyntax},
+		{"keys after twice", req("KEYS", "*", "AFTER", "a", "AFTER", "b"), ErrSyntax},
+		{"keys unknown option", req("KEYS", "*", "COUNT", "5"), ErrSyntax},
 	}
 	for _, tt := range tests {
 		_, _, err := ParseRequest(tt.payload, nil)
