@@ -87,7 +87,7 @@ reads a YAML file of settings (--config); see dss serve --help.`,
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(newVersionCmd(stdio))
 	root.AddCommand(newServeCmd(stdio))
-	root.AddCommand(newRecoverCmd(stdio), newPasswdCmd(stdio))
+	root.AddCommand(newRecoverCmd(stdio), newPasswdCmd(stdio), newSnapshotCmd(stdio))
 	root.AddCommand(newSetCmd(stdio), newGetCmd(stdio), newDelCmd(stdio), newVDelCmd(stdio))
 	root.AddCommand(newWatchCmd(stdio), newLockCmd(stdio), newKeysCmd(stdio))
 	root.AddCommand(newBenchCmd(stdio))
@@ -103,7 +103,7 @@ func bindEnv(cmd *cobra.Command) error {
 		if err != nil || f.Changed {
 			return
 		}
-		name := envName(f.Name)
+		name := flagEnvName(f)
 		if v, ok := os.LookupEnv(name); ok {
 			if e := cmd.Flags().Set(f.Name, v); e != nil {
 				err = settingError("environment variable "+name, f, v, e)

@@ -16,7 +16,7 @@ import (
 
 func newServeCmd(stdio Stdio) *cobra.Command {
 	var cfg server.Config
-	var logLevel, logFormat, fsync, persistence string
+	var logLevel, logFormat, fsync, persistence, adminTokenFile string
 	var inMemory bool
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -64,6 +64,9 @@ file and the TLS files (which are also re-read when they change).`,
 			} else if cfg.DataDir == "" {
 				return fmt.Errorf("--data: a data directory is required unless --in-memory is given")
 			}
+			if cfg.AdminToken, err = readAdminToken(adminTokenFile); err != nil {
+				return err
+			}
 			if cfg.DataDir != "" && cfg.Fsync == journal.FsyncAlways {
 				ensureTwoProcs(logger)
 			}
@@ -86,6 +89,7 @@ file and the TLS files (which are also re-read when they change).`,
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "PEM file of the TLS certificate's private key")
 	f.StringVar(&cfg.TLSClientCA, "tls-client-ca", "", "PEM file of the CAs that sign client certificates: clients may log in with a certificate (required without --users)")
 	f.StringVar(&cfg.HTTPListen, "http-listen", "", "address of the HTTP endpoint with /metrics and /healthz (HOST:PORT); empty turns it off")
+	f.StringVar(&adminTokenFile, "admin-token-file", "", "file holding the secret (16 characters or more) that a backup request on the HTTP endpoint must carry (Authorization: Bearer); without it only clients on this machine may fetch one")
 	f.BoolVar(&cfg.Pprof, "pprof", false, "serve the Go profiler under /debug/pprof/ on the HTTP endpoint")
 	f.StringVar(&cfg.NodeID, "node-id", "", "node id stamped on every version this node issues (default: the host name)")
 	f.DurationVar(&cfg.MaxClockSkew, "max-clock-skew", time.Minute, "how far ahead of the server clock a request's __ts or __ft may be")

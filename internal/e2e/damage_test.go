@@ -21,9 +21,9 @@ type written struct {
 	value, version string
 }
 
-// writeKeys sets n new keys named prefix<i> from 8 clients and returns
-// what each acknowledged SET wrote.
-func writeKeys(t *testing.T, addr, prefix string, n int) map[string]written {
+// writeKeys sets n new keys named prefix<i>, with values of size bytes,
+// from 8 clients and returns what each acknowledged SET wrote.
+func writeKeys(t *testing.T, addr, prefix string, n, size int) map[string]written {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -43,7 +43,7 @@ func writeKeys(t *testing.T, addr, prefix string, n int) map[string]written {
 			defer c.close()
 			for i := w; i < n; i += workers {
 				key := fmt.Sprintf("%s%05d", prefix, i)
-				value := strings.Repeat(string(rune('a'+i%26)), 100)
+				value := strings.Repeat(string(rune('a'+i%26)), size)
 				r, err := c.do(ctx, []string{"SET", key, value}, now())
 				if err != nil || r.payload != "+OK\r\n" {
 					t.Errorf("SET %s: %q, %v", key, r.payload, err)
@@ -170,12 +170,12 @@ func TestDamagedDataDirectory(t *testing.T) {
 			addr := freeAddr(t)
 			args := []string{"--data", dir, "--fsync", "no", "--snapshot-after", "65536"}
 			p := startDSS(t, addr, args...)
-			keys := writeKeys(t, addr, "before/", 1500)
+			keys := writeKeys(t, addr, "before/", 1500, 100)
 			dsstest.Eventually(t, "a snapshot is written", func() bool {
 				names, _ := filepath.Glob(filepath.Join(dir, "snap-*.snap"))
 				return len(names) == 1
 			})
-			for k, w := range writeKeys(t, addr, "after/", 1000) {
+			for k, w := range writeKeys(t, addr, "after/", 1000, 100) {
 				keys[k] = w
 			}
 			if code := p.terminate(); code != 0 {

@@ -48,6 +48,10 @@ type Config struct {
 	// HTTPListen is the address of the metrics and health endpoint;
 	// empty turns it off.
 	HTTPListen string
+	// AdminToken, when set, is the secret that a backup request on the
+	// HTTP endpoint must carry (Authorization: Bearer); without it only
+	// clients on this machine may fetch a backup.
+	AdminToken string
 	// Pprof serves the Go profiler under /debug/pprof/ on the HTTP
 	// endpoint.
 	Pprof bool
@@ -188,6 +192,9 @@ func (c *Config) Validate() error {
 	}
 	if c.TLSCert == "" && (c.TLSListen != "" || c.TLSClientCA != "") {
 		return errors.New("server: a TLS listener (--tls-listen) and client certificates (--tls-client-ca) need the server's certificate and key (--tls-cert, --tls-key)")
+	}
+	if c.AdminToken != "" && len(c.AdminToken) < 16 {
+		return ErrAdminToken
 	}
 	return nil
 }

@@ -162,6 +162,7 @@ func New(cfg Config) (*Server, error) {
 			_, _ = w.Write([]byte("ok\n"))
 		})
 		mux.HandleFunc("GET /readyz", s.serveReady)
+		mux.HandleFunc("GET "+SnapshotPath, s.adminOnly(s.serveSnapshot))
 		if cfg.Pprof {
 			mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 			mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
