@@ -91,7 +91,7 @@ reads a YAML file of settings (--config); see dss serve --help.`,
 	root.AddCommand(newSetCmd(stdio), newGetCmd(stdio), newDelCmd(stdio), newVDelCmd(stdio))
 	root.AddCommand(newWatchCmd(stdio), newLockCmd(stdio), newKeysCmd(stdio))
 	root.AddCommand(newBenchCmd(stdio))
-	root.AddCommand(newConfigCmd(stdio))
+	root.AddCommand(newConfigCmd(stdio), newReadyCmd(stdio))
 	return root
 }
 
