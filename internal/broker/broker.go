@@ -71,6 +71,13 @@ type Config struct {
 	// its answer, doubling with each failure in a row up to 32 times
 	// that. Zero means 100 ms.
 	LoginDelay time.Duration
+	// MaxInflightPerClient bounds the requests of one connection that
+	// are not answered yet; at the bound the broker reads nothing more
+	// from the connection until one is answered, so that a client that
+	// sends faster than it is answered is slowed by TCP back-pressure
+	// while the other clients are served. 0 means
+	// DefaultMaxInflightPerClient, a negative number no bound.
+	MaxInflightPerClient int
 }
 
 // Defaults of the limits of Config.
@@ -81,6 +88,9 @@ const (
 	// DefaultMaxValueSize is half the default --max-packet-size: a SET
 	// or GET of such a value fits a packet with room to spare.
 	DefaultMaxValueSize = 32 << 20
+	// DefaultMaxInflightPerClient is a quarter of the Receive Maximum the
+	// broker announces (1024).
+	DefaultMaxInflightPerClient = 256
 )
 
 // MaxClientIDSize returns the longest client id whose notification topic
@@ -155,6 +165,9 @@ func New(cfg Config) (*Broker, error) {
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = DefaultConnectTimeout
 	}
+	if cfg.MaxInflightPerClient == 0 {
+		cfg.MaxInflightPerClient = DefaultMaxInflightPerClient
+	}
 	if cfg.MaxKeySize == 0 {
 		cfg.MaxKeySize = DefaultMaxKeySize
 	}
@@ -179,10 +192,11 @@ func New(cfg Config) (*Broker, error) {
 		// The hook answers every request and copies what it keeps: a
 		// request is read into memory of its connection, reused by the
 		// next packet.
-		ConsumedTopic:   wire.RequestTopic,
-		ReadLoops:       readLoops(cfg.ReadLoops),
-		ConnectTimeout:  cfg.ConnectTimeout,
-		MaxClientIDSize: MaxClientIDSize(cfg.MaxKeySize),
+		ConsumedTopic:       wire.RequestTopic,
+		ReadLoops:           readLoops(cfg.ReadLoops),
+		ConnectTimeout:      cfg.ConnectTimeout,
+		MaxClientIDSize:     MaxClientIDSize(cfg.MaxKeySize),
+		MaxPendingPerClient: int32(max(cfg.MaxInflightPerClient, 0)),
 	})
 	cfg.Metrics.faults.Store(srv.Faults)
 	b := &Broker{

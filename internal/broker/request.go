@@ -40,6 +40,9 @@ var calls = sync.Pool{New: func() any { return new(call) }}
 func newCall(b *Broker, cl *mqtt.Client, pk *packets.Packet) *call {
 	c := calls.Get().(*call)
 	*c = call{b: b, client: cl, packetID: pk.PacketID}
+	// Counted until answered: at MaxInflightPerClient the broker stops
+	// reading the client's connection (see Config).
+	cl.BeginPending()
 	c.keep(pk.Properties.ResponseTopic, pk.Properties.CorrelationData)
 	c.op.Caller = c
 	c.op.Done = b.completeFn
@@ -49,6 +52,9 @@ func newCall(b *Broker, cl *mqtt.Client, pk *packets.Packet) *call {
 // release recycles c once its response is out of its hands. A call used
 // after it would find its fields zero.
 func (c *call) release() {
+	if c.client != nil {
+		c.client.EndPending()
+	}
 	*c = call{}
 	calls.Put(c)
 }

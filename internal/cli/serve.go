@@ -98,6 +98,7 @@ file and the TLS files (which are also re-read when they change).`,
 	f.Int64Var(&cfg.MaxStoreBytes, "max-store-bytes", 0, "most bytes of keys and values stored; a SET that would grow the store past it is answered 'the quota has been exceeded' (0: a quarter of the machine's memory; -1: no limit)")
 	f.IntVar(&cfg.MaxKeySize, "max-key-size", broker.DefaultMaxKeySize, "longest key of a request, in bytes; client ids may be as long as leaves room for the notification topic of such a key")
 	f.IntVar(&cfg.MaxValueSize, "max-value-size", broker.DefaultMaxValueSize, "longest value of a request, in bytes")
+	f.IntVar(&cfg.MaxInflightPerClient, "max-inflight-per-client", broker.DefaultMaxInflightPerClient, "most unanswered requests of one connection; past it the connection is not read until one is answered (TCP back-pressure; -1: no limit)")
 	f.IntVar(&cfg.MaxWatchesPerClient, "max-keynotify-per-client", server.DefaultMaxWatchesPerClient, "most KEYNOTIFY registrations of one connection (-1: no limit)")
 	f.DurationVar(&cfg.ConnectTimeout, "connect-timeout", 10*time.Second, "how long a new connection has to send its whole CONNECT packet")
 	f.IntVar(&cfg.ReadLoops, "read-loops", 0, "read loops (epoll, Linux) that serve busy connections instead of a goroutine each (0: one per CPU the server may use; -1: none)")

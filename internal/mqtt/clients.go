@@ -177,6 +177,10 @@ type ClientConnection struct {
 	// connection with a DISCONNECT: the connection is read and closed by
 	// then (see stopAfterDisconnect). dss.
 	lingerUntil atomic.Int64
+	// gate holds the connection's reads while the application has
+	// Options.MaxPendingPerClient of its packets in hand (dss, see
+	// BeginPending).
+	gate readGate
 }
 
 // maxConsumedBuffer bounds the buffer a connection keeps for publishes to
@@ -258,6 +262,7 @@ func newClient(c net.Conn, o *ops) *Client {
 		cl.Net.bconn = bufio.NewReaderSize(&cl.Net.src, o.options.ClientNetReadBufferSize)
 	}
 
+	cl.Net.gate.wake = make(chan struct{}, 1)
 	cl.State.cancelOpen = func() {
 		cl.State.ended.Store(true)
 		cancel()
@@ -666,6 +671,11 @@ func (cl *Client) Read(packetHandler ReadFn) error {
 	for {
 		if cl.Closed() {
 			return nil
+		}
+
+		if cl.readHeld() {
+			cl.waitReadable()
+			continue
 		}
 
 		if cl.parks() {

@@ -156,7 +156,7 @@ func (cl *Client) serving() bool {
 // read loop now: one is available and nothing is buffered or waiting
 // to be written.
 func (cl *Client) parks() bool {
-	return cl.Net.loop.loop != nil && cl.Net.bconn.Buffered() == 0 &&
+	return cl.Net.loop.loop != nil && !cl.readHeld() && cl.Net.bconn.Buffered() == 0 &&
 		len(cl.Net.src.pending) == 0 && atomic.LoadInt32(&cl.State.outboundQty) == 0
 }
 
@@ -253,8 +253,8 @@ func (cl *Client) turn(bufs *loopBuffers, now int64) error {
 	}()
 	cl.Net.loop.read.Store(now)
 	for {
-		if cl.Closed() {
-			return errHandBack
+		if cl.Closed() || cl.readHeld() {
+			return errHandBack // a held connection waits on its goroutine
 		}
 		buffered := cl.Net.bconn.Buffered()
 		b, _ := cl.Net.bconn.Peek(buffered)

@@ -161,6 +161,14 @@ type Options struct {
 	// 65,535. dss: the state store's notification topics hold the client
 	// id, and must fit an MQTT topic.
 	MaxClientIDSize int `yaml:"-" json:"-"`
+
+	// MaxPendingPerClient bounds the packets of one client that the
+	// application has in hand (Client.BeginPending) before the server
+	// stops reading the client's connection until it finishes one; 0
+	// means no bound. dss: a client that sends requests faster than they
+	// are answered is slowed by TCP back-pressure on its own connection,
+	// never by making other clients wait.
+	MaxPendingPerClient int32 `yaml:"-" json:"-"`
 }
 
 // Server is an MQTT broker server. It should be created with server.New()

@@ -86,6 +86,10 @@ type Config struct {
 	// connection. 0 means DefaultMaxWatchesPerClient, a negative number
 	// no bound.
 	MaxWatchesPerClient int
+	// MaxInflightPerClient bounds the unanswered requests of one
+	// connection; past it the connection is not read until one is
+	// answered. 0 means 256, a negative number no bound.
+	MaxInflightPerClient int
 
 	// DataDir is where the state is kept across restarts; empty keeps
 	// everything in memory only.

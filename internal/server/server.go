@@ -103,20 +103,21 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.sec = sec
 	b, err := broker.New(broker.Config{
-		Listen:              cfg.Listen,
-		Listener:            cfg.Listener,
-		Logger:              cfg.Logger,
-		Metrics:             metrics,
-		MaxPacketSize:       cfg.MaxPacketSize,
-		ReadLoops:           cfg.ReadLoops,
-		ConnectTimeout:      cfg.ConnectTimeout,
-		MaxKeySize:          cfg.MaxKeySize,
-		MaxValueSize:        cfg.MaxValueSize,
-		MaxWatchesPerClient: max(cfg.MaxWatchesPerClient, 0),
-		Auth:                sec.authority,
-		LoginDelay:          cfg.LoginDelay,
-		TLSListen:           sec.tlsListen(&cfg),
-		TLS:                 sec.tlsConfig(),
+		Listen:               cfg.Listen,
+		Listener:             cfg.Listener,
+		Logger:               cfg.Logger,
+		Metrics:              metrics,
+		MaxPacketSize:        cfg.MaxPacketSize,
+		ReadLoops:            cfg.ReadLoops,
+		ConnectTimeout:       cfg.ConnectTimeout,
+		MaxKeySize:           cfg.MaxKeySize,
+		MaxValueSize:         cfg.MaxValueSize,
+		MaxWatchesPerClient:  max(cfg.MaxWatchesPerClient, 0),
+		Auth:                 sec.authority,
+		LoginDelay:           cfg.LoginDelay,
+		TLSListen:            sec.tlsListen(&cfg),
+		TLS:                  sec.tlsConfig(),
+		MaxInflightPerClient: cfg.MaxInflightPerClient,
 	})
 	if err != nil {
 		if s.journal != nil {
