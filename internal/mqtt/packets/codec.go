@@ -183,6 +183,9 @@ func DecodeLength(b io.ByteReader) (n, bu int, err error) {
 
 		multiplier += 7
 		bu++
+		if bu > 4 {
+			return 0, bu, ErrMalformedVariableByteInteger // dss: at most four bytes [MQTT-1.5.5]
+		}
 	}
 
 	return int(value), bu, nil
@@ -211,6 +214,9 @@ func decodeLengthBytes(buf []byte) (n, bu int, err error) {
 
 		multiplier += 7
 		bu++
+		if bu > 4 {
+			return 0, bu, ErrMalformedVariableByteInteger // dss: at most four bytes [MQTT-1.5.5]
+		}
 	}
 
 	return int(value), bu, nil
