@@ -1,0 +1,161 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/eclipse/paho.golang/paho"
+
+	"github.com/dssio/dss/internal/dsstest"
+)
+
+// rss reads the resident set size of process pid, in bytes, from /proc.
+func rss(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatalf("reading the server's RSS: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS in /proc/PID/status")
+	return 0
+}
+
+// TestSoakKeepsMemoryFlat runs a mixed load against a real dss serve
+// process: clients that connect, work and drop, a client that floods
+// requests without waiting for their answers, and an offline persistent
+// session that is fed QoS 1 messages. After a warm-up, the server's RSS
+// must stay within 10% of what it was. DSS_LONG=1 runs it for an hour;
+// the normal suite for 40 seconds.
+func TestSoakKeepsMemoryFlat(t *testing.T) {
+	warmup, total := 10*time.Second, 40*time.Second
+	if dsstest.Long() {
+		warmup, total = 5*time.Minute, time.Hour
+	}
+	addr := freeAddr(t)
+	p := startDSS(t, addr, "--data", t.TempDir(), "--fsync", "everysec", "--max-store-bytes", "67108864")
+	pid := p.cmd.Process.Pid
+	ctx, cancel := context.WithTimeout(context.Background(), total+time.Minute)
+	defer cancel()
+	deadline := time.Now().Add(total)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failures []string
+	fail := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(failures) < 10 {
+			failures = append(failures, fmt.Sprintf(format, args...))
+		}
+	}
+
+	// An offline persistent session subscribed to "feed/#".
+	offline := paho.NewClient(paho.ClientConfig{Conn: mustDial(t, addr)})
+	sessionExpiry := uint32(3600)
+	if _, err := offline.Connect(ctx, &paho.Connect{ClientID: "offline", KeepAlive: 30, CleanStart: true,
+		Properties: &paho.ConnectProperties{SessionExpiryInterval: &sessionExpiry}}); err != nil {
+		t.Fatalf("the offline session's CONNECT: %v", err)
+	}
+	if _, err := offline.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: "feed/#", QoS: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	_ = offline.Disconnect(&paho.Disconnect{})
+
+	// Churn: clients that connect, run a few requests over a bounded set
+	// of keys, and disconnect.
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; time.Now().Before(deadline); i++ {
+				c, err := dial(ctx, addr, fmt.Sprintf("churn-%d-%d", w, i))
+				if err != nil {
+					fail("churn dial: %v", err)
+					time.Sleep(100 * time.Millisecond)
+					continue
+				}
+				for j := 0; j < 20; j++ {
+					key := fmt.Sprintf("k%d", (i*20+j)%500)
+					if _, err := c.do(ctx, []string{"SET", key, strings.Repeat("v", 1000)}, now()); err != nil {
+						fail("churn SET: %v", err)
+					}
+					if _, err := c.do(ctx, []string{"GET", key}); err != nil {
+						fail("churn GET: %v", err)
+					}
+				}
+				c.close()
+			}
+		}(w)
+	}
+	// A flooding client: requests without waiting for their answers,
+	// and QoS 1 messages for the offline session.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c, err := dial(ctx, addr, "flood")
+		if err != nil {
+			fail("flood dial: %v", err)
+			return
+		}
+		defer c.close()
+		payload := []byte(strings.Repeat("f", 2000))
+		for i := 0; time.Now().Before(deadline); i++ {
+			if _, err := c.paho.Publish(ctx, &paho.Publish{QoS: 1, Topic: fmt.Sprintf("feed/%d", i%10), Payload: payload}); err != nil {
+				fail("flood publish: %v", err)
+				return
+			}
+			if i%10 == 0 {
+				go func(i int) { _, _ = c.do(ctx, []string{"SET", fmt.Sprintf("flood%d", i%1000), "x"}, now()) }(i)
+			}
+		}
+	}()
+
+	time.Sleep(warmup)
+	base := rss(t, pid)
+	peak := base
+	for time.Now().Before(deadline) {
+		time.Sleep(time.Second)
+		if r := rss(t, pid); r > peak {
+			peak = r
+		}
+	}
+	wg.Wait()
+	last := rss(t, pid)
+	t.Logf("RSS after warm-up %d MiB, peak %d MiB, at the end %d MiB", base>>20, peak>>20, last>>20)
+	for _, f := range failures {
+		t.Error(f)
+	}
+	if float64(peak) > 1.1*float64(base) {
+		t.Fatalf("RSS grew from %d MiB after the warm-up to %d MiB (more than 10%%)", base>>20, peak>>20)
+	}
+	// The server still serves.
+	c, err := dial(ctx, addr, "after")
+	if err != nil {
+		t.Fatalf("dial after the soak: %v", err)
+	}
+	defer c.close()
+	if r, err := c.do(ctx, []string{"SET", "after", "1"}, now()); err != nil || r.payload != "+OK\r\n" {
+		t.Fatalf("SET after the soak: %+v, %v", r, err)
+	}
+}
+
+func mustDial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
