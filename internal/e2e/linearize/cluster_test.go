@@ -49,9 +49,21 @@ func startCluster(t *testing.T, name string, size int) *cluster {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	if err := startAll(ctx, c.ns...); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.healthy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// startAll starts the nodes at once: a node may wait for the others
+// before it listens.
+func startAll(ctx context.Context, ns ...*node) error {
 	var wg sync.WaitGroup
-	errs := make([]error, size)
-	for i, n := range c.ns {
+	errs := make([]error, len(ns))
+	for i, n := range ns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -59,13 +71,7 @@ func startCluster(t *testing.T, name string, size int) *cluster {
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.healthy(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return errors.Join(errs...)
 }
 
 func (c *cluster) nodes() []*node { return c.ns }
@@ -220,7 +226,17 @@ func clusterFaults(c *cluster) []fault {
 		l.kill()
 		f.kill()
 		return fmt.Sprintf("SIGKILL %s and %s, restart", l.id, f.id), func(ctx context.Context) error {
-			return errors.Join(l.start(ctx), f.start(ctx))
+			return startAll(ctx, l, f)
+		}, nil
+	}})
+	fs = append(fs, fault{kind: "kill-all", inject: func(context.Context, *rand.Rand) (string, func(context.Context) error, error) {
+		var ids []string
+		for _, n := range c.ns {
+			n.kill()
+			ids = append(ids, n.id)
+		}
+		return fmt.Sprintf("SIGKILL %s, restart", strings.Join(ids, ", ")), func(ctx context.Context) error {
+			return startAll(ctx, c.ns...)
 		}, nil
 	}})
 	return fs
@@ -228,7 +244,7 @@ func clusterFaults(c *cluster) []fault {
 
 // TestCluster runs the load against three nodes, through all of them,
 // while the leader and the followers are killed, paused, partitioned, cut
-// off one way and slowed down, and two of the three are killed at once.
+// off one way and slowed down, and two or all three are killed at once.
 func TestCluster(t *testing.T) {
 	if clusterSupport != "" {
 		t.Skipf("not a cluster: %s", clusterSupport)
