@@ -1,8 +1,12 @@
 package cli
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/dssio/dss/client"
 )
 
 func TestDelCmd(t *testing.T) {
@@ -38,4 +42,38 @@ func TestDelCmdFencing(t *testing.T) {
 		t.Fatalf("stderr %q", r.err)
 	}
 	runCLI(t, "", "del", "--server", addr, "--fencing-token", lock.Version.String(), "res").expectCode(t, ExitOK)
+}
+
+// The life of a protected key, as docs/client.md tells it: written with a
+// lock's token, refused without one, deleted with a newer token, then an
+// ordinary key again; and an operator's token of the current time clears
+// it too.
+func TestProtectedKeyLifecycle(t *testing.T) {
+	addr, c := startServer(t)
+	lease, err := c.Lock(testCtx(t), "jobs/compactor", client.TTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := lease.Token().String()
+	runCLI(t, "", "set", "--server", addr, "--fencing-token", first, "jobs/state", "running").expectCode(t, ExitOK)
+	r := runCLI(t, "", "set", "--server", addr, "jobs/state", "idle").expectCode(t, ExitError)
+	if !strings.Contains(r.err, "a fencing token is required for this request") {
+		t.Fatalf("plain set of a protected key: %q", r.err)
+	}
+	if err := lease.Release(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	next, err := c.Lock(testCtx(t), "jobs/compactor", client.TTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCLI(t, "", "del", "--server", addr, "--fencing-token", next.Token().String(), "jobs/state").expectCode(t, ExitOK)
+	runCLI(t, "", "set", "--server", addr, "jobs/state", "idle").expectCode(t, ExitOK)
+
+	// An operator's token: the current time in milliseconds, as
+	// $(date +%s%3N):0:admin makes it.
+	runCLI(t, "", "set", "--server", addr, "--fencing-token", next.Token().String(), "jobs/state", "again").expectCode(t, ExitOK)
+	now := fmt.Sprintf("%d:0:admin", time.Now().UnixMilli())
+	runCLI(t, "", "del", "--server", addr, "--fencing-token", now, "jobs/state").expectCode(t, ExitOK)
+	runCLI(t, "", "set", "--server", addr, "jobs/state", "idle").expectCode(t, ExitOK)
 }
