@@ -51,7 +51,8 @@ func TestMetricsMoveWithRequests(t *testing.T) {
 	watcher := dsstest.Dial(t, s.Addr(), "watcher")
 	watcher.Subscribe(wire.NotifyTopicFilter("watcher"))
 	for _, st := range []step{
-		{"SET", func() { c.Set([]string{"k", "v"}) }, []string{`dss_requests_total{verb="SET"}`}},
+		{"SET", func() { c.Set([]string{"k", "v"}) }, []string{`dss_requests_total{verb="SET"}`, `dss_keys`}},
+		{"a connection", func() { dsstest.Dial(t, s.Addr(), "third") }, []string{`dss_clients_connected`}},
 		{"GET", func() { c.Request(dsstest.Cmd("GET", "k")) }, []string{`dss_requests_total{verb="GET"}`}},
 		{"KEYNOTIFY", func() { watcher.Request(dsstest.Cmd("KEYNOTIFY", "k")) }, []string{`dss_requests_total{verb="KEYNOTIFY"}`, `dss_keynotify_registrations`}},
 		{"a change of a watched key", func() { c.Set([]string{"k", "w"}); watcher.Next() }, []string{`dss_notifications_total`}},
@@ -72,6 +73,16 @@ func TestMetricsMoveWithRequests(t *testing.T) {
 				t.Errorf("%s: %s went from %v to %v, want one more", st.what, m, before[i], after)
 			}
 		}
+	}
+	if v := metricValue(t, s, `dss_ready`); v != 1 {
+		t.Errorf("dss_ready %v while serving", v)
+	}
+	if v := metricValue(t, s, `dss_store_bytes`); v != 0 {
+		t.Errorf("dss_store_bytes %v after the only key was deleted", v)
+	}
+	c.Set([]string{"key", "value"})
+	if v := metricValue(t, s, `dss_store_bytes`); v != 8 {
+		t.Errorf("dss_store_bytes %v with the key \"key\" and value \"value\", want 8", v)
 	}
 	before := metricValue(t, s, `dss_keynotify_registrations`)
 	watcher.Request(dsstest.Cmd("KEYNOTIFY", "k", "STOP"))

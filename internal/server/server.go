@@ -65,6 +65,7 @@ func New(cfg Config) (*Server, error) {
 	metrics := broker.NewMetrics()
 	reg.MustRegister(metrics.Collectors()...)
 	reg.MustRegister(buildInfoMetric())
+	reg.MustRegister(s.gauges()...)
 
 	ecfg := engine.Config{
 		Clock:        hlc.NewClock(cfg.NodeID, cfg.Now),
