@@ -12,10 +12,11 @@ import (
 	"unsafe"
 )
 
-// bytesToString provides a zero-alloc no-copy byte to string conversion.
-// via https://github.com/golang/go/issues/25484#issuecomment-391415660
+// bytesToString provides a zero-alloc no-copy byte to string conversion,
+// through unsafe.String (exported API) rather than by reading the slice
+// header as a string header, which depends on the runtime's layout of both.
 func bytesToString(bs []byte) string {
-	return *(*string)(unsafe.Pointer(&bs))
+	return unsafe.String(unsafe.SliceData(bs), len(bs))
 }
 
 // decodeUint16 extracts the value of two bytes from a byte array.
