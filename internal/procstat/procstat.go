@@ -1,6 +1,6 @@
 // Package procstat reads the CPU time and resident memory of this process
 // and of another one, the server under load, from the kernel: the load
-// generators (dss bench, scripts/tcpfloor) report a server's CPU per
+// generators (dss bench, tools/tcpfloor) report a server's CPU per
 // request and its memory from two readings taken around a window.
 package procstat
 

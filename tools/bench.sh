@@ -3,9 +3,9 @@
 # redis-server on the same machine, each server pinned to one CPU and the
 # load generator to another.
 #
-#   scripts/bench.sh                 the default set (a few minutes)
-#   scripts/bench.sh --full          every scenario (about 15 minutes)
-#   scripts/bench.sh --only "throughput fanout"
+#   tools/bench.sh                 the default set (a few minutes)
+#   tools/bench.sh --full          every scenario (about 15 minutes)
+#   tools/bench.sh --only "throughput fanout"
 #
 # Options:
 #   --full             run every scenario
@@ -20,7 +20,7 @@
 # WORK (default a new temporary directory).
 #
 # It installs redis-server, redis-tools and jq with apt-get when they are
-# missing (as root), and builds dss and scripts/tcpfloor with the Go
+# missing (as root), and builds dss and tools/tcpfloor with the Go
 # toolchain on PATH.
 #
 # Adding a scenario: write a function scenario_NAME that calls row (or
@@ -93,7 +93,7 @@ setup() {
 	fi
 	ulimit -n "$(ulimit -Hn)" || true
 	log "building dss"
-	(cd "$ROOT" && go build -o "$DSS" ./cmd/dss && go build -o "$FLOOR" ./scripts/tcpfloor)
+	(cd "$ROOT" && go build -o "$DSS" ./cmd/dss && go build -o "$FLOOR" ./tools/tcpfloor)
 	log "work directory $WORK; server on CPU $SERVER_CPU, load on CPU $LOAD_CPU"
 }
 
@@ -141,7 +141,7 @@ stop_pid() {
 
 stop_dss() { stop_pid DSS_PID; }
 
-# start_floor: the bare server of scripts/tcpfloor, 3 µs of work a request.
+# start_floor: the bare server of tools/tcpfloor, 3 µs of work a request.
 start_floor() {
 	stop_floor
 	port_free "$FLOOR_PORT"
