@@ -49,13 +49,14 @@ type call struct {
 	process int
 	in      input
 	at      time.Time
+	node    string // the node the client was connected to when it sent
 }
 
-// invoke records that process sends in now.
-func (h *history) invoke(process int, in input) *call {
+// invoke records that process sends in now through node.
+func (h *history) invoke(process int, in input, node string) *call {
 	now := time.Now()
 	in.CallMs = now.UnixMilli()
-	return &call{h: h, process: process, in: in, at: now}
+	return &call{h: h, process: process, in: in, at: now, node: node}
 }
 
 // complete records the response out; an out with Result unknown records a
@@ -83,6 +84,7 @@ func (c *call) complete(out output) {
 		Call:     int64(c.at.Sub(h.start)),
 		Output:   out,
 		Return:   int64(now.Sub(h.start)),
+		Metadata: c.node,
 	})
 }
 
@@ -198,14 +200,20 @@ func writeOps(path string, ops []porcupine.Operation) error {
 			Result       string
 			Got          string `json:",omitempty"`
 			Version      string `json:",omitempty"`
+			Node         string `json:",omitempty"` // the node the client sent it to
 		}{op.ClientId, op.Call, op.Return, in.Verb.String(), in.Key, in.Value,
-			[...]string{"", "NX", "NEX"}[in.Cond], in.PX, out.Result.String(), out.Value, versionText(out.Version)})
+			[...]string{"", "NX", "NEX"}[in.Cond], in.PX, out.Result.String(), out.Value, versionText(out.Version), nodeOf(op)})
 		if err != nil {
 			f.Close()
 			return err
 		}
 	}
 	return f.Close()
+}
+
+func nodeOf(op porcupine.Operation) string {
+	s, _ := op.Metadata.(string)
+	return s
 }
 
 func versionText(v hlc.Timestamp) string {
@@ -259,6 +267,6 @@ func explain(part []porcupine.Operation, r porcupine.CheckResult, info porcupine
 // describe is one operation in a report: process, interval in
 // milliseconds from the start of the round, and what it did.
 func describe(op porcupine.Operation) string {
-	return fmt.Sprintf("p%-3d [%10.3f, %10.3f] %s", op.ClientId,
+	return fmt.Sprintf("p%-3d %-3s [%10.3f, %10.3f] %s", op.ClientId, nodeOf(op),
 		float64(op.Call)/1e6, float64(op.Return)/1e6, describeOp(op.Input.(input), op.Output.(output)))
 }

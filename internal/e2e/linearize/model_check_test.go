@@ -229,9 +229,9 @@ func TestModel(t *testing.T) {
 func TestCheckWritesVisualisation(t *testing.T) {
 	h := newHistory()
 	p := h.process()
-	c := h.invoke(p, input{Verb: verbSet, Key: "k", Value: "a"})
+	c := h.invoke(p, input{Verb: verbSet, Key: "k", Value: "a"}, "n1")
 	c.complete(output{Result: applied, Version: hlc.Timestamp{Wall: time.Now().UnixMilli(), Node: "n1"}})
-	c = h.invoke(p, input{Verb: verbGet, Key: "k"})
+	c = h.invoke(p, input{Verb: verbGet, Key: "k"}, "n1")
 	c.complete(output{Result: missing})
 	v, err := h.check(10*time.Second, t.TempDir(), "lost-write")
 	if err != nil {

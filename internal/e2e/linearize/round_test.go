@@ -131,7 +131,10 @@ func runRound(t *testing.T, sys system, p plan, round int, f fault, r *rand.Rand
 		return nil, fmt.Errorf("before the fault: %w", err)
 	}
 	h := newHistory()
-	w := &workload{timeout: p.timeout}
+	w := &workload{timeout: p.timeout, names: map[string]string{}}
+	for _, n := range sys.nodes() {
+		w.names[n.addr] = n.id
+	}
 	for k := 0; k < p.keys; k++ {
 		w.keys = append(w.keys, fmt.Sprintf("r%d/k%d", round, k))
 	}

@@ -152,7 +152,7 @@ func TestCheckerCatchesLostWrites(t *testing.T) {
 	h := newHistory()
 	p := h.process()
 	for _, in := range []input{{Verb: verbSet, Key: "k", Value: "a"}, {Verb: verbGet, Key: "k"}} {
-		call := h.invoke(p, in)
+		call := h.invoke(p, in, n.id)
 		out, err := w.do(ctx, in)
 		if err != nil || out.Result == unknown {
 			t.Fatalf("%s: %v", describeOp(in, out), err)
@@ -164,7 +164,7 @@ func TestCheckerCatchesLostWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := input{Verb: verbGet, Key: "k"}
-	call := h.invoke(p, in)
+	call := h.invoke(p, in, n.id)
 	out, err := w.do(ctx, in)
 	if err != nil || out.Result != missing {
 		t.Fatalf("an in-memory node kept its data across SIGKILL: %s: %v", describeOp(in, out), err)

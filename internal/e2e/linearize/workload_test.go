@@ -17,6 +17,8 @@ type workload struct {
 	// timeout bounds one request; a write that times out is recorded as
 	// unknown.
 	timeout time.Duration
+	// names are the node ids by MQTT address.
+	names map[string]string
 }
 
 // errProtocol reports a response that breaks the protocol in a way no
@@ -54,7 +56,7 @@ func (wk *worker) run(ctx context.Context) error {
 			continue
 		}
 		in := wk.next()
-		call := wk.h.invoke(process, in)
+		call := wk.h.invoke(process, in, wk.w.names[wk.c.Server()])
 		out, err := wk.do(ctx, in)
 		switch {
 		case errors.Is(err, errProtocol):
