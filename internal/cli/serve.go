@@ -3,8 +3,6 @@ package cli
 import (
 	"fmt"
 	"log/slog"
-	"os"
-	"runtime"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,6 +10,7 @@ import (
 	"github.com/dssio/dss/internal/broker"
 	"github.com/dssio/dss/internal/journal"
 	"github.com/dssio/dss/internal/server"
+	"github.com/dssio/dss/internal/tuning"
 )
 
 func newServeCmd(stdio Stdio) *cobra.Command {
@@ -67,10 +66,12 @@ file and the TLS files (which are also re-read when they change).`,
 			if cfg.AdminToken, err = readAdminToken(adminTokenFile); err != nil {
 				return err
 			}
-			if cfg.DataDir != "" && cfg.Fsync == journal.FsyncAlways {
-				ensureTwoProcs(logger)
-			}
-			cfg.TuneGC = true
+			// The process is the server's: tune the Go runtime for it
+			// (package tuning says what and why).
+			defer tuning.ForServer(tuning.Options{
+				SyncEveryWrite: cfg.DataDir != "" && cfg.Fsync == journal.FsyncAlways,
+				Logger:         logger,
+			})()
 			srv, err := server.New(cfg)
 			if err != nil {
 				return err
@@ -126,19 +127,4 @@ func newLogger(stdio Stdio, level, format string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(stdio.Err, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
-}
-
-// ensureTwoProcs runs Go code on at least two threads at a time, even on
-// one CPU (unless GOMAXPROCS is set): with one, every fsync of the journal
-// holds the only one, and nothing else runs until the runtime notices the
-// thread is blocked. On one CPU, SET throughput with --fsync always is
-// several times higher this way. (Otherwise one thread is better: two
-// threads time-sliced on one CPU double the tail latency, and the fsync
-// of everysec comes once a second only.)
-func ensureTwoProcs(log *slog.Logger) {
-	if os.Getenv("GOMAXPROCS") != "" || runtime.GOMAXPROCS(0) >= 2 {
-		return
-	}
-	runtime.GOMAXPROCS(2)
-	log.Debug("one CPU: running Go code on two threads", "gomaxprocs", 2)
 }

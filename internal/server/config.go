@@ -108,10 +108,6 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the physical clock; nil means time.Now. Tests move it.
 	Now func() time.Time
-	// TuneGC lets the server set the garbage collector's headroom for
-	// its process (see gcTuner). dss serve sets it; tests that run many
-	// servers in one process do not.
-	TuneGC bool
 }
 
 // Persistence says which keys survive a restart.

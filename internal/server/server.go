@@ -35,7 +35,6 @@ type Server struct {
 	journal *journal.Journal // nil in memory
 	http    *http.Server
 	httpLn  net.Listener
-	gc      *gcTuner
 	sec     *security
 	// reloadMu serializes reloads of the security files.
 	reloadMu    sync.Mutex
@@ -195,9 +194,6 @@ func (s *Server) HTTPAddr() string {
 
 // Start starts serving.
 func (s *Server) Start() error {
-	if s.cfg.TuneGC {
-		s.gc = startGCTuner()
-	}
 	s.node.Start()
 	if err := s.broker.Start(s.node); err != nil {
 		_ = s.node.Close()
@@ -255,7 +251,6 @@ func (s *Server) shutdown(ctx context.Context) error {
 	if s.http != nil {
 		httpErr = s.http.Shutdown(ctx)
 	}
-	s.gc.Stop()
 	return errors.Join(nodeErr, brokerErr, journalErr, httpErr)
 }
 

@@ -1,4 +1,4 @@
-package server
+package tuning
 
 import (
 	"os"
