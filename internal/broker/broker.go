@@ -45,6 +45,9 @@ type Config struct {
 	// MaxPacketSize bounds inbound MQTT packets in bytes; 0 means the
 	// protocol's limit (256 MiB).
 	MaxPacketSize uint32
+	// Capabilities are the MQTT 5 capabilities announced and enforced;
+	// nil means DefaultCapabilities.
+	Capabilities *Capabilities
 	// ReadLoops is the number of read loops that serve busy connections
 	// (epoll, Linux only) instead of a goroutine woken per request: 0
 	// means one per CPU the process may use, a negative number none.
@@ -181,7 +184,15 @@ func New(cfg Config) (*Broker, error) {
 	if cfg.LoginDelay <= 0 {
 		cfg.LoginDelay = 100 * time.Millisecond
 	}
+	capabilities := DefaultCapabilities()
+	if cfg.Capabilities != nil {
+		capabilities = *cfg.Capabilities
+	}
+	if err := capabilities.Validate(); err != nil {
+		return nil, err
+	}
 	caps := mqtt.NewDefaultServerCapabilities()
+	capabilities.apply(caps)
 	caps.MaximumPacketSize = cfg.MaxPacketSize
 	// Acknowledgements must not echo the request's user properties: that
 	// makes the broker library write reason code 0x01 into PUBACKs.

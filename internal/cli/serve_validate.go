@@ -77,6 +77,24 @@ var serveChecks = []struct {
 		}
 		return ""
 	}},
+	{"max-keepalive", func(v string) string {
+		if d, err := time.ParseDuration(v); err == nil && (d < 0 || d > 65535*time.Second || d%time.Second != 0) {
+			return "want 0 (no cap) or whole seconds up to 18h12m15s (65,535 s), such as 60s"
+		}
+		return ""
+	}},
+	{"max-qos", func(v string) string {
+		if n, err := strconv.Atoi(v); err == nil && (n < 1 || n > 2) {
+			return "want 1 or 2 (the state store's requests and responses are QoS 1)"
+		}
+		return ""
+	}},
+	{"receive-maximum", func(v string) string {
+		if v == "0" {
+			return "want 1 to 65535"
+		}
+		return ""
+	}},
 	{"read-loops", func(v string) string {
 		if n, err := strconv.Atoi(v); err == nil && n < -1 {
 			return "want -1 (a goroutine per connection), 0 (one loop per CPU) or a number of loops"

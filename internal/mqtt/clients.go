@@ -469,7 +469,15 @@ func (cl *Client) ParseConnect(lid string, pk packets.Packet) {
 		)
 	}
 
-	cl.State.Keepalive = pk.Connect.Keepalive                                              // [MQTT-3.2.2-22]
+	cl.State.Keepalive = pk.Connect.Keepalive // [MQTT-3.2.2-22]
+	if limit := cl.ops.options.Capabilities.MaximumKeepalive; limit > 0 && pk.ProtocolVersion == 5 &&
+		(pk.Connect.Keepalive == 0 || pk.Connect.Keepalive > limit) {
+		// dss: the server's cap, sent as Server Keep Alive, which the
+		// client must use [MQTT-3.2.2-21]. An MQTT 3.1.1 client cannot be
+		// told and keeps its own.
+		cl.State.Keepalive = limit
+		cl.State.ServerKeepalive = true
+	}
 	cl.State.Inflight.ResetReceiveQuota(int32(cl.ops.options.Capabilities.ReceiveMaximum)) // server receive max per client
 	cl.State.Inflight.ResetSendQuota(int32(cl.Properties.Props.ReceiveMaximum))            // client receive max
 	cl.State.TopicAliases.Outbound = NewOutboundTopicAliases(cl.Properties.Props.TopicAliasMaximum)

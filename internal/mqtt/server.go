@@ -65,6 +65,10 @@ type Capabilities struct {
 	RetainAvailable              byte            `yaml:"retain_available" json:"retain_available"`                 // support of retain messages
 	WildcardSubAvailable         byte            `yaml:"wildcard_sub_available" json:"wildcard_sub_available"`     // support of wildcard subscriptions
 	SubIDAvailable               byte            `yaml:"sub_id_available" json:"sub_id_available"`                 // support of subscription identifiers
+	// MaximumKeepalive caps the keep alive of MQTT 5 clients, in
+	// seconds: one that asks for more, or for none (0), is given this as
+	// Server Keep Alive in its CONNACK [MQTT-3.2.2-21]. 0: no cap. dss.
+	MaximumKeepalive uint16 `yaml:"maximum_keepalive" json:"maximum_keepalive"`
 }
 
 // NewDefaultServerCapabilities defines the default features and capabilities provided by the server.
@@ -799,6 +803,7 @@ func (s *Server) SendConnack(cl *Client, reason packets.Code, present bool, prop
 		properties.MaximumQos = s.Options.Capabilities.MaximumQos // [MQTT-3.2.2-9]
 		properties.MaximumQosFlag = true
 	}
+	announceCapabilities(s.Options.Capabilities, properties)
 
 	if cl.Properties.Props.AssignedClientID != "" {
 		properties.AssignedClientID = cl.Properties.Props.AssignedClientID // [MQTT-3.1.3-7] [MQTT-3.2.2-16]
@@ -820,6 +825,31 @@ func (s *Server) SendConnack(cl *Client, reason packets.Code, present bool, prop
 		Properties:     *properties,
 	}
 	return cl.WritePacket(ack)
+}
+
+// announceCapabilities sets the properties of a successful CONNACK that
+// announce caps: the maximum packet size the server accepts
+// [MQTT-3.2.2-15], the topic aliases a client may use (absent: none
+// [MQTT-3.2.2-17, -18]), and, when not available, retained messages,
+// wildcard subscriptions, subscription identifiers and shared
+// subscriptions (absent means available).
+//
+// dss: upstream announced none of them, though it enforced some.
+func announceCapabilities(caps *Capabilities, properties *packets.Properties) {
+	properties.MaximumPacketSize = caps.MaximumPacketSize
+	properties.TopicAliasMaximum = caps.TopicAliasMaximum
+	if caps.RetainAvailable == 0 {
+		properties.RetainAvailable, properties.RetainAvailableFlag = 0, true
+	}
+	if caps.WildcardSubAvailable == 0 {
+		properties.WildcardSubAvailable, properties.WildcardSubAvailableFlag = 0, true
+	}
+	if caps.SubIDAvailable == 0 {
+		properties.SubIDAvailable, properties.SubIDAvailableFlag = 0, true
+	}
+	if caps.SharedSubAvailable == 0 {
+		properties.SharedSubAvailable, properties.SharedSubAvailableFlag = 0, true
+	}
 }
 
 // processPacket processes an inbound packet for a client. Since the method is
@@ -1066,6 +1096,10 @@ func (s *Server) admitPublish(cl *Client, pk *packets.Packet) (bool, error) {
 		return true, s.DisconnectClient(cl, packets.ErrReceiveMaximum) // ~[MQTT-3.3.4-7] ~[MQTT-3.3.4-8]
 	}
 
+	if code := s.beyondCapabilities(cl, pk); code != packets.CodeSuccess {
+		return true, code
+	}
+
 	if !cl.Net.Inline && !s.hooks.OnACLCheck(cl, pk.TopicName, true) {
 		return true, s.publishDenied(cl, pk)
 	}
@@ -1113,6 +1147,28 @@ func (s *Server) setExpires(pk *packets.Packet, now time.Time) {
 		interval = limit
 	}
 	pk.Expires = now.Add(time.Duration(interval) * time.Second).UnixNano()
+}
+
+// beyondCapabilities returns the reason code that refuses a publish of an
+// MQTT 5 client that the server announced it does not take: a QoS above
+// Maximum QoS (0x9B), or the RETAIN flag when retained messages are not
+// available (0x9A). The connection then ends with DISCONNECT and the code
+// (MQTT 5, 3.2.2.3.4 and 3.2.2.3.5). An MQTT 3.1.1 client, told nothing,
+// has its QoS lowered and its message not retained.
+//
+// dss: upstream lowered the QoS and dropped the retained flag silently
+// for every client.
+func (s *Server) beyondCapabilities(cl *Client, pk *packets.Packet) packets.Code {
+	if cl.Net.Inline || cl.Properties.ProtocolVersion < 5 {
+		return packets.CodeSuccess
+	}
+	if pk.FixedHeader.Qos > s.Options.Capabilities.MaximumQos {
+		return packets.ErrQosNotSupported
+	}
+	if pk.FixedHeader.Retain && s.Options.Capabilities.RetainAvailable == 0 {
+		return packets.ErrRetainNotSupported
+	}
+	return packets.CodeSuccess
 }
 
 // publishOutcome ends a publish as the OnPublish hooks decided with err:

@@ -524,6 +524,7 @@ func TestEstablishConnectionAckFailure(t *testing.T) {
 
 func TestEstablishConnectionReadError(t *testing.T) {
 	s := newServer()
+	s.Options.Capabilities.TopicAliasMaximum = 0 // dss: announced otherwise; not in the fixture
 	defer s.Close()
 
 	r, w := net.Pipe()
@@ -1045,6 +1046,7 @@ func TestServerEstablishConnectionOnConnectError(t *testing.T) {
 
 func TestServerSendConnack(t *testing.T) {
 	s := newServer()
+	s.Options.Capabilities.TopicAliasMaximum = 0 // dss: announced otherwise; not in the fixture
 	cl, r, w := newTestClient()
 	cl.Properties.ProtocolVersion = 5
 	s.Options.Capabilities.MaximumQos = 1
@@ -1060,6 +1062,42 @@ func TestServerSendConnack(t *testing.T) {
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
 	require.Equal(t, packets.TPacketData[packets.Connack].Get(packets.TConnackMinMqtt5).RawBytes, buf)
+}
+
+// TestServerSendConnackAnnouncesCapabilities: the CONNACK of an MQTT 5
+// client announces what the server takes: "If the Server sets a Maximum
+// Packet Size, the Client MUST NOT send packets exceeding [it]"
+// [MQTT-3.2.2-15], the Topic Alias Maximum ([MQTT-3.2.2-17]), and Retain,
+// Wildcard Subscription, Subscription Identifier and Shared Subscription
+// Available when they are 0 (absent means available).
+func TestServerSendConnackAnnouncesCapabilities(t *testing.T) {
+	s := newServer()
+	caps := s.Options.Capabilities
+	caps.MaximumPacketSize = 4096
+	caps.TopicAliasMaximum = 7
+	caps.RetainAvailable = 0
+	caps.WildcardSubAvailable = 0
+	caps.SubIDAvailable = 0
+	caps.SharedSubAvailable = 0
+	cl, r, w := newTestClient()
+	cl.Properties.ProtocolVersion = 5
+	go func() {
+		err := s.SendConnack(cl, packets.CodeSuccess, false, nil)
+		require.NoError(t, err)
+		_ = w.Close()
+	}()
+	buf, err := io.ReadAll(r)
+	require.NoError(t, err)
+	ack := packets.Packet{ProtocolVersion: 5, FixedHeader: packets.FixedHeader{Type: packets.Connack}}
+	require.NoError(t, ack.ConnackDecode(buf[2:]))
+	p := ack.Properties
+	require.Equal(t, uint32(4096), p.MaximumPacketSize)
+	require.Equal(t, uint16(7), p.TopicAliasMaximum)
+	require.True(t, p.RetainAvailableFlag)
+	require.Equal(t, byte(0), p.RetainAvailable)
+	require.True(t, p.WildcardSubAvailableFlag)
+	require.True(t, p.SubIDAvailableFlag)
+	require.True(t, p.SharedSubAvailableFlag)
 }
 
 func TestServerSendConnackFailureReason(t *testing.T) {
@@ -1079,6 +1117,7 @@ func TestServerSendConnackFailureReason(t *testing.T) {
 
 func TestServerSendConnackWithServerKeepalive(t *testing.T) {
 	s := newServer()
+	s.Options.Capabilities.TopicAliasMaximum = 0 // dss: announced otherwise; not in the fixture
 	cl, r, w := newTestClient()
 	cl.Properties.ProtocolVersion = 5
 	cl.State.Keepalive = 10
@@ -1158,6 +1197,7 @@ func TestServerValidateConnect(t *testing.T) {
 
 func TestServerSendConnackAdjustedExpiryInterval(t *testing.T) {
 	s := newServer()
+	s.Options.Capabilities.TopicAliasMaximum = 0 // dss: announced otherwise; not in the fixture
 	cl, r, w := newTestClient()
 	cl.Properties.ProtocolVersion = 5
 	cl.Properties.Props.SessionExpiryInterval = uint32(300)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dssio/dss/internal/broker"
 	"github.com/dssio/dss/internal/journal"
 )
 
@@ -64,6 +65,11 @@ type Config struct {
 	// MaxPacketSize bounds inbound MQTT packets. 0 means
 	// DefaultMaxPacketSize.
 	MaxPacketSize uint32
+	// Capabilities are the MQTT 5 capabilities announced in CONNACK and
+	// enforced (keep alive cap, maximum QoS, retained messages, wildcard
+	// and shared subscriptions, topic aliases, receive maximum); nil
+	// means broker.DefaultCapabilities.
+	Capabilities *broker.Capabilities
 	// ReadLoops is the number of read loops that serve busy connections
 	// instead of a goroutine woken per request (Linux): 0 means one per
 	// CPU the process may use, a negative number none.

@@ -108,6 +108,7 @@ func New(cfg Config) (*Server, error) {
 		Logger:               cfg.Logger,
 		Metrics:              metrics,
 		MaxPacketSize:        cfg.MaxPacketSize,
+		Capabilities:         cfg.Capabilities,
 		ReadLoops:            cfg.ReadLoops,
 		ConnectTimeout:       cfg.ConnectTimeout,
 		MaxKeySize:           cfg.MaxKeySize,
