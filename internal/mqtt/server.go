@@ -1721,6 +1721,14 @@ func (s *Server) processSubscribe(cl *Client, pk packets.Packet) error {
 	if pk.Properties.SubscriptionIdentifier != nil && s.Options.Capabilities.SubIDAvailable == 0 {
 		return packets.ErrSubscriptionIdentifiersNotSupported // DISCONNECT 0xA1 (3.2.2.3.12)
 	}
+	for _, sub := range pk.Filters {
+		if sub.NoLocal && IsSharedFilter(sub.Filter) && cl.Properties.ProtocolVersion == 5 {
+			// dss: a protocol error, which ends the connection with
+			// DISCONNECT 0x82; it was a SUBACK reason code 0x82, which
+			// SUBACK does not have [MQTT-3.8.3-4].
+			return packets.ErrProtocolViolationInvalidSharedNoLocal
+		}
+	}
 
 	filterExisted := make([]bool, len(pk.Filters))
 	reasonCodes := make([]byte, len(pk.Filters))
@@ -2003,6 +2011,13 @@ func (s *Server) closeListenerClients(listener string) {
 // sendLWT issues an LWT message to a topic when a client disconnects.
 func (s *Server) sendLWT(cl *Client) {
 	if atomic.LoadUint32(&cl.Properties.Will.Flag) == 0 {
+		return
+	}
+	if cl.Properties.Will.WillDelayInterval > 0 && cl.IsTakenOver() {
+		// dss: a new connection took the session over before the delay
+		// passed, so the will is not sent [MQTT-3.1.3-9]. The old
+		// connection's reader may come here after the new connection
+		// cleared the wills waiting for their delay.
 		return
 	}
 

@@ -2948,20 +2948,19 @@ func TestServerProcessPacketSubscribeInvalidFilter(t *testing.T) {
 	require.Equal(t, packets.TPacketData[packets.Suback].Get(packets.TSubackInvalidFilter).RawBytes, buf)
 }
 
+// TestServerProcessPacketSubscribeInvalidSharedNoLocal: "It is a
+// Protocol Error to set the No Local bit to 1 on a Shared Subscription"
+// [MQTT-3.8.3-4]: processing fails with 0x82, which ends the connection
+// with DISCONNECT 0x82 (SUBACK has no code 0x82), and nothing is
+// subscribed.
 func TestServerProcessPacketSubscribeInvalidSharedNoLocal(t *testing.T) {
 	s := newServer()
-	cl, r, w := newTestClient()
+	cl, _, _ := newTestClient()
 	cl.Properties.ProtocolVersion = 5
 
-	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeInvalidSharedNoLocal).Packet)
-		require.NoError(t, err)
-		_ = w.Close()
-	}()
-
-	buf, err := io.ReadAll(r)
-	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Suback].Get(packets.TSubackInvalidSharedNoLocal).RawBytes, buf)
+	err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeInvalidSharedNoLocal).Packet)
+	require.ErrorIs(t, err, packets.ErrProtocolViolationInvalidSharedNoLocal)
+	require.Empty(t, cl.State.Subscriptions.GetAll())
 }
 
 func TestServerProcessSubscribeWithRetain(t *testing.T) {

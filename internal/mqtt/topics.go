@@ -738,6 +738,10 @@ func IsValidFilter(filter string, forPublish bool) bool {
 			return false // [MQTT-4.8.2-1]
 		}
 
+		if group == "" { // dss: "a ShareName that is at least one character long"
+			return false // [MQTT-4.8.2-1]
+		}
+
 		if strings.ContainsRune(group, '+') || strings.ContainsRune(group, '#') {
 			return false // [MQTT-4.8.2-2]
 		}
