@@ -114,7 +114,9 @@ func TestSingleNode(t *testing.T) {
 		p.check = 10 * time.Minute
 	}
 	n := newNode(t, "n1", freeAddr(t), logPath(fmt.Sprintf("single-seed%d", p.seed), "n1"),
-		"--node-id", "n1", "--data", t.TempDir(), "--fsync", "always")
+		"--node-id", "n1", "--data", t.TempDir(), "--fsync", "always",
+		// Snapshots often, so that restarts replay a snapshot and a journal.
+		"--snapshot-after", "65536")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := n.start(ctx); err != nil {
