@@ -572,6 +572,13 @@ func (cl *Client) ResendInflightMessages(force bool) error {
 
 	for _, tk := range cl.State.Inflight.GetAll(false) {
 		if tk.FixedHeader.Type == packets.Publish {
+			// dss: a message resent to a new connection is delivered to
+			// it, and checked as every delivery is; upstream resent the
+			// old session's messages unchecked.
+			if !cl.ops.hooks.OnACLCheck(cl, tk.TopicName, false) {
+				cl.dropInflight(&tk)
+				continue
+			}
 			// dss: DUP 1 only for a message that was sent before: one
 			// queued for the session while it had no connection, or
 			// parked for send quota, goes out for the first time

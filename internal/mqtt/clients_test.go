@@ -425,6 +425,7 @@ func TestClientResendInflightMessagesQueuedIsFirstDelivery(t *testing.T) {
 	pk := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet
 	pk.Queued = true
 	cl, _, _ := newTestClient()
+	require.NoError(t, cl.ops.hooks.Add(new(AllowHook), nil)) // the resent message is authorized
 	cl.State.Inflight.Set(pk)
 	for _, wantDup := range []bool{false, true} {
 		r, w := net.Pipe()
@@ -445,6 +446,7 @@ func TestClientResendInflightMessagesWriteFailure(t *testing.T) {
 	pk1 := packets.TPacketData[packets.Publish].Get(packets.TPublishQos1Dup)
 	cl, r, _ := newTestClient()
 	_ = r.Close()
+	require.NoError(t, cl.ops.hooks.Add(new(AllowHook), nil)) // the resent message is authorized
 
 	cl.State.Inflight.Set(*pk1.Packet)
 	require.Equal(t, 1, cl.State.Inflight.Len())

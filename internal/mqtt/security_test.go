@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -52,4 +53,143 @@ func TestOnConnectRefusalIsAnsweredWithItsReasonCode(t *testing.T) {
 	code, err := connackOf(t, s, packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt5).RawBytes)
 	require.ErrorIs(t, err, packets.ErrNotAuthorized)
 	require.Equal(t, packets.ErrNotAuthorized.Code, code)
+}
+
+// aclHook admits every connection and decides publishes and deliveries
+// by deny: a topic or filter in it is refused, for reading and writing.
+type aclHook struct {
+	HookBase
+	deny    map[string]bool
+	willTo  string // OnWill moves the Will to this topic when set
+	onWills int
+}
+
+func (h *aclHook) ID() string { return "acl" }
+
+func (h *aclHook) Provides(b byte) bool {
+	return b == OnConnectAuthenticate || b == OnACLCheck || b == OnWill
+}
+
+func (h *aclHook) OnConnectAuthenticate(cl *Client, pk packets.Packet) bool { return true }
+
+func (h *aclHook) OnACLCheck(cl *Client, topic string, write bool) bool { return !h.deny[topic] }
+
+func (h *aclHook) OnWill(cl *Client, will Will) (Will, error) {
+	h.onWills++
+	if h.willTo != "" {
+		will.TopicName = h.willTo
+	}
+	return will, nil
+}
+
+func aclServer(h *aclHook) *Server {
+	cc := NewDefaultServerCapabilities()
+	cc.MaximumMessageExpiryInterval = 0
+	cc.ReceiveMaximum = 0
+	s := New(&Options{Logger: logger, Capabilities: cc})
+	_ = s.AddHook(h, nil)
+	return s
+}
+
+func TestAWillOnATopicTheACLRefusesIsRefusedAtConnect(t *testing.T) {
+	s := aclServer(&aclHook{deny: map[string]bool{"lwt": true}})
+	defer s.Close()
+	code, err := connackOf(t, s, packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt5LWT).RawBytes)
+	require.ErrorIs(t, err, packets.ErrNotAuthorized)
+	require.Equal(t, packets.ErrNotAuthorized.Code, code)
+	require.Equal(t, 0, s.Clients.Len(), "the refused client was registered")
+}
+
+func TestAWillIsCheckedAgainWhenSent(t *testing.T) {
+	// An OnWill hook moves the Will to a topic the ACL refuses: it is not
+	// published.
+	h := &aclHook{deny: map[string]bool{"forbidden": true}, willTo: "forbidden"}
+	s := aclServer(h)
+	defer s.Close()
+	watcher, r, _ := newTestClient()
+	watcher.ID = "watcher"
+	s.Clients.Add(watcher)
+	s.Topics.Subscribe(watcher.ID, packets.Subscription{Filter: "#", Qos: 0})
+
+	cl, _, _ := newTestClient()
+	cl.ID = "dying"
+	cl.Properties.Will = Will{TopicName: "lwt", Payload: []byte("gone"), Flag: 1}
+	s.sendLWT(cl)
+	require.Equal(t, 1, h.onWills)
+	require.Equal(t, uint32(0), cl.Properties.Will.Flag, "the refused Will is still pending")
+
+	// The same Will on an allowed topic is delivered, so the test would see one.
+	h.willTo = "allowed"
+	cl.Properties.Will.Flag = 1
+	got := make(chan []byte, 1)
+	go func() {
+		buf := make([]byte, 64)
+		n, _ := r.Read(buf)
+		got <- buf[:n]
+	}()
+	s.sendLWT(cl)
+	select {
+	case b := <-got:
+		require.Contains(t, string(b), "allowed")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the allowed Will was not delivered")
+	}
+}
+
+func TestATakeoverResendsAndInheritsOnlyWhatTheNewConnectionMayRead(t *testing.T) {
+	s := aclServer(&aclHook{deny: map[string]bool{"a/b/c": true}})
+	defer s.Close()
+
+	old, r0, _ := newTestClient()
+	old.Properties.ProtocolVersion = 5
+	old.ID = "zen"
+	old.State.Subscriptions.Add("a/b/c", packets.Subscription{Filter: "a/b/c", Qos: 1})
+	old.State.Subscriptions.Add("ok/x", packets.Subscription{Filter: "ok/x", Qos: 1})
+	old.State.Inflight.Set(*packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet) // on a/b/c
+	s.Clients.Add(old)
+	go func() { _, _ = io.ReadAll(r0) }()
+
+	r, w := net.Pipe()
+	o := make(chan error, 1)
+	go func() { o <- s.EstablishConnection("tcp", r) }()
+	go func() {
+		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt311).RawBytes) // zen, session kept
+		time.Sleep(10 * time.Millisecond)
+		_, _ = w.Write(packets.TPacketData[packets.Disconnect].Get(packets.TDisconnect).RawBytes)
+	}()
+	recv := make(chan []byte, 1)
+	go func() {
+		buf, _ := io.ReadAll(w)
+		recv <- buf
+	}()
+	require.NoError(t, <-o)
+	// The CONNACK alone: the message on a/b/c was not resent.
+	require.Equal(t, packets.TPacketData[packets.Connack].Get(packets.TConnackAcceptedSessionExists).RawBytes, <-recv)
+
+	cl, ok := s.Clients.Get("zen")
+	require.True(t, ok)
+	_, inherited := cl.State.Subscriptions.Get("a/b/c")
+	require.False(t, inherited, "a subscription the ACL refuses was inherited")
+	_, inherited = cl.State.Subscriptions.Get("ok/x")
+	require.True(t, inherited, "an allowed subscription was not inherited")
+	require.Equal(t, 0, cl.State.Inflight.Len(), "the refused message stayed in flight")
+	_ = w.Close()
+}
+
+func TestMayTakeOverRefusesWithClientIdentifierNotValid(t *testing.T) {
+	s := aclServer(&aclHook{})
+	defer s.Close()
+	s.Options.MayTakeOver = func(existing, cl *Client) bool { return false }
+	old, _, _ := newTestClient()
+	old.ID = "zen"
+	s.Clients.Add(old)
+
+	code, err := connackOf(t, s, packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt5).RawBytes) // zen
+	require.ErrorIs(t, err, packets.ErrClientIdentifierNotValid)
+	require.Equal(t, packets.ErrClientIdentifierNotValid.Code, code)
+	cl, ok := s.Clients.Get("zen")
+	require.True(t, ok)
+	require.Same(t, old, cl, "the existing session was replaced")
+	require.False(t, old.IsTakenOver())
+	require.False(t, old.Closed())
 }

@@ -173,6 +173,14 @@ type Options struct {
 	// are answered is slowed by TCP back-pressure on its own connection,
 	// never by making other clients wait.
 	MaxPendingPerClient int32 `yaml:"-" json:"-"`
+
+	// MayTakeOver, when set, decides whether the connection cl may take
+	// over existing, the session of the same client id (connected or
+	// not): if not, cl is refused with CONNACK 0x85 and existing stays as
+	// it is. It is called with the sessions locked: it must not block.
+	// dss: a client id held by one principal cannot be taken over by
+	// another, with the session's subscriptions and queued messages.
+	MayTakeOver func(existing, cl *Client) bool `yaml:"-" json:"-"`
 }
 
 // Server is an MQTT broker server. It should be created with server.New()
@@ -557,6 +565,17 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 		return packets.ErrBadUsernameOrPassword
 	}
 
+	// dss: a Will is a publish like any other, checked like one before
+	// the connection is accepted (and again when it is sent); upstream
+	// never checked it, so a client could publish through its Will where
+	// it may not publish.
+	if atomic.LoadUint32(&cl.Properties.Will.Flag) == 1 && !s.hooks.OnACLCheck(cl, cl.Properties.Will.TopicName, true) {
+		if err := s.SendConnack(cl, packets.ErrNotAuthorized, false, nil); err != nil {
+			return fmt.Errorf("refused will send ack: %w", err)
+		}
+		return packets.ErrNotAuthorized
+	}
+
 	atomic.AddInt64(&s.Info.ClientsConnected, 1)
 	defer atomic.AddInt64(&s.Info.ClientsConnected, -1)
 
@@ -568,6 +587,14 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 	// entry in the client list. The old connection is told to go only
 	// after the new one is registered.
 	s.sessionMu.Lock()
+	if existing, ok := s.Clients.Get(cl.ID); ok && s.Options.MayTakeOver != nil && !s.Options.MayTakeOver(existing, cl) {
+		s.sessionMu.Unlock()
+		s.Log.Warn("session takeover refused", "client", cl.ID, "remote", cl.Net.Remote, "listener", cl.Net.Listener)
+		if err := s.SendConnack(cl, packets.ErrClientIdentifierNotValid, false, nil); err != nil {
+			return fmt.Errorf("refused takeover send ack: %w", err)
+		}
+		return packets.ErrClientIdentifierNotValid
+	}
 	sessionPresent, takenOver := s.inheritClientSession(pk, cl)
 	s.Clients.Add(cl) // [MQTT-4.1.0-1]
 	s.sessionMu.Unlock()
@@ -742,6 +769,13 @@ func (s *Server) inheritClientSession(pk packets.Packet, cl *Client) (bool, *Cli
 		}
 
 		for _, sub := range existing.State.Subscriptions.GetAll() {
+			// dss: an inherited subscription is checked as a new one
+			// would be: the new connection may not be allowed what the
+			// old one was.
+			if !s.hooks.OnACLCheck(cl, sub.Filter, false) {
+				s.Log.Debug("inherited subscription not authorized", "client", cl.ID, "filter", sub.Filter)
+				continue
+			}
 			existed := !s.Topics.Subscribe(cl.ID, sub) // [MQTT-3.8.4-3]
 			if !existed {
 				atomic.AddInt64(&s.Info.Subscriptions, 1)
@@ -1446,6 +1480,28 @@ func (s *Server) PrepareDelivery(cl *Client, sub packets.Subscription, out *pack
 	if !s.hooks.OnACLCheck(cl, out.TopicName, false) {
 		return false, packets.ErrNotAuthorized
 	}
+	return s.PrepareCheckedDelivery(cl, sub, out)
+}
+
+// CheckACL asks the ACL hooks whether cl may publish on topic (write) or
+// receive it (read).
+//
+// dss: so that the state store can check the topic of a requester's own
+// response route once, when the route is made.
+func (s *Server) CheckACL(cl *Client, topic string, write bool) bool {
+	return s.hooks.OnACLCheck(cl, topic, write)
+}
+
+// PrepareCheckedDelivery is PrepareDelivery for a delivery whose topic
+// the caller had CheckACL check for cl already: the ACL hooks are not
+// asked again.
+//
+// dss: a state store response on the requester's own route, checked when
+// the route was made, costs no ACL check per response.
+func (s *Server) PrepareCheckedDelivery(cl *Client, sub packets.Subscription, out *packets.Packet) (bool, error) {
+	if sub.NoLocal && out.Origin == cl.ID {
+		return false, nil // [MQTT-3.8.3-3]
+	}
 	if !sub.FwdRetainedFlag && ((cl.Properties.ProtocolVersion == 5 && !sub.RetainAsPublished) || cl.Properties.ProtocolVersion < 5) { // ![MQTT-3.3.1-13] [v3 MQTT-3.3.1-9]
 		out.FixedHeader.Retain = false // [MQTT-3.3.1-12]
 	}
@@ -2022,6 +2078,15 @@ func (s *Server) sendLWT(cl *Client) {
 	}
 
 	modifiedLWT := s.hooks.OnWill(cl, cl.Properties.Will)
+
+	// dss: checked again as it is sent (an OnWill hook may have changed
+	// it, and what the client may publish may have changed since it
+	// connected).
+	if !s.hooks.OnACLCheck(cl, modifiedLWT.TopicName, true) {
+		s.Log.Debug("will not authorized", "client", cl.ID, "topic", modifiedLWT.TopicName)
+		atomic.StoreUint32(&cl.Properties.Will.Flag, 0)
+		return
+	}
 
 	pk := packets.Packet{
 		FixedHeader: packets.FixedHeader{

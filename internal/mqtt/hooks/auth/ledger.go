@@ -87,12 +87,25 @@ func (r RString) FilterMatches(a string) bool {
 
 // MatchTopic checks if a given topic matches a filter, accounting for filter
 // wildcards. Eg. filter /a/b/+/c == topic a/b/d/c.
+//
+// dss: a filter without a wildcard matches only the topic it names
+// (upstream let filter "a" match every topic under a/, so an ACL entry
+// for "a" granted "a/b"), and a final "#" matches its parent level too
+// (filter "a/#" matches "a", as MQTT says and upstream did not).
 func MatchTopic(filter string, topic string) (elements []string, matched bool) {
 	filterParts := strings.Split(filter, "/")
 	topicParts := strings.Split(topic, "/")
 
 	elements = make([]string, 0)
 	for i := 0; i < len(filterParts); i++ {
+		if filterParts[i] == "#" {
+			matched = true
+			if i < len(topicParts) {
+				elements = append(elements, strings.Join(topicParts[i:], "/"))
+			}
+			return
+		}
+
 		if i >= len(topicParts) {
 			matched = false
 			return
@@ -103,19 +116,13 @@ func MatchTopic(filter string, topic string) (elements []string, matched bool) {
 			continue
 		}
 
-		if filterParts[i] == "#" {
-			matched = true
-			elements = append(elements, strings.Join(topicParts[i:], "/"))
-			return
-		}
-
 		if filterParts[i] != topicParts[i] {
 			matched = false
 			return
 		}
 	}
 
-	return elements, true
+	return elements, len(topicParts) == len(filterParts)
 }
 
 // Ledger is an auth ledger containing access rules for users and topics.
@@ -217,7 +224,8 @@ func (l *Ledger) ACLOk(cl *mqtt.Client, topic string, write bool) (n int, ok boo
 		}
 	}
 
-	return 0, true
+	// dss: what no rule grants is denied (upstream allowed it).
+	return 0, false
 }
 
 // ToJSON encodes the values into a JSON string.

@@ -238,18 +238,18 @@ func TestCanACL(t *testing.T) {
 		ok     bool
 	}{
 		{
-			desc:   "allow normal write on any other filter",
+			desc:   "deny write on a filter no rule grants",
 			client: &mqtt.Client{},
 			topic:  "default/acl/write/access",
 			write:  true,
-			ok:     true,
+			ok:     false,
 		},
 		{
-			desc:   "allow normal read on any other filter",
+			desc:   "deny read on a filter no rule grants",
 			client: &mqtt.Client{},
 			topic:  "default/acl/read/access",
 			write:  false,
-			ok:     true,
+			ok:     false,
 		},
 		{
 			desc: "deny user on literal filter",
@@ -303,7 +303,7 @@ func TestCanACL(t *testing.T) {
 			ok:    false,
 		},
 		{
-			desc: "allow read on not-acl path (no #)",
+			desc: "deny read on the parent of a write-only filter (updates/# covers updates)",
 			client: &mqtt.Client{
 				Properties: mqtt.ClientProperties{
 					Username: []byte("mochi"),
@@ -311,7 +311,7 @@ func TestCanACL(t *testing.T) {
 			},
 			topic: "updates",
 			write: false,
-			ok:    true,
+			ok:    false,
 		},
 		{
 			desc: "allow write on write-only path",
@@ -406,7 +406,7 @@ func TestCanACL(t *testing.T) {
 			ok:    false,
 		},
 		{
-			desc: "use users embedded acl any",
+			desc: "deny what neither the user's ACL nor a rule grants",
 			client: &mqtt.Client{
 				Properties: mqtt.ClientProperties{
 					Username: []byte("mochi"),
@@ -414,7 +414,7 @@ func TestCanACL(t *testing.T) {
 			},
 			topic: "any/mochi",
 			write: true,
-			ok:    true,
+			ok:    false,
 		},
 		{
 			desc: "use users embedded acl write on read-only",
@@ -492,6 +492,16 @@ func TestMatchTopic(t *testing.T) {
 	el, matched = MatchTopic(" ", "  ")
 	require.False(t, matched)
 	require.Equal(t, make([]string, 0), el)
+
+	// dss: a literal filter grants only itself, and "#" its parent too.
+	_, matched = MatchTopic("a", "a/b")
+	require.False(t, matched)
+	_, matched = MatchTopic("a/+", "a/b/c")
+	require.False(t, matched)
+	_, matched = MatchTopic("a/#", "a")
+	require.True(t, matched)
+	_, matched = MatchTopic("a/b", "a")
+	require.False(t, matched)
 }
 
 var (
