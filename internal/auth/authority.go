@@ -5,13 +5,14 @@ import (
 	"sync/atomic"
 )
 
-// Authority holds what authentication decides by: the users file in
-// force, replaced whole when the file is read again. Safe for concurrent
-// use.
+// Authority holds what authentication and authorization decide by: the
+// users file and the policy in force, each replaced whole when its file
+// is read again. Safe for concurrent use.
 type Authority struct {
 	clientCerts    bool
 	allowAnonymous bool
-	users          atomic.Pointer[Users] // nil: no users file
+	users          atomic.Pointer[Users]  // nil: no users file
+	policy         atomic.Pointer[Policy] // nil: no policy
 }
 
 // Options configure an Authority.
@@ -23,6 +24,9 @@ type Options struct {
 	// AllowAnonymous admits clients without credentials, as the
 	// principal "anonymous".
 	AllowAnonymous bool
+	// Policy is the authorization policy; nil grants an authenticated
+	// client everything that isolation does not forbid.
+	Policy *Policy
 }
 
 // NewAuthority returns an Authority, or nil when opts configure no
@@ -34,11 +38,24 @@ func NewAuthority(opts Options) *Authority {
 	}
 	a := &Authority{clientCerts: opts.ClientCerts, allowAnonymous: opts.AllowAnonymous}
 	a.users.Store(opts.Users)
+	a.policy.Store(opts.Policy)
 	return a
 }
 
 // SetUsers puts a new reading of the users file in force.
 func (a *Authority) SetUsers(u *Users) { a.users.Store(u) }
+
+// SetPolicy puts a new policy in force.
+func (a *Authority) SetPolicy(p *Policy) { a.policy.Store(p) }
+
+// Grants returns what the policy in force grants p; nil when there is no
+// policy, which grants everything.
+func (a *Authority) Grants(p *Principal) *Grants {
+	if pol := a.policy.Load(); pol != nil {
+		return pol.Grants(p)
+	}
+	return nil
+}
 
 // Credentials are what a connecting client presents.
 type Credentials struct {

@@ -4,11 +4,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"sync/atomic"
 
 	mqtt "github.com/dssio/dss/internal/mqtt"
 	"github.com/dssio/dss/internal/mqtt/packets"
 
 	"github.com/dssio/dss/internal/auth"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // access is what authentication established for a connection; it is the
@@ -21,6 +23,47 @@ type access struct {
 	// hash is the text of the password hash the user logged in with, to
 	// tell when the users file changed it.
 	hash string
+	// iso keeps the client's own topics to it, and other clients' from it.
+	iso auth.Isolation
+	// grants is what the policy in force grants the principal; nil when
+	// there is no policy (everything isolation allows).
+	grants atomic.Pointer[auth.Grants]
+}
+
+// mayPublish reports whether the client may publish on topic.
+func (a *access) mayPublish(topic string) bool {
+	if !a.iso.MayPublish(topic) {
+		return false
+	}
+	g := a.grants.Load()
+	return g == nil || g.Publish(topic)
+}
+
+// mayRead reports whether the client may subscribe to filter, or receive
+// a message on it (a topic): its own topics always, other clients' never,
+// the rest as the policy grants.
+func (a *access) mayRead(filter string) bool {
+	switch a.iso.Class(filter) {
+	case auth.Own:
+		return true
+	case auth.Foreign:
+		return false
+	}
+	g := a.grants.Load()
+	return g == nil || g.Subscribe(filter)
+}
+
+// mayRequest reports whether the client may make the state store request
+// req: GET and KEYNOTIFY read its key, SET, DEL and VDEL write it.
+func (a *access) mayRequest(req *wire.Request) bool {
+	g := a.grants.Load()
+	if g == nil {
+		return true
+	}
+	if req.Verb == wire.VerbGet || req.Verb == wire.VerbKeyNotify {
+		return g.Read(req.Key)
+	}
+	return g.Write(req.Key)
 }
 
 // accessOf returns cl's access, nil when authentication is off.
@@ -63,8 +106,28 @@ func (b *Broker) authenticate(cl *mqtt.Client, pk *packets.Packet) error {
 		b.loginRefused(cl, c, code, err.Error())
 		return code
 	}
-	cl.Auth = &access{principal: p, identity: p.Identity(), hash: b.cfg.Auth.UserHash(p.Username)}
+	a := &access{principal: p, identity: p.Identity(), hash: b.cfg.Auth.UserHash(p.Username), iso: auth.NewIsolation(cl.ID)}
+	if g := b.cfg.Auth.Grants(&p); g != nil {
+		if !g.Connect() {
+			b.loginRefused(cl, c, codeNotAuthorized, "the policy grants "+a.identity+" no Connect")
+			return codeNotAuthorized
+		}
+		a.grants.Store(g)
+	}
+	cl.Auth = a
 	return nil
+}
+
+// sameOwner reports whether cl may take over existing, the session of
+// the same client id: only a connection of the same principal may, so
+// that nobody takes over another's session, its subscriptions and its
+// queued messages by using its client id (which other clients may see).
+func sameOwner(existing, cl *mqtt.Client) bool {
+	e, n := accessOf(existing), accessOf(cl)
+	if e == nil || n == nil {
+		return e == nil && n == nil
+	}
+	return e.identity == n.identity
 }
 
 // loginRefused counts and logs a refused login: who, from where, why;

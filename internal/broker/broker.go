@@ -209,6 +209,9 @@ func New(cfg Config) (*Broker, error) {
 		MaxClientIDSize:     MaxClientIDSize(cfg.MaxKeySize),
 		MaxPendingPerClient: int32(max(cfg.MaxInflightPerClient, 0)),
 	})
+	if cfg.Auth != nil {
+		srv.Options.MayTakeOver = sameOwner
+	}
 	cfg.Metrics.faults.Store(srv.Faults)
 	b := &Broker{
 		cfg:       cfg,
@@ -367,14 +370,17 @@ func (b *Broker) publishWithAck(pk *packets.Packet, requester *mqtt.Client, ack 
 	own, rt := b.routes.forRequester(requester, pk.TopicName)
 	if own != nil {
 		pk.Owner = owner
-		sent, err := b.deliver(requester, own.sub, pk, ack, now)
+		sent, err := b.deliverOwn(requester, own.sub, pk, ack, now)
 		b.delivered(requester, pk, err)
 		if !sent {
 			b.sendAck(requester, ack, now)
 		}
 		return true
 	}
-	if rt.general {
+	// With authentication, a response reaches its requester only, through
+	// a subscription of its own (not a shared one).
+	isolated := b.cfg.Auth != nil
+	if rt.general && !isolated {
 		b.sendAck(requester, ack, now)
 		b.inject(pk)
 		return false
@@ -383,6 +389,9 @@ func (b *Broker) publishWithAck(pk *packets.Packet, requester *mqtt.Client, ack 
 	// The targets share pk's property slices; nothing on the way
 	// modifies them.
 	for _, t := range rt.targets {
+		if isolated && t.clientID != requester.ID {
+			continue
+		}
 		cl, ok := b.srv.Clients.Get(t.clientID)
 		if !ok {
 			continue
@@ -420,6 +429,16 @@ func (b *Broker) delivered(cl *mqtt.Client, pk *packets.Packet, err error) {
 // which holds out and ack, is recycled after this.
 func (b *Broker) deliver(cl *mqtt.Client, sub packets.Subscription, out, ack *packets.Packet, now bool) (bool, error) {
 	send, err := b.srv.PrepareDelivery(cl, sub, out)
+	if !send || err != nil {
+		return false, err
+	}
+	return b.srv.WriteDelivery(cl, out, ack, now)
+}
+
+// deliverOwn is deliver on a requester's own route, whose topic the ACL
+// hooks checked when the route was made.
+func (b *Broker) deliverOwn(cl *mqtt.Client, sub packets.Subscription, out, ack *packets.Packet, now bool) (bool, error) {
+	send, err := b.srv.PrepareCheckedDelivery(cl, sub, out)
 	if !send || err != nil {
 		return false, err
 	}

@@ -53,15 +53,24 @@ func (h *hook) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 // OnConnectAuthenticate admits every client OnConnect admitted.
 func (h *hook) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool { return true }
 
-// OnACLCheck keeps the state store's own topics to the state store: no
-// client may publish under the reserved prefix, so no client can forge a
-// notification.
+// OnACLCheck decides publishes, subscriptions and deliveries. No client
+// may publish under the state store's reserved prefix (so none can forge
+// a notification); with authentication, isolation and the policy decide
+// the rest (see access). A publish to the request topic is always
+// admitted: the policy governs the keys of the requests.
 func (h *hook) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool {
-	if write && !cl.Net.Inline && strings.HasPrefix(topic, wire.ReservedPrefix) {
-		h.b.metrics.Refused.WithLabelValues("reserved topic").Inc()
-		return false
+	a := accessOf(cl)
+	if write {
+		if topic == wire.RequestTopic {
+			return true
+		}
+		if !cl.Net.Inline && strings.HasPrefix(topic, wire.ReservedPrefix) {
+			h.b.metrics.Refused.WithLabelValues("reserved topic").Inc()
+			return false
+		}
+		return a == nil || a.mayPublish(topic)
 	}
-	return true
+	return a == nil || a.mayRead(topic)
 }
 
 // OnPublish takes requests to the state store out of the broker's routing.

@@ -110,6 +110,17 @@ func (r *registry) removeLocked(cl *mqtt.Client, key string) {
 	r.metrics.Watches.Dec()
 }
 
+// keysOf returns the keys cl is registered for.
+func (r *registry) keysOf(cl *mqtt.Client) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	keys := make([]string, 0, len(r.byConn[cl]))
+	for k := range r.byConn[cl] {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
 // dropConnection removes every registration of a connection that ended.
 func (r *registry) dropConnection(cl *mqtt.Client) {
 	r.mu.Lock()

@@ -140,6 +140,8 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 	req, _, perr := wire.ParseRequest(pk.Payload, args[:0])
 	switch {
 	case perr != nil:
+	case !mayRequest(cl, &req):
+		perr = wire.ErrNotAuthorized
 	case len(req.Key) > b.cfg.MaxKeySize:
 		perr = wire.ErrKeyTooLong
 	case len(req.Value) > b.cfg.MaxValueSize:
@@ -204,4 +206,11 @@ func (b *Broker) refuse(cl *mqtt.Client, reason string, code packets.Code) {
 	if b.refuseLog.Allow() {
 		b.log.Warn("state store request refused", "client", cl.ID, "remote", cl.Net.Remote, "reason", code.Reason)
 	}
+}
+
+// mayRequest reports whether cl may make the request: always without
+// authentication, otherwise as the policy grants.
+func mayRequest(cl *mqtt.Client, req *wire.Request) bool {
+	a := accessOf(cl)
+	return a == nil || a.mayRequest(req)
 }

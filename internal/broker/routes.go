@@ -90,9 +90,10 @@ func newOwnRoute(topic string, gen uint64, sub packets.Subscription) *ownRoute {
 }
 
 // forRequester returns the route of topic: as the requester's own route
-// when the requester is its only subscriber and still holds its session
-// (not taken over by a new connection, which the client id then names),
-// otherwise as the route to look its subscribers up in.
+// when the requester is its only subscriber, still holds its session
+// (not taken over by a new connection, which the client id then names)
+// and may receive the topic, otherwise as the route to look its
+// subscribers up in.
 func (r *routes) forRequester(requester *mqtt.Client, topic string) (*ownRoute, route) {
 	if requester.IsTakenOver() {
 		return nil, r.lookup(topic)
@@ -102,6 +103,11 @@ func (r *routes) forRequester(requester *mqtt.Client, topic string) (*ownRoute, 
 	}
 	rt := r.lookup(topic)
 	if rt.general || len(rt.targets) != 1 || rt.targets[0].clientID != requester.ID {
+		return nil, rt
+	}
+	// The ACL check of every delivery is made here, once for the route:
+	// responses on it are written without one.
+	if !r.srv.CheckACL(requester, topic, false) {
 		return nil, rt
 	}
 	o := newOwnRoute(topic, rt.gen, rt.targets[0].sub)

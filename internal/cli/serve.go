@@ -35,8 +35,9 @@ the file over the defaults. dss config print shows the outcome.
 
 Without authentication configured, the server listens on loopback only
 (127.0.0.1:1883). With a users file (--users) or client certificates
-(--tls-client-ca), every client authenticates. SIGHUP re-reads the users
-file and the TLS files (which are also re-read when they change).`,
+(--tls-client-ca), every client authenticates, and a policy (--policy)
+says what each may do. SIGHUP re-reads the users file, the policy and the
+TLS files (which are also re-read when they change).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			stopWithGoRun()
@@ -85,6 +86,7 @@ file and the TLS files (which are also re-read when they change).`,
 	f.StringVar(&cfg.Listen, "listen", "", "MQTT listener address HOST:PORT (default 127.0.0.1:1883: loopback only while no authentication is configured)")
 	f.BoolVar(&cfg.AllowAnonymous, "allow-anonymous", false, "admit clients without authentication on a listener beyond loopback (a warning at start); with --users or --tls-client-ca, admit clients that present no credentials")
 	f.StringVar(&cfg.Users, "users", "", "users file of names and argon2id password hashes, written by dss passwd; clients log in with a user name and password")
+	f.StringVar(&cfg.Policy, "policy", "", "authorization policy file (YAML): what each principal may connect, publish, subscribe, read and write; anything not granted is denied (re-read on SIGHUP or when it changes)")
 	f.StringVar(&cfg.TLSListen, "tls-listen", "", "TLS listener address HOST:PORT (default :8883 with authentication configured, 127.0.0.1:8883 without; needs --tls-cert and --tls-key)")
 	f.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM file of the TLS listener's certificate chain (re-read on SIGHUP or when it changes)")
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "PEM file of the TLS certificate's private key")

@@ -265,3 +265,34 @@ func UserProperty(p *paho.Publish, key string) (string, bool) {
 	}
 	return "", false
 }
+
+// SubscribeCodes subscribes to the filters with QoS 1 and returns the
+// SUBACK's reason codes, whatever they are.
+func (c *Client) SubscribeCodes(filters ...string) []byte {
+	c.t.Helper()
+	s := &paho.Subscribe{}
+	for _, f := range filters {
+		s.Subscriptions = append(s.Subscriptions, paho.SubscribeOptions{Topic: f, QoS: 1})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	sa, err := c.Paho.Subscribe(ctx, s)
+	if sa == nil {
+		c.t.Fatalf("subscribe %v: %v", filters, err)
+	}
+	return sa.Reasons
+}
+
+// PublishCode publishes p (QoS 1 unless set) and returns the PUBACK's
+// reason code, whatever it is.
+func (c *Client) PublishCode(p *paho.Publish) byte {
+	c.t.Helper()
+	if p.QoS == 0 {
+		p.QoS = 1
+	}
+	res, err := c.Publish(p)
+	if res == nil {
+		c.t.Fatalf("publish on %s: %v", p.Topic, err)
+	}
+	return res.ReasonCode
+}

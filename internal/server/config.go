@@ -30,6 +30,10 @@ type Config struct {
 	// Users is the users file (names and argon2id hashes, written by dss
 	// passwd); empty means no password logins.
 	Users string
+	// Policy is the authorization policy file (YAML, see auth.Policy);
+	// empty grants authenticated clients everything isolation allows. It
+	// needs authentication (Users or TLSClientCA).
+	Policy string
 	// TLSCert and TLSKey are the PEM files of the TLS listener's
 	// certificate chain and key; with them the server listens with TLS
 	// on TLSListen as well. TLSClientCA is the PEM file of the CAs that
@@ -195,6 +199,9 @@ func (c *Config) Validate() error {
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return errors.New("server: TLS needs both a certificate (--tls-cert) and its key (--tls-key)")
+	}
+	if c.Policy != "" && !c.Authenticates() {
+		return errors.New("server: a policy (--policy) names principals, which only authentication establishes: configure users (--users) or client certificates (--tls-client-ca)")
 	}
 	if c.TLSCert == "" && (c.TLSListen != "" || c.TLSClientCA != "") {
 		return errors.New("server: a TLS listener (--tls-listen) and client certificates (--tls-client-ca) need the server's certificate and key (--tls-cert, --tls-key)")

@@ -18,6 +18,7 @@ type security struct {
 	authority *auth.Authority // nil: no authentication
 	certs     *certs.Store    // nil: no TLS
 	users     *watchedFile    // nil without a users file
+	policy    *watchedFile    // nil without a policy
 	certFiles []*watchedFile
 }
 
@@ -31,6 +32,14 @@ func (c *Config) loadSecurity() (*security, error) {
 			return nil, err
 		}
 		users, sec.users = u, newWatchedFile(c.Users)
+	}
+	var policy *auth.Policy
+	if c.Policy != "" {
+		p, err := auth.LoadPolicy(c.Policy)
+		if err != nil {
+			return nil, err
+		}
+		policy, sec.policy = p, newWatchedFile(c.Policy)
 	}
 	if c.TLSCert != "" {
 		mode := certs.NoClientCert
@@ -53,6 +62,7 @@ func (c *Config) loadSecurity() (*security, error) {
 		Users:          users,
 		ClientCerts:    c.TLSClientCA != "",
 		AllowAnonymous: c.AllowAnonymous,
+		Policy:         policy,
 	})
 	return sec, nil
 }
@@ -88,14 +98,18 @@ func (sec *security) describe(c *Config) string {
 	if c.AllowAnonymous {
 		ways = append(ways, "anonymous")
 	}
+	if c.Policy != "" {
+		ways = append(ways, "policy "+c.Policy)
+	}
 	return strings.Join(ways, ", ")
 }
 
-// Reload reads the users file and the TLS certificate, key and client CA
-// again and puts them in force; it is what SIGHUP does. Connections
-// already made keep going, except those of users the users file no
-// longer has or whose password it changed. A file that fails to read or
-// parse leaves its previous reading in force; the error says which.
+// Reload reads the users file, the policy and the TLS certificate, key
+// and client CA again and puts them in force; it is what SIGHUP does.
+// Connections already made keep going, except those that hold what is
+// no longer granted (see broker.Reauthorize). A file that fails to read
+// or parse leaves its previous reading in force; the error names the
+// file, the line and the reason.
 func (s *Server) Reload() error {
 	return s.reload(true)
 }
@@ -107,6 +121,7 @@ func (s *Server) reload(force bool) error {
 	defer s.reloadMu.Unlock()
 	sec := s.sec
 	var errs []error
+	reauthorize := false
 	if sec.certs != nil && changed(sec.certFiles, force) {
 		if err := sec.certs.Reload(); err != nil {
 			s.log.Error("TLS certificate not reloaded; the previous one stays in force", "err", err)
@@ -123,8 +138,22 @@ func (s *Server) reload(force bool) error {
 		} else {
 			sec.authority.SetUsers(u)
 			s.log.Info("users file reloaded", "file", s.cfg.Users, "users", u.Len())
-			s.broker.Reauthorize()
+			reauthorize = true
 		}
+	}
+	if sec.policy != nil && changed([]*watchedFile{sec.policy}, force) {
+		p, err := auth.LoadPolicy(s.cfg.Policy)
+		if err != nil {
+			s.log.Error("policy not reloaded; the previous one stays in force", "err", err)
+			errs = append(errs, err)
+		} else {
+			sec.authority.SetPolicy(p)
+			s.log.Info("policy reloaded", "file", s.cfg.Policy)
+			reauthorize = true
+		}
+	}
+	if reauthorize {
+		s.broker.Reauthorize()
 	}
 	return errors.Join(errs...)
 }

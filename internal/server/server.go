@@ -212,7 +212,7 @@ func (s *Server) Start() error {
 	if !s.cfg.Authenticates() && isLoopback(s.Addr()) {
 		s.log.Info("no authentication configured: serving this machine only (loopback); configure users or client certificates to serve the network")
 	}
-	if s.cfg.ReloadInterval > 0 && (s.sec.users != nil || s.sec.certs != nil) {
+	if s.cfg.ReloadInterval > 0 && (s.sec.users != nil || s.sec.policy != nil || s.sec.certs != nil) {
 		ctx, cancel := context.WithCancel(context.Background())
 		s.stopReloads, s.reloadsDone = cancel, make(chan struct{})
 		go func() {
