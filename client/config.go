@@ -2,34 +2,47 @@ package client
 
 import (
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/dssio/dss/hlc"
 )
 
-// DefaultPort is the port of a server address given without one.
-const DefaultPort = "1883"
+// DefaultPort is the port of a server address given without one;
+// DefaultTLSPort with TLS.
+const (
+	DefaultPort    = "1883"
+	DefaultTLSPort = "8883"
+)
 
 // Config configures a Client. Only Servers is required; every other field
 // has a working default.
 type Config struct {
-	// Servers lists the servers, each "host:port", "host" (port 1883) or
-	// "mqtt://host:port" ("tcp://" works too). The client connects to the
-	// first one that answers. When a connection drops it tries the next
-	// server in the list, wrapping around, and waits between rounds.
+	// Servers lists the servers, each "host:port", "host" (port 1883, or
+	// 8883 with TLS) or "mqtt://host:port" ("tcp://" works too;
+	// "mqtts://", "ssl://" and "tls://" ask for TLS). The client connects
+	// to the first one that answers. When a connection drops it tries the
+	// next server in the list, wrapping around, and waits between rounds.
 	Servers []string
+	// TLS, when set, makes every connection speak TLS with it (a server
+	// address with a TLS scheme uses the system's roots when it is nil).
+	// LoadTLS makes one from PEM files.
+	TLS *tls.Config
 	// ClientID is the MQTT client id. Default: "dss-" and 16 random hex
 	// digits. Two clients must not share an id: the server drops the older
 	// connection, and with it its watches.
 	ClientID string
-	// Username and Password are sent in the MQTT CONNECT when set.
+	// Username and Password are sent in the MQTT CONNECT when set: a
+	// server with a users file checks them.
 	Username string
 	Password []byte
 	// KeepAlive is the MQTT keep alive interval; it bounds how long a dead
@@ -67,9 +80,16 @@ func (c Config) withDefaults() (Config, error) {
 	if len(c.Servers) == 0 {
 		return c, errors.New("dss client: no server address")
 	}
+	secure := c.TLS != nil
+	for _, s := range c.Servers {
+		secure = secure || tlsScheme(s)
+	}
+	if secure && c.TLS == nil {
+		c.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
 	addrs := make([]string, len(c.Servers))
 	for i, s := range c.Servers {
-		a, err := parseAddr(s)
+		a, err := parseAddr(s, secure)
 		if err != nil {
 			return c, err
 		}
@@ -111,15 +131,31 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-// parseAddr turns a server address as users write it into host:port.
-func parseAddr(s string) (string, error) {
+// tlsScheme reports whether a server address asks for TLS.
+func tlsScheme(s string) bool {
+	scheme, _, ok := strings.Cut(s, "://")
+	switch strings.ToLower(scheme) {
+	case "mqtts", "ssl", "tls":
+		return ok
+	}
+	return false
+}
+
+// parseAddr turns a server address as users write it into host:port;
+// secure says whether TLS is in use, which makes 8883 the default port.
+func parseAddr(s string, secure bool) (string, error) {
 	addr := s
 	if i := strings.Index(s, "://"); i >= 0 {
 		switch scheme := strings.ToLower(s[:i]); scheme {
 		case "mqtt", "tcp":
+			if secure {
+				return "", fmt.Errorf("dss client: server %q: plain %s:// in a list of TLS servers", s, scheme)
+			}
+			addr = strings.TrimSuffix(s[i+3:], "/")
+		case "mqtts", "ssl", "tls":
 			addr = strings.TrimSuffix(s[i+3:], "/")
 		default:
-			return "", fmt.Errorf("dss client: server %q: scheme %q not supported (want mqtt:// or tcp://)", s, scheme)
+			return "", fmt.Errorf("dss client: server %q: scheme %q not supported (want mqtt://, tcp://, mqtts://, ssl:// or tls://)", s, scheme)
 		}
 	}
 	if addr == "" {
@@ -132,7 +168,41 @@ func parseAddr(s string) (string, error) {
 		if strings.ContainsAny(host, "/[]") || host == "" {
 			return "", fmt.Errorf("dss client: server %q: %w", s, err)
 		}
-		addr = net.JoinHostPort(host, DefaultPort)
+		port := DefaultPort
+		if secure {
+			port = DefaultTLSPort
+		}
+		addr = net.JoinHostPort(host, port)
 	}
 	return addr, nil
+}
+
+// LoadTLS returns a TLS configuration for Config.TLS from PEM files:
+// caFile, when not empty, holds the CAs the server's certificate must be
+// signed by (otherwise the system's roots); certFile and keyFile, when
+// not empty, are the client certificate and its key, for a server that
+// takes client certificates.
+func LoadTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("dss client: CA file: %w", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("dss client: CA file %s holds no PEM certificate", caFile)
+		}
+	}
+	if (certFile == "") != (keyFile == "") {
+		return nil, errors.New("dss client: a client certificate needs both its certificate and its key file")
+	}
+	if certFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("dss client: client certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
 }

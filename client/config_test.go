@@ -1,6 +1,7 @@
 package client
 
 import (
+	"crypto/tls"
 	"strings"
 	"testing"
 	"time"
@@ -16,15 +17,43 @@ func TestParseAddr(t *testing.T) {
 		"[::1]:1999":            "[::1]:1999",
 		"mqtt://[fe80::1]:1883": "[fe80::1]:1883",
 	} {
-		got, err := parseAddr(in)
+		got, err := parseAddr(in, false)
 		if err != nil || got != want {
 			t.Errorf("parseAddr(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", "tls://host:8883", "ws://host", "mqtt://"} {
-		if got, err := parseAddr(bad); err == nil {
+	for in, want := range map[string]string{
+		"localhost":         "localhost:8883",
+		"mqtts://host":      "host:8883",
+		"tls://host:9999":   "host:9999",
+		"SSL://[::1]":       "[::1]:8883",
+		"host.example:8883": "host.example:8883",
+	} {
+		got, err := parseAddr(in, true)
+		if err != nil || got != want {
+			t.Errorf("parseAddr(%q) with TLS = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "ws://host", "mqtt://", "mqtts://"} {
+		if got, err := parseAddr(bad, false); err == nil {
 			t.Errorf("parseAddr(%q) = %q, want an error", bad, got)
 		}
+	}
+	if got, err := parseAddr("mqtt://host", true); err == nil {
+		t.Errorf("a plain mqtt:// server among TLS ones: %q, want an error", got)
+	}
+}
+
+func TestATLSSchemeTurnsTLSOn(t *testing.T) {
+	c, err := (Config{Servers: []string{"mqtts://a", "b:1"}}).withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.TLS == nil || c.TLS.MinVersion < tls.VersionTLS12 || c.Servers[0] != "a:8883" || c.Servers[1] != "b:1" {
+		t.Fatalf("TLS %v, servers %v", c.TLS, c.Servers)
+	}
+	if _, err := LoadTLS("", "cert.pem", ""); err == nil {
+		t.Fatal("a certificate without its key was accepted")
 	}
 }
 

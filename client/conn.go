@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -92,8 +93,15 @@ func (c *Client) backoff(round int) time.Duration {
 func (c *Client) connect(addr string) (*conn, error) {
 	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.ConnectTimeout)
 	defer cancel()
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	var nc net.Conn
+	var err error
+	if c.cfg.TLS != nil {
+		d := tls.Dialer{Config: c.cfg.TLS}
+		nc, err = d.DialContext(ctx, "tcp", addr)
+	} else {
+		var d net.Dialer
+		nc, err = d.DialContext(ctx, "tcp", addr)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -128,8 +136,15 @@ func (c *Client) connect(addr string) (*conn, error) {
 	if c.cfg.Password != nil {
 		connect.PasswordFlag, connect.Password = true, c.cfg.Password
 	}
-	if _, err := cn.pc.Connect(ctx, connect); err != nil {
+	if ca, err := cn.pc.Connect(ctx, connect); err != nil {
 		cn.cancel()
+		if ca != nil && ca.ReasonCode >= 0x80 {
+			refused := &ConnectRefusedError{ReasonCode: ca.ReasonCode}
+			if ca.Properties != nil {
+				refused.Reason = ca.Properties.ReasonString
+			}
+			err = refused
+		}
 		return nil, fmt.Errorf("connect to %s: %w", addr, err)
 	}
 	// Subscribe before the first request or KEYNOTIFY: the server queues

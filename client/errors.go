@@ -162,3 +162,21 @@ func (e *RefusedError) Error() string {
 	}
 	return fmt.Sprintf("dss client: request refused with reason code %#x: %s", e.ReasonCode, e.Reason)
 }
+
+// ConnectRefusedError is a connection the server refused with a CONNACK
+// reason code: 0x86 (bad user name or password), 0x87 (not authorized:
+// no credentials, or the policy grants no Connect), 0x85 (the client id
+// is held by another principal), among others.
+type ConnectRefusedError struct {
+	// ReasonCode is the MQTT 5 reason code of the CONNACK.
+	ReasonCode byte
+	// Reason is the CONNACK's reason string, if any.
+	Reason string
+}
+
+func (e *ConnectRefusedError) Error() string {
+	if e.Reason == "" {
+		return fmt.Sprintf("dss client: connection refused with reason code %#x", e.ReasonCode)
+	}
+	return fmt.Sprintf("dss client: connection refused with reason code %#x: %s", e.ReasonCode, e.Reason)
+}

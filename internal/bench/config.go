@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strconv"
@@ -115,6 +116,11 @@ type Config struct {
 	// ClientID starts the MQTT client id of every connection. Default
 	// "bench-<pid>".
 	ClientID string
+	// Username and Password are sent in every CONNECT when set.
+	Username string
+	Password []byte
+	// TLS, when set, makes every connection speak TLS with it.
+	TLS *tls.Config
 }
 
 func (c *Config) setDefaults() error {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -31,23 +32,31 @@ func responseTopicFor(clientID string) string {
 	return "clients/" + clientID + "/services/statestore/_any_/command/invoke/response"
 }
 
-// dial connects as clientID and subscribes to the response topic with
-// QoS qos, and to any extra topic filters.
-func dial(ctx context.Context, addr, clientID string, qos byte, extra ...string) (*conn, error) {
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", addr)
+// dial connects as clientID (with cfg's credentials and TLS) and
+// subscribes to the response topic with QoS qos, and to any extra topic
+// filters.
+func dial(ctx context.Context, cfg *Config, clientID string, qos byte, extra ...string) (*conn, error) {
+	var nc net.Conn
+	var err error
+	if cfg.TLS != nil {
+		d := tls.Dialer{Config: cfg.TLS}
+		nc, err = d.DialContext(ctx, "tcp", cfg.Server)
+	} else {
+		var d net.Dialer
+		nc, err = d.DialContext(ctx, "tcp", cfg.Server)
+	}
 	if err != nil {
 		return nil, err
 	}
 	c := &conn{nc: nc, id: clientID, responseTopic: responseTopicFor(clientID), buf: make([]byte, 16<<10)}
-	if err := c.handshake(ctx, qos, extra); err != nil {
+	if err := c.handshake(ctx, cfg, qos, extra); err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("%s: %w", clientID, err)
 	}
 	return c, nil
 }
 
-func (c *conn) handshake(ctx context.Context, qos byte, extra []string) error {
+func (c *conn) handshake(ctx context.Context, cfg *Config, qos byte, extra []string) error {
 	if d, ok := ctx.Deadline(); ok {
 		_ = c.nc.SetDeadline(d)
 		defer c.nc.SetDeadline(time.Time{})
@@ -65,6 +74,12 @@ func (c *conn) handshake(ctx context.Context, qos byte, extra []string) error {
 		// No keep-alive: a connection may be idle for the whole run.
 		KeepAlive:  0,
 		Properties: &packets.Properties{ReceiveMaximum: &recvMax},
+	}
+	if cfg.Username != "" {
+		connect.UsernameFlag, connect.Username = true, cfg.Username
+	}
+	if cfg.Password != nil {
+		connect.PasswordFlag, connect.Password = true, cfg.Password
 	}
 	if _, err := connect.WriteTo(c.nc); err != nil {
 		return fmt.Errorf("connect: %w", err)
@@ -225,7 +240,7 @@ func dialAll(ctx context.Context, cfg *Config, prefix string, n int, qos byte, e
 				subs = extra(id)
 			}
 			dctx, dcancel := context.WithTimeout(ctx, cfg.Timeout)
-			c, err := dial(dctx, cfg.Server, id, qos, subs...)
+			c, err := dial(dctx, cfg, id, qos, subs...)
 			dcancel()
 			if err != nil {
 				mu.Lock()

@@ -16,6 +16,7 @@ func newBenchCmd(stdio Stdio) *cobra.Command {
 		noPreload  bool
 		respQoS    int
 		jsonOutput bool
+		sec        securityFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -42,6 +43,9 @@ reads find a value of --value-size bytes.
 
 With --server-pid the report includes the server's CPU time per request
 and its resident memory, read from /proc: run it on the server's machine.
+Against a server that authenticates, give --username and --password (or
+DSS_PASSWORD), and --tls with --ca for its TLS listener: the connections'
+client ids start with --client-id, which a policy must grant.
 
 The exit status is 1 when any request failed validation or timed out.`,
 		Example: `  dss bench --op set --clients 64 --duration 10s
@@ -58,6 +62,10 @@ The exit status is 1 when any request failed validation or timed out.`,
 				return err
 			}
 			cfg.Workload = w
+			if cfg.TLS, err = sec.tlsConfig(); err != nil {
+				return err
+			}
+			cfg.Username, cfg.Password = sec.username, sec.passwordBytes()
 			if cmd.Flags().Changed("no-preload") || noPreload {
 				preload := !noPreload
 				cfg.Preload = &preload
@@ -109,5 +117,6 @@ The exit status is 1 when any request failed validation or timed out.`,
 	f.IntVar(&cfg.ServerPID, "server-pid", 0, "process id of the server, to report its CPU time per request and its memory")
 	f.StringVar(&cfg.ClientID, "client-id", "", "prefix of the MQTT client ids (default bench-<pid>)")
 	f.BoolVar(&jsonOutput, "json", false, "print the report as JSON")
+	sec.add(f)
 	return cmd
 }

@@ -24,6 +24,7 @@ type clientFlags struct {
 	server  string
 	timeout time.Duration
 	json    bool
+	sec     securityFlags
 }
 
 // addClientFlags adds --server and --timeout to cmd, and --json when
@@ -34,6 +35,7 @@ func addClientFlags(cmd *cobra.Command, f *clientFlags, withJSON bool, timeoutUs
 	if withJSON {
 		cmd.Flags().BoolVar(&f.json, "json", false, "print the result as JSON, with the version")
 	}
+	f.sec.add(cmd.Flags())
 }
 
 // servers splits the --server list.
@@ -58,8 +60,27 @@ func (f *clientFlags) withTimeout(ctx context.Context) (context.Context, context
 // dial connects to the --server list. When every server refuses, it fails
 // at once rather than trying again until --timeout.
 func (f *clientFlags) dial(ctx context.Context) (*client.Client, error) {
-	c, err := client.Dial(ctx, client.Config{Servers: f.servers(), DialRounds: 1})
+	cfg, err := f.config()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.Dial(ctx, cfg)
 	return c, f.explain(err)
+}
+
+// config is the client configuration the flags ask for.
+func (f *clientFlags) config() (client.Config, error) {
+	tlsCfg, err := f.sec.tlsConfig()
+	if err != nil {
+		return client.Config{}, err
+	}
+	return client.Config{
+		Servers:    f.servers(),
+		DialRounds: 1,
+		TLS:        tlsCfg,
+		Username:   f.sec.username,
+		Password:   f.sec.passwordBytes(),
+	}, nil
 }
 
 // isTerminal reports whether w is a terminal.

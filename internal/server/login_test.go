@@ -242,3 +242,5 @@ func copyFile(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+func authSetPassword(path, name, pw string) error { return auth.SetPassword(path, name, []byte(pw)) }
