@@ -41,6 +41,9 @@ var coreEdge = []string{
 	// Connections that end or are ended.
 	"*mqtt.Client.Closed", "*mqtt.Client.IsTakenOver",
 	"*mqtt.Server.DisconnectClient", "*mqtt.Clients.GetAll",
+	// Authorization: a requester's own response route checked once, and
+	// a connection's subscriptions checked again after a policy change.
+	"*mqtt.Server.CheckACL", "*mqtt.Server.PrepareCheckedDelivery", "*mqtt.Subscriptions.GetAll",
 }
 
 // TestCoreEdge type-checks the binding and fails on a call into the broker
