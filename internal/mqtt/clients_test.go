@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -54,8 +55,28 @@ func newTestClient() (cl *Client, r net.Conn, w net.Conn) {
 	cl.Properties.Props.RequestResponseInfo = 0x1
 
 	go cl.WriteLoop()
+	testClients.Lock()
+	testClients.all = append(testClients.all, cl)
+	testClients.Unlock()
 
 	return
+}
+
+// testClients are the clients newTestClient made, whose write loops
+// TestMain ends: the tests that use them (from upstream) do not stop them.
+var testClients struct {
+	sync.Mutex
+	all []*Client
+}
+
+// stopTestClients ends the write loops of the clients newTestClient made.
+func stopTestClients() {
+	testClients.Lock()
+	defer testClients.Unlock()
+	for _, cl := range testClients.all {
+		cl.Stop(nil)
+	}
+	testClients.all = nil
 }
 
 func TestNewInflights(t *testing.T) {

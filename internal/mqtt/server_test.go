@@ -668,7 +668,7 @@ func TestEstablishConnectionInheritExistingTrueTakeover(t *testing.T) {
 	}()
 
 	// receive the first connack
-	recv := make(chan []byte)
+	recv := make(chan []byte, 1) // dss: buffered, so that the reader ends when nobody takes its bytes
 	go func() {
 		buf, err := io.ReadAll(w1)
 		require.NoError(t, err)
@@ -704,7 +704,7 @@ func TestEstablishConnectionInheritExistingTrueTakeover(t *testing.T) {
 	}()
 
 	// receive the second connack
-	recv2 := make(chan []byte)
+	recv2 := make(chan []byte, 1) // dss: buffered, so that the reader ends when nobody takes its bytes
 	go func() {
 		buf, err := io.ReadAll(w2)
 		require.NoError(t, err)
@@ -937,7 +937,7 @@ func TestEstablishConnectionMaximumClientsReached(t *testing.T) {
 	}()
 
 	// receive the connack
-	recv := make(chan []byte)
+	recv := make(chan []byte, 1) // dss: buffered, so that the reader ends when nobody takes its bytes
 	go func() {
 		buf, err := io.ReadAll(w)
 		require.NoError(t, err)
@@ -2837,8 +2837,8 @@ func TestServerProcessOutboundQos2Flow(t *testing.T) {
 			time.Sleep(time.Millisecond)
 			cl.Net.Conn = w
 
-			recv := make(chan []byte)
-			go func() { // receive the ack
+			recv := make(chan []byte, 1) // dss: buffered, so that the reader ends when nobody takes its bytes
+			go func() {                  // receive the ack
 				buf, err := io.ReadAll(r)
 				require.NoError(t, err)
 				recv <- buf
@@ -3085,6 +3085,7 @@ func TestServerProcessSubscribeACLCheckDeny(t *testing.T) {
 		Logger: logger,
 	})
 	_ = s.Serve()
+	defer s.Close() // dss: the goroutine-leak check
 	cl, r, w := newTestClient()
 	cl.Properties.ProtocolVersion = 5
 
@@ -3104,6 +3105,7 @@ func TestServerProcessSubscribeACLCheckDenyObscure(t *testing.T) {
 		Logger: logger,
 	})
 	_ = s.Serve()
+	defer s.Close() // dss: the goroutine-leak check
 	s.Options.Capabilities.Compatibilities.ObscureNotAuthorized = true
 	cl, r, w := newTestClient()
 	cl.Properties.ProtocolVersion = 5
