@@ -160,13 +160,16 @@ func TestRegistrationsEndWithTheConnection(t *testing.T) {
 }
 
 func TestSessionTakeoverKeepsTheNewRegistrations(t *testing.T) {
-	s, writer := start(t)
+	s := dsstest.StartServer(t, server.Config{HTTPListen: "127.0.0.1:0"})
+	writer := dsstest.Dial(t, s.Addr(), "writer")
 	old := watcher(t, s, "same-id", "k")
 	_ = old
 	// A new connection with the same client id takes the session over and
 	// registers at once; the old connection's end must not drop it.
 	taker := watcher(t, s, "same-id", "k")
-	time.Sleep(50 * time.Millisecond) // let the old connection's end be processed
+	dsstest.Eventually(t, "the old connection's registration is dropped", func() bool {
+		return metricValue(t, s, "dss_keynotify_registrations") < 2
+	})
 	writer.Set([]string{"k", "v"})
 	expectNotification(t, taker, "k", notifySet("v"), "any")
 }
