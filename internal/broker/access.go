@@ -60,10 +60,25 @@ func (a *access) mayRequest(req *wire.Request) bool {
 	if g == nil {
 		return true
 	}
-	if req.Verb == wire.VerbGet || req.Verb == wire.VerbKeyNotify {
+	switch req.Verb {
+	case wire.VerbGet, wire.VerbKeyNotify:
 		return g.Read(req.Key)
+	case wire.VerbKeys:
+		// Its key is a pattern, not a key: the listing leaves out every
+		// key the client may not read (readable).
+		return true
 	}
 	return g.Write(req.Key)
+}
+
+// readable returns the test of whether the client may read a key, for a
+// listing of keys: nil when every key may be read.
+func (a *access) readable() func(key string) bool {
+	g := a.grants.Load()
+	if g == nil {
+		return nil
+	}
+	return func(key string) bool { return g.Read([]byte(key)) }
 }
 
 // accessOf returns cl's access, nil when authentication is off.

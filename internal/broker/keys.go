@@ -40,8 +40,15 @@ func (b *Broker) listKeys(c *call) {
 	// The request aliases the connection's read buffer, which the next
 	// packet reuses.
 	pattern := slices.Clone(req.Key)
+	match := func(key string) bool { return wire.MatchGlob(pattern, key) }
+	if a := accessOf(c.client); a != nil {
+		// Under a policy, only the keys the client may read.
+		if mayRead := a.readable(); mayRead != nil {
+			match = func(key string) bool { return wire.MatchGlob(pattern, key) && mayRead(key) }
+		}
+	}
 	q := engine.KeysQuery{
-		Match:    func(key string) bool { return wire.MatchGlob(pattern, key) },
+		Match:    match,
 		After:    string(req.After),
 		HasAfter: req.HasAfter,
 		Limit:    req.Limit,
