@@ -128,6 +128,8 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 			version = u.Val
 		case wire.PropPersistence:
 			c.op.Volatile = !strings.EqualFold(u.Val, "true")
+		case wire.PropConsistency:
+			c.op.Stale = strings.EqualFold(u.Val, wire.ConsistencyStale)
 		}
 	}
 	if !wire.SupportedVersion(version) {
@@ -158,6 +160,9 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 		return
 	}
 	c.op.Request = req
+	// A cluster recognises a request sent again by these; both live as
+	// long as the call.
+	c.op.Client, c.op.Correlation = cl.ID, c.correlation
 	b.metrics.Requests.WithLabelValues(req.Verb.String()).Inc()
 	if req.Verb == wire.VerbKeys {
 		b.listKeys(c)

@@ -20,6 +20,14 @@ type Write struct {
 	// Command.Time, so that its watchers hear of the expiry with a version
 	// of its own before they hear of the command.
 	ExpireVersion hlc.Timestamp
+	// Result is what the write did, filled in when it is applied (and
+	// given to Op).
+	Result Result
+	// Duplicate marks a write that a replicated log recognised as a
+	// request applied before (a client sent it again): ApplyCommitted does
+	// not apply it again and answers Op with Result, which the log filled
+	// in from the first time.
+	Duplicate bool
 }
 
 // Proposed says what became of a write that Log.Propose took.

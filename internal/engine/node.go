@@ -335,13 +335,16 @@ func (n *Node) applyWriteLocked(w *Write) bool {
 	res, j := n.applyLocked(c)
 	journaled = journaled || j
 	n.lastTime = max(n.lastTime, c.Time)
-	if op := w.Op; op != nil {
-		if n.failed != nil {
-			op.Result.Err = errUnavailable
-			return false
-		}
-		op.Result.Outcome, op.Result.Err = res.Outcome, refusal(res.Err)
-		op.Result.setVersion(res.Version)
+	r := &w.Result
+	if n.failed != nil {
+		*r = Result{Err: errUnavailable}
+		journaled = false
+	} else {
+		*r = Result{Outcome: res.Outcome, Err: refusal(res.Err)}
+		r.setVersion(res.Version)
+	}
+	if w.Op != nil {
+		w.Op.Result = *r
 	}
 	if c.ExpiresAt != 0 && res.Outcome == store.Applied {
 		n.scheduleExpiryLocked(c.ExpiresAt)

@@ -19,8 +19,17 @@ type Op struct {
 	HasFence bool
 	// Volatile marks a SET whose key need not survive a restart.
 	Volatile bool
+	// Stale asks a cluster node to answer a GET from its own machine at
+	// once, without confirming with the leader that it is current.
+	Stale bool
 	// Caller identifies the requesting connection to the Notifier.
 	Caller any
+	// Client and Correlation identify the request among those a client
+	// may send again (its client id and correlation data): a replicated
+	// log recognises a write it has already applied. Correlation may
+	// alias the request; a log copies what it keeps.
+	Client      string
+	Correlation []byte
 
 	// Done is called exactly once, when the result may be sent: on the
 	// delivery goroutine, or on the submitter's inside Submit (then Inline

@@ -17,7 +17,13 @@ func (n *Node) ApplyCommitted(writes []Write) {
 	for i := range writes {
 		w := &writes[i]
 		n.clock.Observe(maxVersion(w.Command.Version, w.ExpireVersion))
-		n.applyWriteLocked(w)
+		if w.Duplicate {
+			if w.Op != nil {
+				w.Op.Result = w.Result
+			}
+		} else {
+			n.applyWriteLocked(w)
+		}
 		if w.Op != nil {
 			// Counted as undelivered since Submit proposed it.
 			n.queue = append(n.queue, item{op: w.Op})
@@ -39,6 +45,33 @@ func (n *Node) Abandon(ops []*Op) {
 		op.Result = Result{Err: errUnavailable}
 		n.queue = append(n.queue, item{op: op})
 	}
+	n.mu.Unlock()
+	n.signal()
+}
+
+// Deliver queues op, whose Result is filled in, for delivery after
+// everything applied so far: a replicated log answers a request this way
+// once the write it forwarded to another node is applied here too.
+func (n *Node) Deliver(op *Op) {
+	n.mu.Lock()
+	n.enqueueLocked(item{op: op})
+	n.mu.Unlock()
+	n.signal()
+}
+
+// Read carries out a GET on this node's machine now and delivers its
+// result on the delivery goroutine, after everything applied so far: a
+// replicated log reads this way once the machine is known to be current.
+func (n *Node) Read(op *Op) {
+	op.Result = Result{}
+	op.Inline = false
+	n.mu.Lock()
+	if n.closing || n.failed != nil {
+		op.Result.Err = errUnavailable
+	} else {
+		n.readLocked(op, max(n.clock.PhysicalNow(), n.lastTime))
+	}
+	n.enqueueLocked(item{op: op})
 	n.mu.Unlock()
 	n.signal()
 }

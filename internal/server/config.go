@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dssio/dss/internal/broker"
+	"github.com/dssio/dss/internal/cluster"
 	"github.com/dssio/dss/internal/journal"
 )
 
@@ -118,6 +119,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the physical clock; nil means time.Now. Tests move it.
 	Now func() time.Time
+	// Cluster, when its Listen is set, makes this node a member of a
+	// Raft cluster (see docs/cluster.md): writes are replicated before
+	// they are applied, and the state is kept in DataDir/raft instead of
+	// the journal.
+	Cluster ClusterConfig
 }
 
 // Persistence says which keys survive a restart.
@@ -147,6 +153,22 @@ func ParsePersistence(s string) (Persistence, error) {
 		return PersistFlagged, nil
 	}
 	return 0, fmt.Errorf("unknown persistence %q: want all or flagged", s)
+}
+
+// ClusterConfig configures a cluster node; the zero value is a single node.
+type ClusterConfig struct {
+	// Listen is the cluster listener (HOST:PORT), for Raft and for the
+	// requests the other nodes forward.
+	Listen string
+	// Peers are the initial members, the same list on every node.
+	Peers []cluster.Peer
+	// Secret authenticates and encrypts the cluster connections; required
+	// unless Listen is a loopback address.
+	Secret []byte
+	// Tuning, for tests; zero values take cluster.Config's defaults.
+	HeartbeatTimeout  time.Duration
+	SnapshotThreshold uint64
+	TrailingLogs      uint64
 }
 
 func (c *Config) setDefaults() error {
@@ -208,6 +230,14 @@ func (c *Config) Validate() error {
 	}
 	if c.AdminToken != "" && len(c.AdminToken) < 16 {
 		return ErrAdminToken
+	}
+	if c.Cluster.Listen != "" {
+		if c.DataDir == "" {
+			return errors.New("server: a cluster node keeps its Raft log on disk: give a data directory (--data), not --in-memory")
+		}
+		if c.Persistence == PersistFlagged {
+			return errors.New("server: --persistence flagged is for a single node; every key of a cluster is replicated and kept")
+		}
 	}
 	return nil
 }

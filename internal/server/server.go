@@ -21,6 +21,7 @@ import (
 
 	"github.com/dssio/dss/hlc"
 	"github.com/dssio/dss/internal/broker"
+	"github.com/dssio/dss/internal/cluster"
 	"github.com/dssio/dss/internal/engine"
 	"github.com/dssio/dss/internal/journal"
 	"github.com/dssio/dss/internal/store"
@@ -32,7 +33,8 @@ type Server struct {
 	log     *slog.Logger
 	broker  *broker.Broker
 	node    *engine.Node
-	journal *journal.Journal // nil in memory
+	cluster *cluster.Node    // nil for a single node
+	journal *journal.Journal // nil in memory or in a cluster
 	http    *http.Server
 	httpLn  net.Listener
 	sec     *security
@@ -79,6 +81,15 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 		s.cfg.DataDir = cfg.DataDir
+	}
+	if cfg.Cluster.Listen != "" {
+		cn, err := newClusterNode(cfg)
+		if err != nil {
+			return nil, err
+		}
+		s.cluster = cn
+		ecfg.Log = cn
+	} else if cfg.DataDir != "" {
 		start := time.Now()
 		j, m, err := journal.Open(journal.Options{
 			Dir:           cfg.DataDir,
@@ -121,9 +132,7 @@ func New(cfg Config) (*Server, error) {
 		MaxInflightPerClient: cfg.MaxInflightPerClient,
 	})
 	if err != nil {
-		if s.journal != nil {
-			_ = s.journal.Close()
-		}
+		s.closeStorage()
 		return nil, err
 	}
 	s.broker = b
@@ -144,9 +153,7 @@ func New(cfg Config) (*Server, error) {
 		ln, err := net.Listen("tcp", cfg.HTTPListen)
 		if err != nil {
 			_ = b.Close(0)
-			if s.journal != nil {
-				_ = s.journal.Close()
-			}
+			s.closeStorage()
 			return nil, fmt.Errorf("server: http listener on %s: %w", cfg.HTTPListen, err)
 		}
 		s.httpLn = ln
@@ -196,7 +203,19 @@ func (s *Server) HTTPAddr() string {
 // Start starts serving.
 func (s *Server) Start() error {
 	s.node.Start()
-	if err := s.broker.Start(s.node); err != nil {
+	var store broker.Store = s.node
+	if s.cluster != nil {
+		if err := s.cluster.Start(s.node); err != nil {
+			_ = s.cluster.Close()
+			_ = s.node.Close()
+			return err
+		}
+		store = s.cluster
+	}
+	if err := s.broker.Start(store); err != nil {
+		if s.cluster != nil {
+			_ = s.cluster.Close()
+		}
 		_ = s.node.Close()
 		return err
 	}
@@ -239,6 +258,11 @@ func (s *Server) shutdown(ctx context.Context) error {
 		<-s.reloadsDone
 	}
 	s.broker.Drain()
+	var clusterErr error
+	if s.cluster != nil {
+		// Writes not yet committed are answered before the engine stops.
+		clusterErr = s.cluster.Close()
+	}
 	nodeErr := s.node.Close()
 	grace := 2 * time.Second
 	if d, ok := ctx.Deadline(); ok {
@@ -252,7 +276,17 @@ func (s *Server) shutdown(ctx context.Context) error {
 	if s.http != nil {
 		httpErr = s.http.Shutdown(ctx)
 	}
-	return errors.Join(nodeErr, brokerErr, journalErr, httpErr)
+	return errors.Join(clusterErr, nodeErr, brokerErr, journalErr, httpErr)
+}
+
+// closeStorage closes what New opened to keep the state, after a failure.
+func (s *Server) closeStorage() {
+	if s.journal != nil {
+		_ = s.journal.Close()
+	}
+	if s.cluster != nil {
+		_ = s.cluster.Close()
+	}
 }
 
 // journalAdapter gives the journal the method set the engine expects.

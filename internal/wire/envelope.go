@@ -25,6 +25,13 @@ const (
 	// PropPersistence asks for the key to survive a restart when its value
 	// is "true".
 	PropPersistence = "aio-persistence"
+	// PropConsistency is dss's own: "stale" asks a cluster node to answer
+	// a GET from its own copy at once, without confirming with the leader
+	// that the copy is current. Any other value, or none, reads
+	// linearizably.
+	PropConsistency = "dss-consistency"
+	// ConsistencyStale is the value of PropConsistency for a stale read.
+	ConsistencyStale = "stale"
 
 	// ContentType is the content type of every request and response.
 	ContentType = "application/octet-stream"

@@ -1,0 +1,111 @@
+package cluster
+
+import (
+	"encoding/binary"
+
+	"github.com/dssio/dss/internal/engine"
+	"github.com/dssio/dss/internal/wire"
+)
+
+// dedupe remembers the results of the writes applied within the last
+// window of command time, by client id and correlation data, so that a
+// request a client sends again after a failover is answered with the
+// first result instead of being applied twice. It is part of the
+// replicated state: every node builds the same table from the same log,
+// and forgets entries by the commands' time, never its own clock. Only
+// the FSM goroutine uses it.
+type dedupe struct {
+	window int64 // milliseconds
+	byKey  map[string]dedupeEntry
+	order  []dedupeRef // in apply order, so in order of time
+	head   int
+}
+
+type dedupeEntry struct {
+	time   int64
+	result engine.Result
+}
+
+type dedupeRef struct {
+	key  string
+	time int64
+}
+
+func newDedupe(windowMillis int64) *dedupe {
+	return &dedupe{window: windowMillis, byKey: make(map[string]dedupeEntry)}
+}
+
+func (d *dedupe) get(key string) (engine.Result, bool) {
+	e, ok := d.byKey[key]
+	return e.result, ok
+}
+
+func (d *dedupe) add(key string, time int64, r engine.Result) {
+	r.Value, r.Found, r.Watched = nil, false, false
+	d.byKey[key] = dedupeEntry{time: time, result: r}
+	d.order = append(d.order, dedupeRef{key: key, time: time})
+}
+
+// prune forgets the entries older than the window before now.
+func (d *dedupe) prune(now int64) {
+	limit := now - d.window
+	for d.head < len(d.order) && d.order[d.head].time < limit {
+		ref := d.order[d.head]
+		if e, ok := d.byKey[ref.key]; ok && e.time == ref.time {
+			delete(d.byKey, ref.key)
+		}
+		d.order[d.head] = dedupeRef{}
+		d.head++
+	}
+	if d.head > 1024 && d.head > len(d.order)/2 {
+		d.order = append(d.order[:0:0], d.order[d.head:]...)
+		d.head = 0
+	}
+}
+
+func (d *dedupe) len() int { return len(d.byKey) }
+
+// appendTo encodes the live entries, oldest first.
+func (d *dedupe) appendTo(b []byte) []byte {
+	var live []dedupeRef
+	for _, ref := range d.order[d.head:] {
+		if e, ok := d.byKey[ref.key]; ok && e.time == ref.time {
+			live = append(live, ref)
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(len(live)))
+	for _, ref := range live {
+		e := d.byKey[ref.key]
+		b = appendString(b, ref.key)
+		b = binary.AppendVarint(b, e.time)
+		b = append(b, byte(e.result.Outcome))
+		var errText string
+		if e.result.Err != nil {
+			errText = e.result.Err.Text()
+		}
+		b = appendString(b, errText)
+		b = appendVersion(b, e.result.Version)
+	}
+	return b
+}
+
+// decodeDedupe reads what appendTo wrote.
+func decodeDedupe(d *decoder, windowMillis int64) *dedupe {
+	t := newDedupe(windowMillis)
+	n := d.uvarint()
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		key := d.string()
+		time := d.varint()
+		var r engine.Result
+		r.Outcome = engineOutcome(d.byte())
+		if text := d.string(); text != "" {
+			if r.Err = wire.ErrorByText(text); r.Err == nil {
+				r.Err = wire.ErrUnavailable
+			}
+		}
+		r.Version = d.version()
+		r.HasVersion = !r.Version.IsZero()
+		t.add(key, time, r)
+	}
+	return t
+}

@@ -1,0 +1,48 @@
+// Package cluster replicates the state store across a Raft cluster of dss
+// nodes (hashicorp/raft), as the engine's replicated log (ADR 0004, 0005).
+//
+// # Writes
+//
+// The leader's engine decides each write (time, version, expiry version)
+// under its lock and hands it to Node.Propose, which adds it to the next
+// batch; one proposer goroutine hands the batches to Raft in that order,
+// so the log holds the writes in version order. Every node applies the
+// committed batches on Raft's FSM goroutine (fsm.ApplyBatch →
+// engine.ApplyCommitted) and delivers the changes to its own KEYNOTIFY
+// watchers; the leader answers the requests then. A follower forwards a
+// write to the leader over the cluster connection (Cluster.Write), and
+// answers its client itself once its own machine applied the write.
+//
+// A new leader takes writes only after its term-start entry is applied:
+// then its clock is above every version in the log, and the time it
+// decides is never behind the last applied command's.
+//
+// # Reads
+//
+// A GET is linearizable unless the request asks for a stale read: the
+// node obtains a read index (on the leader: the commit index, confirmed
+// by one heartbeat round to a majority, shared by every read that waits
+// meanwhile; on a follower: the same, asked of the leader) and reads its
+// machine once it has applied that index.
+//
+// # Retries
+//
+// The replicated state remembers each write's result by client id and
+// correlation data for a window of command time (dedupe): a request that
+// a client sends again after a failover is answered with the first
+// result, not applied twice.
+//
+// # The cluster listener
+//
+// One TCP listener carries Raft's RPCs and this package's own (net/rpc):
+// forwarded writes, read indexes, membership and status. With a cluster
+// secret, every connection is TLS 1.3 with a key derived from the secret,
+// and a peer that cannot prove it holds the secret is refused; without
+// one, the listener must be on a loopback address.
+//
+// # Lock order
+//
+// The engine lock (see package engine) is taken before Node.mu (Propose
+// runs under it); Node.mu, fsm.mu and reader.mu are never held together
+// and never held while calling the engine or Raft.
+package cluster

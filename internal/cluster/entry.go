@@ -1,0 +1,120 @@
+package cluster
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/dssio/dss/internal/engine"
+	"github.com/dssio/dss/internal/store"
+)
+
+// The kinds of command entries in the Raft log.
+const (
+	// entryWrites holds a batch of decided writes, in version order.
+	entryWrites byte = 1
+	// entryTermStart is proposed by a new leader before it takes writes:
+	// once it is applied, every entry of earlier terms is applied too,
+	// so the leader's clock is above every version in its log.
+	entryTermStart byte = 2
+)
+
+// origin says which proposal of which node a write is, so that the node
+// that proposed it finds the request it answers. Epoch is drawn at
+// random when the process starts: after a restart, the writes of the
+// earlier run answer nobody.
+type origin struct {
+	node  string
+	epoch uint64
+	id    uint64
+}
+
+const (
+	flagFence    = 1 << 0
+	flagVolatile = 1 << 1
+)
+
+// appendWrite encodes a decided write. The dedupe key (client id and
+// correlation data) travels with it.
+func appendWrite(b []byte, o origin, w *engine.Write) []byte {
+	b = appendString(b, o.node)
+	b = binary.AppendUvarint(b, o.epoch)
+	b = binary.AppendUvarint(b, o.id)
+	var client string
+	var corr []byte
+	if w.Op != nil {
+		client, corr = w.Op.Client, w.Op.Correlation
+	}
+	b = appendString(b, client)
+	b = appendBytes(b, corr)
+	c := &w.Command
+	var flags byte
+	if c.HasFence {
+		flags |= flagFence
+	}
+	if c.Volatile {
+		flags |= flagVolatile
+	}
+	b = append(b, byte(c.Op), byte(c.Cond), flags)
+	b = appendBytes(b, c.Key)
+	b = appendBytes(b, c.Value)
+	b = binary.AppendVarint(b, c.Time)
+	b = binary.AppendVarint(b, c.ExpiresAt)
+	b = appendVersion(b, c.Version)
+	b = appendVersion(b, w.ExpireVersion)
+	if c.HasFence {
+		b = appendVersion(b, c.Fence)
+	}
+	return b
+}
+
+// decodedWrite is a write read back from the log, with what the FSM needs
+// beside it.
+type decodedWrite struct {
+	origin origin
+	dedupe string // client id and correlation data; "" for none
+	write  engine.Write
+}
+
+var errBadEntry = errors.New("cluster: malformed command entry")
+
+// decodeWrites decodes the writes of an entryWrites entry (after its kind
+// byte), appending them to ws. The writes alias data.
+func decodeWrites(data []byte, ws []decodedWrite) ([]decodedWrite, error) {
+	d := decoder{b: data}
+	n := d.uvarint()
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		var dw decodedWrite
+		dw.origin = origin{node: d.string(), epoch: d.uvarint(), id: d.uvarint()}
+		client, corr := d.bytes(), d.bytes()
+		if len(corr) > 0 {
+			dw.dedupe = dedupeKey(client, corr)
+		}
+		c := &dw.write.Command
+		c.Op = store.Op(d.byte())
+		c.Cond = store.Condition(d.byte())
+		flags := d.byte()
+		c.Key = d.bytes()
+		c.Value = d.bytes()
+		c.Time = d.varint()
+		c.ExpiresAt = d.varint()
+		c.Version = d.version()
+		dw.write.ExpireVersion = d.version()
+		if flags&flagFence != 0 {
+			c.Fence, c.HasFence = d.version(), true
+		}
+		c.Volatile = flags&flagVolatile != 0
+		ws = append(ws, dw)
+	}
+	if d.err != nil || len(d.b) != 0 {
+		return ws, errBadEntry
+	}
+	return ws, nil
+}
+
+// dedupeKey is the key under which a request is remembered: its client id
+// (length-prefixed) and correlation data.
+func dedupeKey(client, corr []byte) string {
+	b := make([]byte, 0, binary.MaxVarintLen64+len(client)+len(corr))
+	b = appendBytes(b, client)
+	return string(append(b, corr...))
+}

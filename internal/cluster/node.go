@@ -1,0 +1,468 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/rpc"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/dssio/dss/internal/engine"
+	"github.com/dssio/dss/internal/wire"
+)
+
+// applyTimeout bounds how long the proposer waits for Raft to take a
+// batch of writes.
+const applyTimeout = 2 * time.Second
+
+// Node is one node of a dss cluster: the engine's replicated log (it
+// implements engine.Log) and the store the broker submits requests to
+// (Submit). Create it with New, start it with Start and stop it with
+// Close.
+type Node struct {
+	cfg   Config
+	log   *slog.Logger
+	epoch uint64
+
+	mux    *mux
+	store  *logStore
+	snaps  *raft.FileSnapshotStore
+	trans  *raft.NetworkTransport
+	raft   *raft.Raft
+	engine *engine.Node
+	fsm    *fsm
+	rpc    *rpc.Server
+	peers  *peerClients
+	reads  *reader
+
+	mu      sync.Mutex
+	ready   bool                  // guarded by mu; a leader whose term-start entry is applied
+	nextID  uint64                // guarded by mu
+	pending map[uint64]*engine.Op // guarded by mu; proposed here, not yet applied or abandoned
+	batch   []byte                // guarded by mu; writes not yet handed to Raft
+	count   int                   // guarded by mu; writes in batch
+	ids     []uint64              // guarded by mu; the ids in batch that answer a request
+	closed  bool                  // guarded by mu
+
+	// inflight counts requests forwarded to the leader or waiting for a
+	// read index.
+	inflight atomic.Int64
+
+	wake     chan struct{}
+	futures  chan proposal
+	leaderCh chan bool
+	stop     chan struct{}
+	wg       sync.WaitGroup
+}
+
+// proposal is a batch handed to Raft, for the goroutine that waits for
+// its outcome.
+type proposal struct {
+	f   raft.ApplyFuture
+	ids []uint64
+}
+
+var _ engine.Log = (*Node)(nil)
+
+// New binds the cluster listener and opens the Raft log and snapshots in
+// cfg.DataDir. The engine is given in Start.
+func New(cfg Config) (*Node, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	var tlsCfg *tls.Config
+	if len(cfg.Secret) > 0 {
+		c, err := tlsFromSecret(cfg.Secret)
+		if err != nil {
+			return nil, err
+		}
+		tlsCfg = c
+	}
+	dir := filepath.Join(cfg.DataDir, "raft")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	n := &Node{
+		cfg:      cfg,
+		log:      cfg.Logger.With("component", "cluster"),
+		pending:  make(map[uint64]*engine.Op),
+		wake:     make(chan struct{}, 1),
+		futures:  make(chan proposal, 256),
+		leaderCh: make(chan bool, 16),
+		stop:     make(chan struct{}),
+	}
+	var e [8]byte
+	_, _ = rand.Read(e[:])
+	n.epoch = binary.LittleEndian.Uint64(e[:])
+	store, err := openLogStore(dir, cfg.Fsync)
+	if err != nil {
+		return nil, err
+	}
+	n.store = store
+	n.snaps, err = raft.NewFileSnapshotStoreWithLogger(dir, 2, newHCLogger(n.log))
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("cluster: listen on %s: %w", cfg.Listen, err)
+	}
+	n.rpc = rpc.NewServer()
+	if err := n.rpc.RegisterName("Cluster", &service{n: n}); err != nil {
+		ln.Close()
+		store.Close()
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	n.mux = newMux(ln, tlsCfg, n.log, func(c net.Conn) { n.rpc.ServeConn(c) })
+	n.peers = newPeerClients(n.mux)
+	return n, nil
+}
+
+// Addr returns the address the cluster listener is bound to.
+func (n *Node) Addr() string { return n.mux.ln.Addr().String() }
+
+// Start starts Raft with e as the state machine's engine: e must have been
+// made with this node as its Log.
+func (n *Node) Start(e *engine.Node) error {
+	n.engine = e
+	n.fsm = &fsm{n: n, engine: e, dedupe: newDedupe(n.cfg.DedupeWindow.Milliseconds())}
+	n.reads = newReader(n)
+	n.mux.wg.Add(1)
+	go n.mux.serve()
+	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  raftLayer{n.mux},
+		MaxPool: 4,
+		Timeout: 2 * time.Second,
+		Logger:  newHCLogger(n.log),
+	})
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(n.cfg.NodeID)
+	rc.HeartbeatTimeout = n.cfg.HeartbeatTimeout
+	rc.ElectionTimeout = n.cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = n.cfg.LeaderLeaseTimeout
+	rc.CommitTimeout = 5 * time.Millisecond
+	rc.SnapshotThreshold = n.cfg.SnapshotThreshold
+	rc.TrailingLogs = n.cfg.TrailingLogs
+	rc.SnapshotInterval = 10 * time.Second
+	rc.BatchApplyCh = true
+	rc.NotifyCh = n.leaderCh
+	rc.Logger = newHCLogger(n.log)
+	has, err := raft.HasExistingState(n.store, n.store, n.snaps)
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	r, err := raft.NewRaft(rc, n.fsm, n.store, n.store, n.snaps, n.trans)
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	n.raft = r
+	if !has {
+		if n.bootstraps() {
+			var servers []raft.Server
+			for _, p := range n.cfg.Peers {
+				servers = append(servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr), Suffrage: raft.Voter})
+			}
+			if err := r.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+				return fmt.Errorf("cluster: bootstrap: %w", err)
+			}
+			n.log.Info("new cluster bootstrapped", "members", len(servers))
+		} else {
+			n.log.Info("not among the initial peers: waiting to be added with `dss cluster add`", "node", n.cfg.NodeID)
+		}
+	}
+	n.wg.Add(3)
+	go n.watchLeadership()
+	go n.propose()
+	go n.awaitProposals()
+	n.reads.start()
+	return nil
+}
+
+// bootstraps reports whether this node is one of the initial peers.
+func (n *Node) bootstraps() bool {
+	for _, p := range n.cfg.Peers {
+		if p.ID == n.cfg.NodeID {
+			return true
+		}
+	}
+	return false
+}
+
+// Close stops the node: writes not yet committed are answered "the state
+// store is unavailable", Raft stops, and the listener closes. The engine
+// is closed by its owner afterwards.
+func (n *Node) Close() error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil
+	}
+	n.closed = true
+	n.ready = false
+	n.mu.Unlock()
+	var err error
+	if n.raft != nil {
+		err = n.raft.Shutdown().Error()
+	}
+	close(n.stop)
+	if n.reads != nil {
+		n.reads.close()
+	}
+	n.wg.Wait()
+	// Whatever was proposed and not applied is answered now.
+	n.mu.Lock()
+	ops := make([]*engine.Op, 0, len(n.pending))
+	for id, op := range n.pending {
+		ops = append(ops, op)
+		delete(n.pending, id)
+	}
+	n.batch, n.count, n.ids = nil, 0, nil
+	n.mu.Unlock()
+	if len(ops) > 0 {
+		n.engine.Abandon(ops)
+	}
+	n.peers.close()
+	if n.trans != nil {
+		err = errors.Join(err, n.trans.Close())
+	}
+	err = errors.Join(err, n.mux.Close())
+	return errors.Join(err, n.store.Close())
+}
+
+// Propose implements engine.Log: it adds a decided write to the batch the
+// proposer hands to Raft next. It is called under the engine lock.
+func (n *Node) Propose(w *engine.Write) engine.Proposed {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.ready {
+		return engine.Refused
+	}
+	n.nextID++
+	id := n.nextID
+	if w.Op != nil {
+		n.pending[id] = w.Op
+		n.ids = append(n.ids, id)
+	}
+	if n.batch == nil {
+		n.batch = make([]byte, 0, 4096)
+	}
+	n.batch = appendWrite(n.batch, origin{node: n.cfg.NodeID, epoch: n.epoch, id: id}, w)
+	n.count++
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+	return engine.Pending
+}
+
+// propose hands the batches of writes to Raft, one at a time and in the
+// order they were decided, so that the log holds them in version order.
+func (n *Node) propose() {
+	defer n.wg.Done()
+	for {
+		select {
+		case <-n.wake:
+		case <-n.stop:
+			return
+		}
+		n.mu.Lock()
+		body, count, ids := n.batch, n.count, n.ids
+		n.batch, n.count, n.ids = nil, 0, nil
+		ready := n.ready
+		n.mu.Unlock()
+		if count == 0 {
+			continue
+		}
+		if !ready {
+			n.abandon(ids)
+			continue
+		}
+		entry := make([]byte, 0, len(body)+1+binary.MaxVarintLen64)
+		entry = append(entry, entryWrites)
+		entry = binary.AppendUvarint(entry, uint64(count))
+		entry = append(entry, body...)
+		f := n.raft.Apply(entry, applyTimeout)
+		select {
+		case n.futures <- proposal{f: f, ids: ids}:
+		case <-n.stop:
+			return
+		}
+	}
+}
+
+// awaitProposals answers the requests of batches that Raft did not
+// commit (leadership lost, shut down, timed out): the engine answers them
+// "the state store is unavailable". The requests of committed batches
+// were answered when they were applied.
+func (n *Node) awaitProposals() {
+	defer n.wg.Done()
+	for {
+		select {
+		case p := <-n.futures:
+			if err := p.f.Error(); err != nil {
+				n.log.Debug("writes not committed", "err", err, "requests", len(p.ids))
+				n.abandon(p.ids)
+			}
+		case <-n.stop:
+			// Raft is shut down: every future left fails at once.
+			for {
+				select {
+				case p := <-n.futures:
+					if p.f.Error() != nil {
+						n.abandon(p.ids)
+					}
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// abandon answers the requests of ids that are still pending.
+func (n *Node) abandon(ids []uint64) {
+	n.mu.Lock()
+	var ops []*engine.Op
+	for _, id := range ids {
+		if op, ok := n.pending[id]; ok {
+			ops = append(ops, op)
+			delete(n.pending, id)
+		}
+	}
+	n.mu.Unlock()
+	if len(ops) > 0 {
+		n.engine.Abandon(ops)
+	}
+}
+
+// takeOp returns the request that a write proposed here answers, if it is
+// still waiting.
+func (n *Node) takeOp(o origin) *engine.Op {
+	if o.node != n.cfg.NodeID || o.epoch != n.epoch {
+		return nil
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	op, ok := n.pending[o.id]
+	if ok {
+		delete(n.pending, o.id)
+	}
+	return op
+}
+
+// watchLeadership follows this node's leadership. A new leader proposes a
+// term-start entry and takes writes only once it is applied: then every
+// entry of earlier terms is applied too, the clock is above every version
+// in the log, and reads may use the commit index.
+func (n *Node) watchLeadership() {
+	defer n.wg.Done()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case leader := <-n.leaderCh:
+			if !leader {
+				n.setReady(false)
+				n.log.Info("no longer the leader")
+				continue
+			}
+			n.log.Info("elected leader", "term", n.raft.CurrentTerm())
+			err := n.raft.Apply([]byte{entryTermStart}, applyTimeout).Error()
+			if err != nil {
+				n.log.Warn("leader could not commit its term-start entry", "err", err)
+				continue
+			}
+			if n.raft.State() == raft.Leader {
+				n.setReady(true)
+				n.log.Info("leader ready", "term", n.raft.CurrentTerm(), "applied", n.fsm.applied.Load())
+			}
+		}
+	}
+}
+
+func (n *Node) setReady(ready bool) {
+	n.mu.Lock()
+	n.ready = ready && !n.closed
+	n.mu.Unlock()
+	if !ready {
+		select {
+		case n.wake <- struct{}{}: // the proposer abandons what is batched
+		default:
+		}
+	}
+}
+
+func (n *Node) isReady() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.ready
+}
+
+// HasLeader reports whether this node knows a leader of the cluster, for
+// a readiness check.
+func (n *Node) HasLeader() bool {
+	if n.raft == nil {
+		return false
+	}
+	addr, _ := n.raft.LeaderWithID()
+	return addr != ""
+}
+
+// Submit carries out op, as broker.Store asks: KEYNOTIFY and stale reads
+// on this node's engine at once; writes on the leader's engine, forwarded
+// there when this node is a follower; linearizable reads once this node's
+// machine has applied the leader's commit index. It never blocks.
+func (n *Node) Submit(ctx context.Context, op *engine.Op) bool {
+	switch op.Request.Verb {
+	case wire.VerbSet, wire.VerbDel, wire.VerbVDel:
+		if n.isReady() {
+			return n.engine.Submit(ctx, op)
+		}
+		return n.forward(ctx, op)
+	case wire.VerbGet:
+		if op.Stale {
+			return n.engine.Submit(ctx, op)
+		}
+		return n.read(ctx, op)
+	}
+	return n.engine.Submit(ctx, op)
+}
+
+// answerNow answers op on the submitter's goroutine.
+func answerNow(op *engine.Op, err *wire.Error) bool {
+	op.Result = engine.Result{Err: err}
+	op.Inline = true
+	op.Done(op)
+	return true
+}
+
+// admit counts a request that will wait on the cluster, or answers it
+// busy.
+func (n *Node) admit(op *engine.Op) bool {
+	if n.inflight.Add(1) > int64(n.cfg.MaxInFlight) {
+		n.inflight.Add(-1)
+		answerNow(op, wire.ErrBusy)
+		return false
+	}
+	return true
+}
+
+// finish answers op, which waited on the cluster, on the engine's delivery
+// goroutine, after everything applied so far.
+func (n *Node) finish(op *engine.Op) {
+	n.inflight.Add(-1)
+	n.engine.Deliver(op)
+}

@@ -1,0 +1,55 @@
+package server
+
+import (
+	"context"
+	"path/filepath"
+
+	"github.com/dssio/dss/internal/cluster"
+)
+
+// newClusterNode opens the cluster node of cfg: its listener and its Raft
+// log and snapshots under the data directory.
+func newClusterNode(cfg Config) (*cluster.Node, error) {
+	return cluster.New(cluster.Config{
+		NodeID:            cfg.NodeID,
+		Listen:            cfg.Cluster.Listen,
+		Peers:             cfg.Cluster.Peers,
+		DataDir:           filepath.Clean(cfg.DataDir),
+		Fsync:             cfg.Fsync,
+		Secret:            cfg.Cluster.Secret,
+		HeartbeatTimeout:  cfg.Cluster.HeartbeatTimeout,
+		ElectionTimeout:   cfg.Cluster.HeartbeatTimeout,
+		SnapshotThreshold: cfg.Cluster.SnapshotThreshold,
+		TrailingLogs:      cfg.Cluster.TrailingLogs,
+		Logger:            cfg.Logger,
+	})
+}
+
+// HasLeader reports whether this node can serve writes: a single node
+// always can; a cluster node when it knows a leader. A readiness check
+// asks it.
+func (s *Server) HasLeader() bool {
+	if s.cluster == nil {
+		return true
+	}
+	return s.cluster.HasLeader()
+}
+
+// ClusterAddr returns the address of the cluster listener, or "" for a
+// single node.
+func (s *Server) ClusterAddr() string {
+	if s.cluster == nil {
+		return ""
+	}
+	return s.cluster.Addr()
+}
+
+// ClusterStatus returns the cluster's status as this node sees it; ok is
+// false for a single node.
+func (s *Server) ClusterStatus(ctx context.Context) (st cluster.Status, ok bool, err error) {
+	if s.cluster == nil {
+		return cluster.Status{}, false, nil
+	}
+	st, err = s.cluster.Status(ctx)
+	return st, true, err
+}

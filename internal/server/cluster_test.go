@@ -1,0 +1,101 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/eclipse/paho.golang/paho"
+
+	"github.com/dssio/dss/hlc"
+	"github.com/dssio/dss/internal/cluster"
+	"github.com/dssio/dss/internal/dsstest"
+	"github.com/dssio/dss/internal/server"
+	"github.com/dssio/dss/internal/wire"
+)
+
+// freeAddrs returns n loopback addresses that were free a moment ago.
+func freeAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	var addrs []string
+	var lns []net.Listener
+	for i := 0; i < n; i++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		addrs = append(addrs, ln.Addr().String())
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	return addrs
+}
+
+// startCluster starts a cluster of n servers in this process.
+func startCluster(t *testing.T, n int) []*server.Server {
+	t.Helper()
+	addrs := freeAddrs(t, n)
+	var peers []cluster.Peer
+	for i, a := range addrs {
+		peers = append(peers, cluster.Peer{ID: fmt.Sprint("n", i+1), Addr: a})
+	}
+	var servers []*server.Server
+	for i := range addrs {
+		servers = append(servers, dsstest.StartServer(t, server.Config{
+			NodeID:  peers[i].ID,
+			DataDir: t.TempDir(),
+			Cluster: server.ClusterConfig{Listen: addrs[i], Peers: peers},
+		}))
+	}
+	dsstest.Eventually(t, "a leader", func() bool {
+		for _, s := range servers {
+			if !s.HasLeader() {
+				return false
+			}
+		}
+		return true
+	})
+	return servers
+}
+
+func stale() paho.UserProperty {
+	return paho.UserProperty{Key: wire.PropConsistency, Value: wire.ConsistencyStale}
+}
+
+func TestClusterWritesAndReadsThroughEveryNode(t *testing.T) {
+	servers := startCluster(t, 3)
+	var clients []*dsstest.Client
+	for i, s := range servers {
+		clients = append(clients, dsstest.Dial(t, s.Addr(), fmt.Sprint("c", i)))
+	}
+	var last hlc.Timestamp
+	for i := 0; i < 30; i++ {
+		c := clients[i%3]
+		r := c.Await(c.Send(dsstest.Cmd("SET", "k", fmt.Sprint("v", i)), ts(dsstest.Now())))
+		v := expect(t, fmt.Sprint("SET ", i), r, "+OK\r\n", "any")
+		if !last.Before(v) {
+			t.Fatalf("SET %d has version %v after %v", i, v, last)
+		}
+		last = v
+		// A linearizable GET through another node sees it at once.
+		g := clients[(i+1)%3]
+		expect(t, fmt.Sprint("GET ", i), g.Await(g.Send(dsstest.Cmd("GET", "k"))), fmt.Sprintf("$%d\r\nv%d\r\n", len(fmt.Sprint("v", i)), i), "any")
+	}
+	// Every node's own copy converges; a stale read shows it.
+	for _, c := range clients {
+		dsstest.Eventually(t, "the copies to converge", func() bool {
+			r := c.Await(c.Send(dsstest.Cmd("GET", "k"), stale()))
+			return string(r.Payload) == "$3\r\nv29\r\n"
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, ok, err := servers[0].ClusterStatus(ctx)
+	if !ok || err != nil || len(st.Members) != 3 || st.Leader == "" {
+		t.Fatalf("status: %+v %v %v", st, ok, err)
+	}
+}
