@@ -92,6 +92,7 @@ reads a YAML file of settings (--config); see dss serve --help.`,
 	root.AddCommand(newWatchCmd(stdio), newLockCmd(stdio), newKeysCmd(stdio))
 	root.AddCommand(newBenchCmd(stdio))
 	root.AddCommand(newConfigCmd(stdio), newReadyCmd(stdio))
+	root.AddCommand(newClusterCmd(stdio))
 	return root
 }
 

@@ -17,6 +17,7 @@ func newServeCmd(stdio Stdio) *cobra.Command {
 	var cfg server.Config
 	var logLevel, logFormat, fsync, persistence, adminTokenFile string
 	var inMemory bool
+	var cf clusterFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the MQTT 5 broker with the state store",
@@ -63,6 +64,9 @@ TLS files (which are also re-read when they change).`,
 				cfg.DataDir = ""
 			} else if cfg.DataDir == "" {
 				return fmt.Errorf("--data: a data directory is required unless --in-memory is given")
+			}
+			if err := cf.apply(&cfg); err != nil {
+				return err
 			}
 			if cfg.AdminToken, err = readAdminToken(adminTokenFile); err != nil {
 				return err
@@ -118,6 +122,7 @@ TLS files (which are also re-read when they change).`,
 	f.BoolVar(&inMemory, "in-memory", false, "keep nothing on disk: the state is gone when the server stops")
 	enumFlag(f, &fsync, "fsync", "always", []string{"always", "everysec", "no"}, "when changes reach stable storage: always (before each response), everysec (once a second) or no (left to the OS)")
 	enumFlag(f, &persistence, "persistence", "all", []string{"all", "flagged"}, "which keys survive a restart: all, or flagged (only keys written with the user property aio-persistence=true)")
+	cf.add(f)
 	f.Int64Var(&cfg.SnapshotAfter, "snapshot-after", 64<<20, "bytes a snapshot must save to be due: once the journal outgrows it and the last snapshot, or once the data would make a snapshot this much and half smaller than the last")
 	enumFlag(f, &logLevel, "log-level", "info", []string{"debug", "info", "warn", "error"}, "log level: debug, info, warn or error")
 	enumFlag(f, &logFormat, "log-format", "text", []string{"text", "json"}, "log format: text or json")

@@ -80,6 +80,9 @@ type Config struct {
 	// SnapshotThreshold is how many log entries since the last snapshot
 	// make a snapshot due; zero means 8192.
 	SnapshotThreshold uint64
+	// SnapshotInterval is how often Raft checks whether a snapshot is
+	// due; zero means 10 s.
+	SnapshotInterval time.Duration
 	// TrailingLogs is how many entries a snapshot leaves in the log, so
 	// that a follower that fell a little behind needs no snapshot; zero
 	// means 10240.
@@ -127,6 +130,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.SnapshotThreshold == 0 {
 		c.SnapshotThreshold = 8192
+	}
+	if c.SnapshotInterval == 0 {
+		c.SnapshotInterval = 10 * time.Second
 	}
 	if c.TrailingLogs == 0 {
 		c.TrailingLogs = 10240

@@ -156,7 +156,7 @@ func (n *Node) Start(e *engine.Node) error {
 	rc.CommitTimeout = 5 * time.Millisecond
 	rc.SnapshotThreshold = n.cfg.SnapshotThreshold
 	rc.TrailingLogs = n.cfg.TrailingLogs
-	rc.SnapshotInterval = 10 * time.Second
+	rc.SnapshotInterval = n.cfg.SnapshotInterval
 	rc.BatchApplyCh = true
 	rc.NotifyCh = n.leaderCh
 	rc.Logger = newHCLogger(n.log)

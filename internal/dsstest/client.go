@@ -186,6 +186,13 @@ func (c *Client) Send(payload []byte, user ...paho.UserProperty) chan *paho.Publ
 	c.t.Helper()
 	corr := make([]byte, 16)
 	_, _ = rand.Read(corr)
+	return c.SendAs(corr, payload, user...)
+}
+
+// SendAs is Send with the given correlation data, as a client that sends
+// a request again does.
+func (c *Client) SendAs(corr, payload []byte, user ...paho.UserProperty) chan *paho.Publish {
+	c.t.Helper()
 	ch := make(chan *paho.Publish, 1)
 	c.mu.Lock()
 	c.waiting[string(corr)] = ch

@@ -20,6 +20,7 @@ func newClusterNode(cfg Config) (*cluster.Node, error) {
 		HeartbeatTimeout:  cfg.Cluster.HeartbeatTimeout,
 		ElectionTimeout:   cfg.Cluster.HeartbeatTimeout,
 		SnapshotThreshold: cfg.Cluster.SnapshotThreshold,
+		SnapshotInterval:  cfg.Cluster.SnapshotInterval,
 		TrailingLogs:      cfg.Cluster.TrailingLogs,
 		Logger:            cfg.Logger,
 	})

@@ -168,6 +168,7 @@ type ClusterConfig struct {
 	// Tuning, for tests; zero values take cluster.Config's defaults.
 	HeartbeatTimeout  time.Duration
 	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
 	TrailingLogs      uint64
 }
 

@@ -1,0 +1,407 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eclipse/paho.golang/paho"
+
+	"github.com/dssio/dss/hlc"
+	"github.com/dssio/dss/internal/cluster"
+	"github.com/dssio/dss/internal/dsstest"
+	"github.com/dssio/dss/internal/wire"
+)
+
+// member is one dss process of a cluster under test.
+type member struct {
+	id      string
+	mqtt    string
+	cluster string
+	data    string
+	proc    *process
+}
+
+// testCluster is a cluster of real dss processes on loopback.
+type testCluster struct {
+	t       *testing.T
+	members []*member
+	peers   string
+	extra   []string // more flags for every node
+}
+
+// startCluster starts n dss processes that form a new cluster.
+func startCluster(t *testing.T, n int, extra ...string) *testCluster {
+	t.Helper()
+	tc := &testCluster{t: t, extra: extra}
+	var peers []string
+	for i := 0; i < n; i++ {
+		m := &member{id: fmt.Sprint("n", i+1), mqtt: freeAddr(t), cluster: freeAddr(t), data: t.TempDir()}
+		tc.members = append(tc.members, m)
+		peers = append(peers, m.id+"="+m.cluster)
+	}
+	tc.peers = strings.Join(peers, ",")
+	for _, m := range tc.members {
+		tc.start(m)
+	}
+	tc.leader()
+	return tc
+}
+
+// start runs m's dss process.
+func (tc *testCluster) start(m *member) {
+	tc.t.Helper()
+	args := append([]string{"--node-id", m.id, "--cluster-listen", m.cluster, "--peers", tc.peers, "--data", m.data}, tc.extra...)
+	m.proc = startDSS(tc.t, m.mqtt, args...)
+}
+
+// status asks m's cluster listener for the cluster's status.
+func (tc *testCluster) status(m *member) (cluster.Status, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	a, err := cluster.DialAdmin(ctx, m.cluster, nil)
+	if err != nil {
+		return cluster.Status{}, err
+	}
+	defer a.Close()
+	return a.Status(ctx)
+}
+
+// leader waits until the running members agree on a leader and returns it.
+func (tc *testCluster) leader() *member {
+	tc.t.Helper()
+	var leader *member
+	dsstest.Eventually(tc.t, "a leader", func() bool {
+		leader = nil
+		for _, m := range tc.running() {
+			st, err := tc.status(m)
+			if err != nil || st.Leader == "" {
+				return false
+			}
+			for _, l := range tc.members {
+				if l.id == st.Leader {
+					leader = l
+				}
+			}
+		}
+		return leader != nil && leader.alive()
+	})
+	return leader
+}
+
+func (m *member) alive() bool {
+	select {
+	case <-m.proc.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func (tc *testCluster) running() []*member {
+	var ms []*member
+	for _, m := range tc.members {
+		if m.alive() {
+			ms = append(ms, m)
+		}
+	}
+	return ms
+}
+
+func (tc *testCluster) others(not *member) []*member {
+	var ms []*member
+	for _, m := range tc.running() {
+		if m != not {
+			ms = append(ms, m)
+		}
+	}
+	return ms
+}
+
+func ts() paho.UserProperty { return paho.UserProperty{Key: wire.PropTimestamp, Value: dsstest.Now()} }
+
+func staleRead() paho.UserProperty {
+	return paho.UserProperty{Key: wire.PropConsistency, Value: wire.ConsistencyStale}
+}
+
+// try sends one request and returns its response, or nil when none came
+// within d.
+func try(c *dsstest.Client, d time.Duration, payload []byte, user ...paho.UserProperty) *paho.Publish {
+	ch := c.Send(payload, user...)
+	select {
+	case p := <-ch:
+		return p
+	case <-time.After(d):
+		return nil
+	}
+}
+
+func version(t *testing.T, p *paho.Publish) hlc.Timestamp {
+	t.Helper()
+	s, ok := dsstest.UserProperty(p, wire.PropTimestamp)
+	if !ok {
+		t.Fatalf("response %q has no __ts", p.Payload)
+	}
+	v, err := hlc.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// writeUntilOK sends SET key value through c until it is answered +OK, and
+// returns the response and how long that took.
+func writeUntilOK(t *testing.T, c *dsstest.Client, key, value string, limit time.Duration) (*paho.Publish, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	for time.Since(start) < limit {
+		if p := try(c, time.Second, dsstest.Cmd("SET", key, value), ts()); p != nil && string(p.Payload) == "+OK\r\n" {
+			return p, time.Since(start)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("SET %s through %s not answered +OK within %v", key, c.ID, limit)
+	return nil, 0
+}
+
+// TestClusterFailover: after SIGKILL of the leader, writes through the
+// survivors succeed again within 3 s, every acknowledged write is still
+// there, versions keep growing, and the killed node catches up when it
+// restarts.
+func TestClusterFailover(t *testing.T) {
+	tc := startCluster(t, 3)
+	rounds := dsstest.Rounds(1, 5)
+	var times []time.Duration
+	var last hlc.Timestamp
+	acked := map[string]string{}
+	for round := 0; round < rounds; round++ {
+		leader := tc.leader()
+		survivors := tc.others(leader)
+		var clients []*dsstest.Client
+		for i, m := range survivors {
+			clients = append(clients, dsstest.Dial(t, m.mqtt, fmt.Sprintf("r%d-c%d", round, i)))
+		}
+		for i := 0; i < 20; i++ {
+			key, value := fmt.Sprint("k", i%7), fmt.Sprintf("r%d-v%d", round, i)
+			p, _ := writeUntilOK(t, clients[i%len(clients)], key, value, 10*time.Second)
+			if v := version(t, p); !last.Before(v) {
+				t.Fatalf("version %v after %v", v, last)
+			} else {
+				last = v
+			}
+			acked[key] = value
+		}
+		leader.proc.kill()
+		p, took := writeUntilOK(t, clients[0], "after-failover", fmt.Sprint(round), 10*time.Second)
+		times = append(times, took)
+		if v := version(t, p); !last.Before(v) {
+			t.Fatalf("the new leader issued %v after %v", v, last)
+		} else {
+			last = v
+		}
+		t.Logf("round %d: writes through a survivor succeed %v after SIGKILL of leader %s", round, took.Round(time.Millisecond), leader.id)
+		// Every acknowledged write is there, read linearizably.
+		for key, value := range acked {
+			for _, c := range clients {
+				r := c.Request(dsstest.Cmd("GET", key))
+				if want := fmt.Sprintf("$%d\r\n%s\r\n", len(value), value); string(r.Payload) != want {
+					t.Fatalf("GET %s through %s after failover: %q, want %q", key, c.ID, r.Payload, want)
+				}
+			}
+		}
+		// The killed node restarts and catches up.
+		tc.start(leader)
+		c := dsstest.Dial(t, leader.mqtt, fmt.Sprintf("r%d-back", round))
+		want := fmt.Sprintf("$%d\r\n%d\r\n", len(fmt.Sprint(round)), round)
+		dsstest.Eventually(t, "the restarted node to catch up", func() bool {
+			r := try(c, time.Second, dsstest.Cmd("GET", "after-failover"), staleRead())
+			return r != nil && string(r.Payload) == want
+		})
+	}
+	slices.Sort(times)
+	median := times[len(times)/2]
+	t.Logf("failover: median %v over %d rounds (writes through a survivor succeed again after SIGKILL of the leader)", median.Round(time.Millisecond), len(times))
+	if median > 3*time.Second {
+		t.Fatalf("writes resumed after a median of %v, want within 3s", median)
+	}
+}
+
+// TestClusterMajorityLost: with two of three nodes gone, requests fail
+// fast with "the state store is unavailable"; when they come back,
+// service resumes by itself.
+func TestClusterMajorityLost(t *testing.T) {
+	for _, survivor := range []string{"leader", "follower"} {
+		t.Run("the "+survivor+" survives", func(t *testing.T) {
+			tc := startCluster(t, 3)
+			last := tc.leader()
+			if survivor == "follower" {
+				last = tc.others(last)[0]
+			}
+			c := dsstest.Dial(t, last.mqtt, "alone")
+			writeUntilOK(t, c, "k", "before", 10*time.Second)
+			var gone []*member
+			for _, m := range tc.others(last) {
+				m.proc.kill()
+				gone = append(gone, m)
+			}
+			unavailable := "-ERR " + wire.ErrUnavailable.Text() + "\r\n"
+			dsstest.Eventually(t, "the survivor to notice", func() bool {
+				start := time.Now()
+				w := try(c, 5*time.Second, dsstest.Cmd("SET", "k", "during"), ts())
+				if w == nil {
+					t.Fatal("a write without a majority hung for 5s")
+				}
+				if string(w.Payload) != unavailable {
+					return false
+				}
+				r := try(c, 5*time.Second, dsstest.Cmd("GET", "k"))
+				if r == nil {
+					t.Fatal("a read without a majority hung for 5s")
+				}
+				t.Logf("without a majority: write answered %q, read %q, in %v", w.Payload, r.Payload, time.Since(start).Round(time.Millisecond))
+				return string(r.Payload) == unavailable
+			})
+			for _, m := range gone {
+				tc.start(m)
+			}
+			writeUntilOK(t, c, "k", "after", 15*time.Second)
+			if r := c.Request(dsstest.Cmd("GET", "k")); string(r.Payload) != "$5\r\nafter\r\n" {
+				t.Fatalf("GET after recovery: %q", r.Payload)
+			}
+		})
+	}
+}
+
+// TestClusterRetryIsNotAppliedTwice: a request sent again with the same
+// correlation data, through another node and after the leader changed, is
+// answered with the first result and not applied again.
+func TestClusterRetryIsNotAppliedTwice(t *testing.T) {
+	tc := startCluster(t, 3)
+	leader := tc.leader()
+	followers := tc.others(leader)
+	a := dsstest.Dial(t, followers[0].mqtt, "retrier")
+	corr := []byte("retried-request-1")
+	nx := dsstest.Cmd("SET", "lock", "mine", "NX")
+	first := a.Await(a.SendAs(corr, nx, ts()))
+	if string(first.Payload) != "+OK\r\n" {
+		t.Fatalf("first SET NX: %q", first.Payload)
+	}
+	// The same request through the leader: a new request would not meet
+	// NX; the retry gets the first answer.
+	b := dsstest.Dial(t, leader.mqtt, "retrier")
+	if again := b.Await(b.SendAs(corr, nx, ts())); string(again.Payload) != "+OK\r\n" || version(t, again) != version(t, first) {
+		t.Fatalf("the retry: %q %v, want +OK %v", again.Payload, version(t, again), version(t, first))
+	}
+	leader.proc.kill()
+	c := dsstest.Dial(t, followers[1].mqtt, "retrier")
+	var again *paho.Publish
+	dsstest.Eventually(t, "the retry after failover", func() bool {
+		r := c.Await(c.SendAs(corr, nx, ts()))
+		if string(r.Payload) == "-ERR "+wire.ErrUnavailable.Text()+"\r\n" {
+			return false // no leader yet: a client sends it again
+		}
+		again = r
+		return true
+	})
+	if string(again.Payload) != "+OK\r\n" || version(t, again) != version(t, first) {
+		t.Fatalf("the retry after failover: %q, want the first answer +OK %v", again.Payload, version(t, first))
+	}
+	// A new request (new correlation data) is not met: the key exists.
+	if r := c.Request(nx, ts()); string(r.Payload) != ":-1\r\n" {
+		t.Fatalf("a new SET NX: %q", r.Payload)
+	}
+}
+
+// TestClusterNotificationsOnEveryNode: each node delivers to its own
+// KEYNOTIFY clients every change, in apply order.
+func TestClusterNotificationsOnEveryNode(t *testing.T) {
+	tc := startCluster(t, 3)
+	var watchers []*dsstest.Client
+	for i, m := range tc.members {
+		w := dsstest.Dial(t, m.mqtt, fmt.Sprint("watcher", i))
+		w.Subscribe(wire.NotifyTopicFilter(w.ID))
+		if r := w.Request(dsstest.Cmd("KEYNOTIFY", "watched")); string(r.Payload) != "+OK\r\n" {
+			t.Fatalf("KEYNOTIFY: %q", r.Payload)
+		}
+		watchers = append(watchers, w)
+	}
+	var writers []*dsstest.Client
+	for i, m := range tc.members {
+		writers = append(writers, dsstest.Dial(t, m.mqtt, fmt.Sprint("writer", i)))
+	}
+	const writes = 30
+	// Writes through every node at once: the order is the log's.
+	done := make(chan struct{})
+	for i, w := range writers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for j := i; j < writes; j += len(writers) {
+				w.Request(dsstest.Cmd("SET", "watched", fmt.Sprint("v", j)), ts())
+			}
+		}()
+	}
+	for range writers {
+		<-done
+	}
+	var orders [][]string
+	for _, w := range watchers {
+		var order []string
+		var last hlc.Timestamp
+		for len(order) < writes {
+			p := w.Next()
+			v := version(t, p)
+			if !last.Before(v) {
+				t.Fatalf("%s: notification version %v after %v", w.ID, v, last)
+			}
+			last = v
+			order = append(order, string(p.Payload))
+		}
+		orders = append(orders, order)
+	}
+	for i := 1; i < len(orders); i++ {
+		if !slices.Equal(orders[0], orders[i]) {
+			t.Fatalf("node 1 and node %d notified in different orders:\n%q\n%q", i+1, orders[0], orders[i])
+		}
+	}
+}
+
+// TestClusterEmptyNodeCatchesUpFromSnapshot: a node whose data directory
+// is lost rejoins with an empty one and receives the state as a snapshot.
+func TestClusterEmptyNodeCatchesUpFromSnapshot(t *testing.T) {
+	tc := startCluster(t, 3, "--cluster-snapshot-threshold", "64", "--cluster-trailing-logs", "16", "--cluster-snapshot-interval", "100ms")
+	leader := tc.leader()
+	lost := tc.others(leader)[0]
+	lost.proc.kill()
+	c := dsstest.Dial(t, leader.mqtt, "filler")
+	const keys = 400
+	for i := 0; i < keys; i++ {
+		c.Request(dsstest.Cmd("SET", fmt.Sprint("key", i), fmt.Sprint("value", i)), ts())
+	}
+	// The leader compacted its log: the lost node cannot catch up entry by
+	// entry.
+	dsstest.Eventually(t, "a snapshot on the leader", func() bool {
+		entries, _ := os.ReadDir(leader.data + "/raft/snapshots")
+		return len(entries) > 0
+	})
+	if err := os.RemoveAll(lost.data); err != nil {
+		t.Fatal(err)
+	}
+	lost.data = t.TempDir()
+	tc.start(lost)
+	r := dsstest.Dial(t, lost.mqtt, "reader")
+	want := fmt.Sprintf("$%d\r\nvalue%d\r\n", len(fmt.Sprint("value", keys-1)), keys-1)
+	dsstest.Eventually(t, "the empty node to catch up", func() bool {
+		p := try(r, time.Second, dsstest.Cmd("GET", fmt.Sprint("key", keys-1)), staleRead())
+		return p != nil && string(p.Payload) == want
+	})
+	for i := 0; i < keys; i += 37 {
+		p := r.Request(dsstest.Cmd("GET", fmt.Sprint("key", i)), staleRead())
+		if want := fmt.Sprintf("$%d\r\nvalue%d\r\n", len(fmt.Sprint("value", i)), i); string(p.Payload) != want {
+			t.Fatalf("key%d on the rejoined node: %q, want %q", i, p.Payload, want)
+		}
+	}
+}
