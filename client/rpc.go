@@ -48,12 +48,16 @@ const (
 // dropped. It gives up when ctx ends.
 func (c *Client) call(ctx context.Context, r *request) (response, error) {
 	wait := minRetryWait
+	// Every attempt carries the same correlation data: a dss cluster
+	// recognises a write it has already applied by it (and the client
+	// id), so a write resent after a failover is not applied twice.
+	corr := newCorrelation()
 	for {
 		cn, err := c.awaitConn(ctx)
 		if err != nil {
 			return response{}, err
 		}
-		res, err := c.roundTrip(ctx, cn, r)
+		res, err := c.roundTrip(ctx, cn, r, corr)
 		if err == nil || !c.retryable(r, err) {
 			return res, err
 		}
@@ -91,8 +95,7 @@ func (c *Client) retryable(r *request, err error) bool {
 }
 
 // roundTrip sends r on cn once and waits for the response.
-func (c *Client) roundTrip(ctx context.Context, cn *conn, r *request) (response, error) {
-	corr := newCorrelation()
+func (c *Client) roundTrip(ctx context.Context, cn *conn, r *request, corr []byte) (response, error) {
 	ch := make(chan *paho.Publish, 1)
 	c.mu.Lock()
 	c.calls[string(corr)] = ch

@@ -46,7 +46,7 @@ type WriteReply struct {
 // forward sends a write to the leader and answers op with its result once
 // this node has applied it too.
 func (n *Node) forward(_ context.Context, op *engine.Op) bool {
-	addr, _ := n.raft.LeaderWithID()
+	addr := n.leaderAddr()
 	if addr == "" {
 		return answerNow(op, wire.ErrUnavailable)
 	}
@@ -64,11 +64,11 @@ func (n *Node) forward(_ context.Context, op *engine.Op) bool {
 	done := make(chan *rpc.Call, 1)
 	// net/rpc encodes the arguments before Go returns: the request's
 	// memory may be reused after that.
-	n.peers.call(string(addr), "Cluster.Write", args, reply, done)
+	n.peers.call(addr, "Cluster.Write", args, reply, done)
 	go func() {
 		call := <-done
 		if call.Error != nil {
-			n.peers.failed(string(addr), call.Error)
+			n.peers.failed(addr, call.Error)
 			n.log.Debug("forwarding to the leader failed", "leader", addr, "err", call.Error)
 			op.Result = engine.Result{Err: wire.ErrUnavailable}
 			n.finish(op)

@@ -193,6 +193,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.engine.Restore(m, lastTime)
 	f.dedupe = table
 	f.setApplied(applied)
+	f.n.log.Info("state restored from a Raft snapshot", "keys", m.Len(), "applied_index", applied)
 	return nil
 }
 

@@ -126,17 +126,17 @@ func (n *Node) changeMembership(method string, args *MemberArgs, fn func() error
 	if n.raft.State() == raft.Leader {
 		return fn()
 	}
-	addr, _ := n.raft.LeaderWithID()
+	addr := n.leaderAddr()
 	if addr == "" {
 		return errNoLeader
 	}
-	c, err := n.peers.get(string(addr))
+	c, err := n.peers.get(addr)
 	if err != nil {
 		return err
 	}
 	var none struct{}
 	if err := c.Call(method, args, &none); err != nil {
-		n.peers.failed(string(addr), err)
+		n.peers.failed(addr, err)
 		return err
 	}
 	return nil

@@ -140,8 +140,6 @@ func (n *Node) Start(e *engine.Node) error {
 	n.engine = e
 	n.fsm = &fsm{n: n, engine: e, dedupe: newDedupe(n.cfg.DedupeWindow.Milliseconds())}
 	n.reads = newReader(n)
-	n.mux.wg.Add(1)
-	go n.mux.serve()
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  raftLayer{n.mux},
 		MaxPool: 4,
@@ -169,6 +167,9 @@ func (n *Node) Start(e *engine.Node) error {
 		return fmt.Errorf("cluster: %w", err)
 	}
 	n.raft = r
+	// Only now: the RPC service uses n.raft.
+	n.mux.wg.Add(1)
+	go n.mux.serve()
 	if !has {
 		if n.bootstraps() {
 			var servers []raft.Server
@@ -409,6 +410,23 @@ func (n *Node) isReady() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.ready
+}
+
+// leaderAddr returns the address at which this node reaches the leader:
+// the address its --peers list gives the leader's id, which may differ
+// from the address the leader reports (a proxy, another interface), or
+// else the reported one. "" when no leader is known.
+func (n *Node) leaderAddr() string {
+	addr, id := n.raft.LeaderWithID()
+	if addr == "" {
+		return ""
+	}
+	for _, p := range n.cfg.Peers {
+		if p.ID == string(id) {
+			return p.Addr
+		}
+	}
+	return string(addr)
 }
 
 // HasLeader reports whether this node knows a leader of the cluster, for

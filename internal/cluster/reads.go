@@ -99,17 +99,17 @@ func (r *reader) readIndex() (uint64, error) {
 		}
 		return index, nil
 	}
-	addr, _ := n.raft.LeaderWithID()
+	addr := n.leaderAddr()
 	if addr == "" {
 		return 0, errNoLeader
 	}
 	var index uint64
 	done := make(chan *rpc.Call, 1)
-	n.peers.call(string(addr), "Cluster.ReadIndex", &ReadIndexArgs{}, &index, done)
+	n.peers.call(addr, "Cluster.ReadIndex", &ReadIndexArgs{}, &index, done)
 	select {
 	case call := <-done:
 		if call.Error != nil {
-			n.peers.failed(string(addr), call.Error)
+			n.peers.failed(addr, call.Error)
 			return 0, call.Error
 		}
 		return index, nil

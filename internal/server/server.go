@@ -89,6 +89,7 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.cluster = cn
 		ecfg.Log = cn
+		reg.MustRegister(cn.Collectors()...)
 	} else if cfg.DataDir != "" {
 		start := time.Now()
 		j, m, err := journal.Open(journal.Options{

@@ -40,6 +40,9 @@ func (s *Server) listenerAddrs() []any {
 	if a := s.HTTPAddr(); a != "" {
 		attrs = append(attrs, "http", a)
 	}
+	if a := s.ClusterAddr(); a != "" {
+		attrs = append(attrs, "cluster", a)
+	}
 	return attrs
 }
 

@@ -1,0 +1,125 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/dssio/dss/hlc"
+	"github.com/dssio/dss/internal/engine"
+	"github.com/dssio/dss/internal/store"
+	"github.com/dssio/dss/internal/wire"
+)
+
+// memSink is a raft.SnapshotSink in memory.
+type memSink struct{ bytes.Buffer }
+
+func (*memSink) ID() string    { return "mem" }
+func (*memSink) Cancel() error { return nil }
+func (*memSink) Close() error  { return nil }
+
+var _ raft.SnapshotSink = (*memSink)(nil)
+
+// newTestFSM returns an FSM over a started engine that no node proposes
+// to: writes reach it only as committed entries.
+func newTestFSM(t *testing.T, id string) *fsm {
+	t.Helper()
+	n := &Node{cfg: Config{NodeID: id}, log: slog.New(slog.NewTextHandler(io.Discard, nil)), pending: map[uint64]*engine.Op{}}
+	e := engine.New(engine.Config{Clock: hlc.NewClock(id, nil), Log: n})
+	e.Start()
+	t.Cleanup(func() { _ = e.Close() })
+	n.engine = e
+	n.fsm = &fsm{n: n, engine: e, dedupe: newDedupe(time.Minute.Milliseconds())}
+	return n.fsm
+}
+
+// entry encodes writes as one committed log entry.
+func entry(index uint64, writes ...engine.Write) *raft.Log {
+	b := []byte{entryWrites}
+	b = append(b, byte(len(writes)))
+	for i := range writes {
+		b = appendWrite(b, origin{node: "elsewhere", id: uint64(i)}, &writes[i])
+	}
+	return &raft.Log{Index: index, Type: raft.LogCommand, Data: b}
+}
+
+func setWrite(key, value string, at int64, counter uint32) engine.Write {
+	return engine.Write{Command: store.Command{
+		Op: store.OpSet, Key: []byte(key), Value: []byte(value), Time: at,
+		Version: hlc.Timestamp{Wall: at, Counter: counter, Node: "leader"},
+	}}
+}
+
+func get(t *testing.T, e *engine.Node, key string) engine.Result {
+	t.Helper()
+	done := make(chan engine.Result, 1)
+	e.Submit(context.Background(), &engine.Op{Request: wire.Request{Verb: wire.VerbGet, Key: []byte(key)}, Done: func(op *engine.Op) { done <- op.Result }})
+	return <-done
+}
+
+func TestSnapshotRestoresEveryKey(t *testing.T) {
+	src := newTestFSM(t, "a")
+	now := time.Now().UnixMilli()
+	for i := 0; i < 2000; i++ {
+		src.ApplyBatch([]*raft.Log{entry(uint64(i+1), setWrite(fmt.Sprint("key", i), fmt.Sprint("value", i), now, uint32(i+1)))})
+	}
+	snap, err := src.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sink memSink
+	if err := snap.Persist(&sink); err != nil {
+		t.Fatal(err)
+	}
+	dst := newTestFSM(t, "b")
+	if err := dst.Restore(io.NopCloser(&sink)); err != nil {
+		t.Fatal(err)
+	}
+	if got := dst.applied.Load(); got != 2000 {
+		t.Fatalf("applied index after restore: %d, want 2000", got)
+	}
+	// The log goes on after the snapshot.
+	for i := 2000; i < 2500; i++ {
+		dst.ApplyBatch([]*raft.Log{entry(uint64(i+1), setWrite(fmt.Sprint("key", i), fmt.Sprint("value", i), now, uint32(i+1)))})
+	}
+	for i := 0; i < 2500; i++ {
+		r := get(t, dst.engine, fmt.Sprint("key", i))
+		if !r.Found || string(r.Value) != fmt.Sprint("value", i) {
+			t.Fatalf("key%d after restore: %+v", i, r)
+		}
+	}
+}
+
+func TestSnapshotRestoreSmall(t *testing.T) {
+	for restored := 1; restored < 400; restored += 13 {
+		src := newTestFSM(t, "a")
+		now := time.Now().UnixMilli()
+		for i := 0; i < restored; i++ {
+			src.ApplyBatch([]*raft.Log{entry(uint64(i+1), setWrite(fmt.Sprint("key", i), fmt.Sprint("value", i), now, uint32(i+1)))})
+		}
+		snap, _ := src.Snapshot()
+		var sink memSink
+		if err := snap.Persist(&sink); err != nil {
+			t.Fatal(err)
+		}
+		dst := newTestFSM(t, "b")
+		if err := dst.Restore(io.NopCloser(&sink)); err != nil {
+			t.Fatal(err)
+		}
+		for i := restored; i < 400; i++ {
+			dst.ApplyBatch([]*raft.Log{entry(uint64(i+1), setWrite(fmt.Sprint("key", i), fmt.Sprint("value", i), now, uint32(i+1)))})
+		}
+		for i := 0; i < 400; i++ {
+			r := get(t, dst.engine, fmt.Sprint("key", i))
+			if !r.Found || string(r.Value) != fmt.Sprint("value", i) {
+				t.Fatalf("restored %d: key%d: %+v", restored, i, r)
+			}
+		}
+	}
+}
