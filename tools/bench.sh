@@ -6,6 +6,7 @@
 #   tools/bench.sh                 the default set (a few minutes)
 #   tools/bench.sh --full          every scenario (about 15 minutes)
 #   tools/bench.sh --only "throughput fanout"
+#   tools/bench.sh --only cluster  3 nodes against 1 with --fsync always, GET, failover
 #
 # Options:
 #   --full             run every scenario
@@ -16,8 +17,10 @@
 #   --keep             keep the work directory (raw JSON and CSV of every run)
 #
 # Environment: SERVER_CPU (default 0), LOAD_CPU (default 1), DSS_PORT
-# (default 18830), REDIS_PORT (default 16380), FLOOR_PORT (default 18900),
-# WORK (default a new temporary directory).
+# (default 18830; a cluster's nodes take it and the next two), REDIS_PORT
+# (default 16380), FLOOR_PORT (default 18900), CLUSTER_PORT (default 17946;
+# the nodes' cluster listeners take it and the next two), WORK (default a
+# new temporary directory).
 #
 # It installs redis-server, redis-tools and jq with apt-get when they are
 # missing (as root), and builds dss and tools/tcpfloor with the Go
@@ -28,7 +31,7 @@
 set -euo pipefail
 
 SCENARIOS="throughput single_client fanout"
-FULL="$SCENARIOS fsync connections_4096 idle_10k rss_1m startup_1m keys_10m expiry_spike"
+FULL="$SCENARIOS fsync connections_4096 idle_10k rss_1m startup_1m keys_10m expiry_spike cluster"
 
 RUNS=3
 DURATION=10
@@ -62,10 +65,13 @@ FLOOR="$WORK/tcpfloor"
 FLOOR_PORT="${FLOOR_PORT:-18900}"
 FLOOR_PID=""
 REDIS_PID=""
+CLUSTER_PORT="${CLUSTER_PORT:-17946}"
+CLUSTER_PIDS=(0 0 0)
 
 log() { echo "bench.sh: $*" >&2; }
 
 cleanup() {
+	stop_cluster
 	stop_dss
 	stop_floor
 	stop_redis
@@ -142,6 +148,7 @@ stop_pid() {
 stop_dss() { stop_pid DSS_PID; }
 
 # start_floor: the bare server of tools/tcpfloor, 3 µs of work a request.
+#   tools/bench.sh --only cluster  3 nodes against 1 with --fsync always, GET, failover
 start_floor() {
 	stop_floor
 	port_free "$FLOOR_PORT"
@@ -388,6 +395,50 @@ scenario_fsync() {
 			"$(fmt "$(med "fsync-$mode" .latency_us.p99)")" \
 			"$(fmt "$(med "rfsync-$mode" p99_latency_ms csv)")"
 	done
+}
+
+# A 3-node cluster against a single node, all with --fsync always, every
+# server process on the server CPU: SET throughput through the leader as
+# a share of the single node's, GET (linearizable) through a follower,
+# and the failover time: from SIGKILL of the leader to the first SET
+# acknowledged through a survivor (dss set retries "unavailable"), over
+# 5 kills per run.
+scenario_cluster() {
+	local i k leader follower start end
+	: >"$WORK/failover.ms"
+	for i in $(seq 1 "$RUNS"); do
+		log "cluster run $i/$RUNS: single node"
+		start_dss --fsync always
+		dss_bench "c1-set.$i" --op set --clients 64 --duration "${DURATION}s"
+		stop_dss
+		log "cluster run $i/$RUNS: 3 nodes"
+		start_cluster --fsync always
+		leader=$(cluster_leader)
+		follower=$(((leader + 1) % 3))
+		cluster_bench "c3-set.$i" "$leader" --op set --clients 64 --duration "${DURATION}s"
+		cluster_bench "c3-get.$i" "$follower" --op get --clients 64 --duration "${DURATION}s"
+		for k in 1 2 3 4 5; do
+			leader=$(cluster_leader)
+			follower=$(((leader + 1) % 3))
+			kill -9 "${CLUSTER_PIDS[leader]}"
+			wait "${CLUSTER_PIDS[leader]}" 2>/dev/null || true
+			CLUSTER_PIDS[leader]=0
+			start=$(date +%s%N)
+			"$DSS" set --server "127.0.0.1:$((DSS_PORT + follower))" --timeout 30s "failover-$k" x >/dev/null
+			end=$(date +%s%N)
+			echo $(((end - start) / 1000000)) >>"$WORK/failover.ms"
+			start_node "$leader" --fsync always
+		done
+		stop_cluster
+	done
+	row "SET, 64 conns, fsync always" "requests/s: 3-node cluster / single node" \
+		"$(fmt "$(med c3-set .requests_per_second)" 0) / $(fmt "$(med c1-set .requests_per_second)" 0)" ""
+	row "SET, 64 conns, fsync always" "3 nodes as a share of 1 (goal: at least 0.5)" "$(share c3-set c1-set .requests_per_second)" ""
+	row "SET, 64 conns, 3 nodes" "p99 latency µs" "$(fmt "$(med c3-set .latency_us.p99)")" ""
+	row "GET, 64 conns, 3 nodes, through a follower" "requests/s" "$(fmt "$(med c3-get .requests_per_second)" 0)" ""
+	row "GET, 64 conns, 3 nodes, through a follower" "p99 latency µs" "$(fmt "$(med c3-get .latency_us.p99)")" ""
+	row "failover (SIGKILL of the leader)" "ms to the first acknowledged SET, median / max of $((RUNS * 5))" \
+		"$(median <"$WORK/failover.ms") / $(sort -g "$WORK/failover.ms" | tail -1)" ""
 }
 
 # Many busy connections, against the peak (64 connections) measured just
