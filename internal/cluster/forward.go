@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/rpc"
@@ -62,9 +63,16 @@ func (n *Node) forward(_ context.Context, op *engine.Op) bool {
 	}
 	reply := &WriteReply{}
 	done := make(chan *rpc.Call, 1)
-	// net/rpc encodes the arguments before Go returns: the request's
-	// memory may be reused after that.
-	n.peers.call(addr, "Cluster.Write", args, reply, done)
+	if c := n.peers.connected(addr); c != nil {
+		// net/rpc encodes the arguments before Go returns: the request's
+		// memory, which the connection's next request reuses, may go.
+		c.Go("Cluster.Write", args, reply, done)
+	} else {
+		// Dialing blocks: not on the goroutine that reads the client.
+		args.Key, args.Value = bytes.Clone(args.Key), bytes.Clone(args.Value)
+		args.Correlation = bytes.Clone(args.Correlation)
+		go n.peers.call(addr, "Cluster.Write", args, reply, done)
+	}
 	go func() {
 		call := <-done
 		if call.Error != nil {

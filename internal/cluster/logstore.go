@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -175,7 +176,7 @@ func (s *logStore) Set(key, val []byte) error {
 func (s *logStore) Get(key []byte) ([]byte, error) {
 	var v []byte
 	err := s.db.View(func(tx *bolt.Tx) error {
-		v = append([]byte(nil), tx.Bucket(bucketStable).Get(key)...)
+		v = bytes.Clone(tx.Bucket(bucketStable).Get(key))
 		return nil
 	})
 	return v, err
@@ -206,14 +207,16 @@ func encodeLog(b []byte, l *raft.Log) []byte {
 
 var errBadLog = errors.New("cluster: malformed log entry in raft.db")
 
+// decodeLog decodes an entry that encodeLog wrote. b is bbolt's memory,
+// valid only inside the transaction: the entry keeps copies.
 func decodeLog(b []byte, l *raft.Log) error {
 	d := decoder{b: b}
 	l.Index = d.uvarint()
 	l.Term = d.uvarint()
 	l.Type = raft.LogType(d.byte())
 	l.AppendedAt = time.Unix(0, d.varint())
-	l.Data = d.bytes()
-	l.Extensions = d.bytes()
+	l.Data = bytes.Clone(d.bytes())
+	l.Extensions = bytes.Clone(d.bytes())
 	if d.err != nil {
 		return errBadLog
 	}

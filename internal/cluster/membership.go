@@ -128,7 +128,7 @@ func (n *Node) changeMembership(method string, args *MemberArgs, fn func() error
 	}
 	addr := n.leaderAddr()
 	if addr == "" {
-		return errNoLeader
+		return ErrNoLeader
 	}
 	c, err := n.peers.get(addr)
 	if err != nil {

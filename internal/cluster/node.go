@@ -439,6 +439,19 @@ func (n *Node) HasLeader() bool {
 	return addr != ""
 }
 
+// ErrNoLeader is the readiness error of a node that knows no leader: it
+// answers every write and linearizable read "the state store is
+// unavailable" until one is elected.
+var ErrNoLeader = errors.New("cluster: no leader is known (an election is under way, or no majority of the members is reachable)")
+
+// Ready reports, for /readyz, whether the node knows a leader.
+func (n *Node) Ready() error {
+	if !n.HasLeader() {
+		return ErrNoLeader
+	}
+	return nil
+}
+
 // Submit carries out op, as broker.Store asks: KEYNOTIFY and stale reads
 // on this node's engine at once; writes on the leader's engine, forwarded
 // there when this node is a follower; linearizable reads once this node's

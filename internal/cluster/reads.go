@@ -1,8 +1,8 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
-	"errors"
 	"net/rpc"
 	"sync"
 	"time"
@@ -16,9 +16,6 @@ import (
 // readIndexTimeout bounds how long a follower waits for the leader's read
 // index.
 const readIndexTimeout = 2 * time.Second
-
-// errNoLeader fails reads while no leader is known.
-var errNoLeader = errors.New("cluster: no leader")
 
 // reader confirms read indexes in batches: every read that arrives while
 // one confirmation is under way shares the next one. On the leader a
@@ -101,7 +98,7 @@ func (r *reader) readIndex() (uint64, error) {
 	}
 	addr := n.leaderAddr()
 	if addr == "" {
-		return 0, errNoLeader
+		return 0, ErrNoLeader
 	}
 	var index uint64
 	done := make(chan *rpc.Call, 1)
@@ -139,6 +136,9 @@ func (n *Node) read(_ context.Context, op *engine.Op) bool {
 	if !n.admit(op) {
 		return true
 	}
+	// The key lives in the connection's read buffer, which its next
+	// request reuses: the read outlives this call, so it keeps a copy.
+	op.Request.Key = bytes.Clone(op.Request.Key)
 	n.reads.confirm(func(index uint64, err error) {
 		if err != nil {
 			n.log.Debug("read index not confirmed", "err", err)

@@ -90,6 +90,7 @@ func New(cfg Config) (*Server, error) {
 		s.cluster = cn
 		ecfg.Log = cn
 		reg.MustRegister(cn.Collectors()...)
+		s.readiness = append(s.readiness, cn)
 	} else if cfg.DataDir != "" {
 		start := time.Now()
 		j, m, err := journal.Open(journal.Options{
