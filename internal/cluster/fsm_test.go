@@ -17,6 +17,8 @@ import (
 	"github.com/dssio/dss/internal/wire"
 )
 
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
 // memSink is a raft.SnapshotSink in memory.
 type memSink struct{ bytes.Buffer }
 
@@ -30,7 +32,7 @@ var _ raft.SnapshotSink = (*memSink)(nil)
 // to: writes reach it only as committed entries.
 func newTestFSM(t *testing.T, id string) *fsm {
 	t.Helper()
-	n := &Node{cfg: Config{NodeID: id}, log: slog.New(slog.NewTextHandler(io.Discard, nil)), pending: map[uint64]*engine.Op{}}
+	n := &Node{cfg: Config{NodeID: id}, log: quietLogger(), pending: map[uint64]*engine.Op{}}
 	e := engine.New(engine.Config{Clock: hlc.NewClock(id, nil), Log: n})
 	e.Start()
 	t.Cleanup(func() { _ = e.Close() })
@@ -96,7 +98,7 @@ func TestSnapshotRestoresEveryKey(t *testing.T) {
 	}
 }
 
-func TestSnapshotRestoreSmall(t *testing.T) {
+func TestSnapshotAtEverySizeThenTheLog(t *testing.T) {
 	for restored := 1; restored < 400; restored += 13 {
 		src := newTestFSM(t, "a")
 		now := time.Now().UnixMilli()

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -33,12 +34,14 @@ type testCluster struct {
 	members []*member
 	peers   string
 	extra   []string // more flags for every node
+	secret  []byte   // the cluster secret, from DSS_CLUSTER_SECRET
 }
+
 
 // startCluster starts n dss processes that form a new cluster.
 func startCluster(t *testing.T, n int, extra ...string) *testCluster {
 	t.Helper()
-	tc := &testCluster{t: t, extra: extra}
+	tc := &testCluster{t: t, extra: extra, secret: []byte(os.Getenv("DSS_CLUSTER_SECRET"))}
 	var peers []string
 	for i := 0; i < n; i++ {
 		m := &member{id: fmt.Sprint("n", i+1), mqtt: freeAddr(t), cluster: freeAddr(t), data: t.TempDir()}
@@ -71,9 +74,13 @@ func (tc *testCluster) start(m *member) {
 
 // status asks m's cluster listener for the cluster's status.
 func (tc *testCluster) status(m *member) (cluster.Status, error) {
+	return tc.statusWith(m, tc.secret)
+}
+
+func (tc *testCluster) statusWith(m *member, secret []byte) (cluster.Status, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	a, err := cluster.DialAdmin(ctx, m.cluster, nil)
+	a, err := cluster.DialAdmin(ctx, m.cluster, secret)
 	if err != nil {
 		return cluster.Status{}, err
 	}
@@ -447,5 +454,78 @@ func TestClusterEmptyNodeCatchesUpFromSnapshot(t *testing.T) {
 	}
 	if len(missing) > 0 {
 		t.Fatalf("%d keys wrong on the rejoined node: %v", len(missing), missing)
+	}
+}
+
+// dssCluster runs `dss cluster ARGS...` and returns its output.
+func dssCluster(t *testing.T, env []string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(dssBinary, append([]string{"cluster"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// TestClusterMembership: a fourth node is added at runtime, catches up and
+// votes; then it is removed again.
+func TestClusterMembership(t *testing.T) {
+	tc := startCluster(t, 3)
+	leader := tc.leader()
+	c := dsstest.Dial(t, leader.mqtt, "writer")
+	writeUntilOK(t, c, "before", "4", 10*time.Second)
+	// The new node is not in --peers: it waits to be added.
+	n4 := &member{id: "n4", mqtt: freeAddr(t), cluster: freeAddr(t), data: t.TempDir()}
+	tc.start(n4)
+	tc.members = append(tc.members, n4)
+	out, err := dssCluster(t, nil, "add", "n4", n4.cluster, "--cluster-addr", tc.members[0].cluster)
+	if err != nil {
+		t.Fatalf("dss cluster add: %v\n%s", err, out)
+	}
+	r := dsstest.Dial(t, n4.mqtt, "reader")
+	dsstest.Eventually(t, "the new node to catch up", func() bool {
+		p := try(r, time.Second, dsstest.Cmd("GET", "before"), staleRead())
+		return p != nil && string(p.Payload) == "$1\r\n4\r\n"
+	})
+	out, err = dssCluster(t, nil, "status", "--cluster-addr", n4.cluster)
+	if err != nil || !strings.Contains(out, "n4") || strings.Count(out, "Follower")+strings.Count(out, "Leader") < 4 {
+		t.Fatalf("dss cluster status after the addition: %v\n%s", err, out)
+	}
+	t.Logf("dss cluster status:\n%s", out)
+	// Writes through the new node work: it forwards them.
+	w := dsstest.Dial(t, n4.mqtt, "writer4")
+	writeUntilOK(t, w, "through-n4", "x", 10*time.Second)
+	out, err = dssCluster(t, nil, "remove", "n4", "--cluster-addr", tc.members[1].cluster)
+	if err != nil {
+		t.Fatalf("dss cluster remove: %v\n%s", err, out)
+	}
+	dsstest.Eventually(t, "three members again", func() bool {
+		st, err := tc.status(leader)
+		return err == nil && len(st.Members) == 3
+	})
+}
+
+// TestClusterSecret: with a cluster secret, the cluster listener refuses
+// whoever does not hold it, and the members (and dss cluster) that hold
+// it work as without.
+func TestClusterSecret(t *testing.T) {
+	secret := "DSS_CLUSTER_SECRET=0123456789abcdef0123456789abcdef"
+	t.Setenv("DSS_CLUSTER_SECRET", "0123456789abcdef0123456789abcdef")
+	tc := startCluster(t, 3) // the nodes inherit the secret
+	leader := tc.leader()
+	c := dsstest.Dial(t, leader.mqtt, "writer")
+	writeUntilOK(t, c, "k", "v", 10*time.Second)
+	if out, err := dssCluster(t, []string{secret}, "status", "--cluster-addr", leader.cluster); err != nil || !strings.Contains(out, "leader: "+leader.id) {
+		t.Fatalf("dss cluster status with the secret: %v\n%s", err, out)
+	}
+	wrong := "DSS_CLUSTER_SECRET=not-the-secret-of-this-cluster"
+	if out, err := dssCluster(t, []string{wrong}, "add", "intruder", "127.0.0.1:1", "--cluster-addr", leader.cluster, "--timeout", "3s"); err == nil {
+		t.Fatalf("dss cluster add with a wrong secret succeeded:\n%s", out)
+	}
+	if out, err := dssCluster(t, []string{"DSS_CLUSTER_SECRET="}, "status", "--cluster-addr", leader.cluster, "--timeout", "3s"); err == nil {
+		t.Fatalf("dss cluster status without a secret succeeded:\n%s", out)
+	}
+	st, err := tc.statusWith(leader, []byte("0123456789abcdef0123456789abcdef"))
+	if err != nil || len(st.Members) != 3 {
+		t.Fatalf("members after the refused attempts: %+v %v", st.Members, err)
 	}
 }
