@@ -37,7 +37,6 @@ type testCluster struct {
 	secret  []byte   // the cluster secret, from DSS_CLUSTER_SECRET
 }
 
-
 // startCluster starts n dss processes that form a new cluster.
 func startCluster(t *testing.T, n int, extra ...string) *testCluster {
 	t.Helper()
