@@ -147,8 +147,70 @@ stop_pid() {
 
 stop_dss() { stop_pid DSS_PID; }
 
+# The nodes of a 3-node cluster on this machine: node i (0-2) is n$((i+1)),
+# MQTT on DSS_PORT+i, cluster listener on CLUSTER_PORT+i, all three on the
+# server CPU.
+cluster_peers() { echo "n1=127.0.0.1:$CLUSTER_PORT,n2=127.0.0.1:$((CLUSTER_PORT + 1)),n3=127.0.0.1:$((CLUSTER_PORT + 2))"; }
+
+# start_node I [serve flags...]: starts node I on its data directory.
+start_node() {
+	local i=$1
+	shift
+	port_free "$((DSS_PORT + i))"
+	taskset -c "$SERVER_CPU" "$DSS" serve --node-id "n$((i + 1))" --listen "127.0.0.1:$((DSS_PORT + i))" \
+		--cluster-listen "127.0.0.1:$((CLUSTER_PORT + i))" --peers "$(cluster_peers)" \
+		--data "$WORK/cluster-data/n$i" --log-level warn "$@" 2>>"$WORK/cluster.log" &
+	CLUSTER_PIDS[i]=$!
+	wait_port "$((DSS_PORT + i))"
+}
+
+# start_cluster [serve flags...]: a fresh 3-node cluster, once it has a leader.
+start_cluster() {
+	stop_cluster
+	rm -rf "$WORK/cluster-data"
+	local i
+	for i in 0 1 2; do start_node "$i" "$@"; done
+	cluster_leader >/dev/null
+}
+
+stop_cluster() {
+	local i
+	for i in 0 1 2; do
+		if [ "${CLUSTER_PIDS[i]}" != 0 ]; then
+			kill "${CLUSTER_PIDS[i]}" 2>/dev/null || true
+			wait "${CLUSTER_PIDS[i]}" 2>/dev/null || true
+			CLUSTER_PIDS[i]=0
+		fi
+	done
+}
+
+# cluster_leader: the index (0-2) of the leader, once one is known.
+cluster_leader() {
+	local i id
+	for _ in $(seq 1 200); do
+		for i in 0 1 2; do
+			[ "${CLUSTER_PIDS[i]}" != 0 ] || continue
+			id=$("$DSS" cluster status --cluster-addr "127.0.0.1:$((CLUSTER_PORT + i))" --timeout 1s 2>/dev/null |
+				awk '/^leader:/ { print $2 }') || true
+			case "$id" in n[123]) echo $((${id#n} - 1)); return 0 ;; esac
+		done
+		sleep 0.05
+	done
+	log "the cluster has no leader"
+	return 1
+}
+
+# cluster_bench NAME NODE [bench flags...]: dss bench against node NODE.
+cluster_bench() {
+	local name=$1 node=$2
+	shift 2
+	taskset -c "$LOAD_CPU" "$DSS" bench --server "127.0.0.1:$((DSS_PORT + node))" --server-pid "${CLUSTER_PIDS[node]}" \
+		--json "$@" >"$WORK/$name.json" 2>>"$WORK/bench.log" || {
+		log "dss bench $name reported errors or timeouts: $(jq -c '{errors,timeouts,errors_by_kind}' "$WORK/$name.json" 2>/dev/null)"
+	}
+}
+
 # start_floor: the bare server of tools/tcpfloor, 3 µs of work a request.
-#   tools/bench.sh --only cluster  3 nodes against 1 with --fsync always, GET, failover
 start_floor() {
 	stop_floor
 	port_free "$FLOOR_PORT"
