@@ -45,7 +45,9 @@ func addConfigFlag(cmd *cobra.Command) {
 }
 
 // markSecret makes dss config print mask the value of the flag name.
-// Flags whose names say password, secret or token are masked without it.
+// Flags whose names say password, secret or token are masked without it,
+// unless they name a file (-file, -path): a path is no secret, and
+// showing it is what the operator needs.
 func markSecret(fs *pflag.FlagSet, name string) {
 	_ = fs.SetAnnotation(name, secretAnnotation, []string{"true"})
 }
@@ -53,6 +55,9 @@ func markSecret(fs *pflag.FlagSet, name string) {
 func isSecret(f *pflag.Flag) bool {
 	if _, ok := f.Annotations[secretAnnotation]; ok {
 		return true
+	}
+	if strings.HasSuffix(f.Name, "-file") || strings.HasSuffix(f.Name, "-path") {
+		return false
 	}
 	for _, word := range []string{"password", "secret", "token"} {
 		if strings.Contains(f.Name, word) {

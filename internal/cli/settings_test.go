@@ -184,7 +184,8 @@ func TestConfigPrintMasksSecrets(t *testing.T) {
 	markSecret(fs, "peer-key")
 	fs.String("listen", "", "")
 	fs.String("auth-token", "", "")
-	if err := fs.Parse([]string{"--admin-password", "hunter2", "--peer-key", "k", "--listen", ":1"}); err != nil {
+	fs.String("admin-token-file", "", "")
+	if err := fs.Parse([]string{"--admin-password", "hunter2", "--peer-key", "k", "--listen", ":1", "--admin-token-file", "/etc/dss/token"}); err != nil {
 		t.Fatal(err)
 	}
 	st, err := resolveSettings(cmd)
@@ -195,7 +196,7 @@ func TestConfigPrintMasksSecrets(t *testing.T) {
 	for _, e := range configEntries(fs, st) {
 		got[e.flag.Name] = e.node().Value
 	}
-	want := map[string]string{"admin-password": masked, "peer-key": masked, "listen": ":1", "auth-token": ""}
+	want := map[string]string{"admin-password": masked, "peer-key": masked, "listen": ":1", "auth-token": "", "admin-token-file": "/etc/dss/token"}
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("%s printed as %q, want %q", k, got[k], v)
