@@ -162,6 +162,11 @@ func TestComposeCluster(t *testing.T) {
 		if _, ok := cf.Volumes[dataVolume]; !ok {
 			t.Errorf("%s: /data is not a named volume of its own (%q)", name, s.Volumes)
 		}
+		if s.Environment["DSS_CLUSTER_SECRET_FILE"] == "" || !slices.ContainsFunc(s.Volumes, func(v string) bool {
+			return strings.HasSuffix(v, ":"+s.Environment["DSS_CLUSTER_SECRET_FILE"]+":ro")
+		}) {
+			t.Errorf("%s: no cluster secret file mounted (DSS_CLUSTER_SECRET_FILE %q, volumes %q): a cluster listener beyond loopback needs one", name, s.Environment["DSS_CLUSTER_SECRET_FILE"], s.Volumes)
+		}
 		if !slices.Contains(s.Healthcheck.Test, "ready") {
 			t.Errorf("%s: health check %q: want dss ready", name, s.Healthcheck.Test)
 		}
