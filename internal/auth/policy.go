@@ -535,11 +535,13 @@ type Grants struct {
 	read, write        keySet
 }
 
-// keySet is a set of keys: exact keys in a map, patterns in a list.
+// keySet is a set of keys: exact keys in a map, patterns "PREFIX*" as
+// prefixes, other patterns in a list.
 type keySet struct {
-	exact map[string]struct{}
-	globs []string
-	all   bool // a pattern "*"
+	exact    map[string]struct{}
+	prefixes []string
+	globs    []string
+	all      bool // a pattern "*"
 }
 
 func (s *keySet) add(t template, kind keyKind, p *Principal) {
@@ -558,6 +560,8 @@ func (s *keySet) add(t template, kind keyKind, p *Principal) {
 			s.all = true
 		case globLiteral(k):
 			s.exact[k] = struct{}{}
+		case k[len(k)-1] == '*' && globLiteral(k[:len(k)-1]):
+			s.prefixes = append(s.prefixes, k[:len(k)-1])
 		default:
 			s.globs = append(s.globs, k)
 		}
@@ -570,6 +574,11 @@ func (s *keySet) has(key []byte) bool {
 	}
 	if _, ok := s.exact[string(key)]; ok {
 		return true
+	}
+	for _, p := range s.prefixes {
+		if len(key) >= len(p) && string(key[:len(p)]) == p {
+			return true
+		}
 	}
 	for _, g := range s.globs {
 		if globMatches(g, key) {

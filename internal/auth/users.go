@@ -39,6 +39,10 @@ type Users struct {
 	// nothing a password could be recovered from without the key.
 	mu       sync.Mutex
 	verified map[string][sha256.Size]byte // guarded by mu
+	// checking holds a lock per name while its hash is computed, so that
+	// many connections of one user at once (a reconnect storm) cost one
+	// argon2id, the others finding its result in verified.
+	checking map[string]*sync.Mutex // guarded by mu
 	macKey   [32]byte
 }
 
@@ -48,7 +52,12 @@ var verifySlots = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
 
 // ParseUsers reads a users file. An error names the line and the reason.
 func ParseUsers(r io.Reader) (*Users, error) {
-	u := &Users{hashes: make(map[string]argonHash), lines: make(map[string]string), verified: make(map[string][sha256.Size]byte)}
+	u := &Users{
+		hashes:   make(map[string]argonHash),
+		lines:    make(map[string]string),
+		verified: make(map[string][sha256.Size]byte),
+		checking: make(map[string]*sync.Mutex),
+	}
 	if _, err := rand.Read(u.macKey[:]); err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
 	}
@@ -107,10 +116,19 @@ func (u *Users) Verify(name string, password []byte) error {
 		return ErrBadCredentials
 	}
 	mac := u.mac(name, password)
+	if u.cached(name, mac) {
+		return nil
+	}
 	u.mu.Lock()
-	cached, hit := u.verified[name]
+	lock := u.checking[name]
+	if lock == nil {
+		lock = new(sync.Mutex)
+		u.checking[name] = lock
+	}
 	u.mu.Unlock()
-	if hit && hmac.Equal(cached[:], mac[:]) {
+	lock.Lock()
+	defer lock.Unlock()
+	if u.cached(name, mac) { // verified while this one waited
 		return nil
 	}
 	verifySlots <- struct{}{}
@@ -123,6 +141,14 @@ func (u *Users) Verify(name string, password []byte) error {
 	u.verified[name] = mac
 	u.mu.Unlock()
 	return nil
+}
+
+// cached reports whether mac is that of name's last verified password.
+func (u *Users) cached(name string, mac [sha256.Size]byte) bool {
+	u.mu.Lock()
+	cached, hit := u.verified[name]
+	u.mu.Unlock()
+	return hit && hmac.Equal(cached[:], mac[:])
 }
 
 // Hash returns the text of name's hash, and whether name is a user.

@@ -109,3 +109,28 @@ func TestSetPasswordKeepsTheOtherLines(t *testing.T) {
 		t.Fatal("an empty password was accepted")
 	}
 }
+
+func TestManyLoginsOfOneUserAtOnceCostOneHash(t *testing.T) {
+	h, _ := HashPassword([]byte("pw"))
+	u, err := ParseUsers(strings.NewReader("alice:" + h + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := hashesComputed.Load()
+	errs := make(chan error, 32)
+	for range 32 {
+		go func() { errs <- u.Verify("alice", []byte("pw")) }()
+	}
+	for range 32 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Every one but the first found the first's result.
+	if n := hashesComputed.Load() - before; n != 1 {
+		t.Fatalf("%d argon2id computations for 32 logins of one user with one password, want 1", n)
+	}
+	if u.Verify("alice", []byte("wrong")) == nil {
+		t.Fatal("a wrong password passed after the cached success")
+	}
+}
