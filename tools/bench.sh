@@ -19,8 +19,8 @@
 # Environment: SERVER_CPU (default 0), LOAD_CPU (default 1), DSS_PORT
 # (default 18830; a cluster's nodes take it and the next two), REDIS_PORT
 # (default 16380), FLOOR_PORT (default 18900), CLUSTER_PORT (default 17946;
-# the nodes' cluster listeners take it and the next two), WORK (default a
-# new temporary directory).
+# the nodes' cluster listeners take it and the next two), TLS_PORT
+# (default 18883), WORK (default a new temporary directory).
 #
 # It installs redis-server, redis-tools and jq with apt-get when they are
 # missing (as root), and builds dss and tools/tcpfloor with the Go
@@ -31,7 +31,7 @@
 set -euo pipefail
 
 SCENARIOS="throughput single_client fanout"
-FULL="$SCENARIOS fsync connections_4096 idle_10k rss_1m startup_1m keys_10m expiry_spike cluster"
+FULL="$SCENARIOS fsync connections_4096 idle_10k rss_1m startup_1m keys_10m expiry_spike cluster security"
 
 RUNS=3
 DURATION=10
@@ -67,6 +67,7 @@ FLOOR_PID=""
 REDIS_PID=""
 CLUSTER_PORT="${CLUSTER_PORT:-17946}"
 CLUSTER_PIDS=(0 0 0)
+TLS_PORT="${TLS_PORT:-18883}"
 
 log() { echo "bench.sh: $*" >&2; }
 
@@ -87,6 +88,7 @@ setup() {
 	command -v redis-benchmark >/dev/null || missing+=(redis-tools)
 	command -v jq >/dev/null || missing+=(jq)
 	command -v taskset >/dev/null || missing+=(util-linux)
+	command -v openssl >/dev/null || missing+=(openssl)
 	if [ ${#missing[@]} -gt 0 ]; then
 		log "installing ${missing[*]}"
 		apt-get update -qq
@@ -687,6 +689,70 @@ scenario_expiry_spike() {
 		"$(awk -v a="$worst" -v b="$p99" 'BEGIN { printf "%.2f", a / b }')" ""
 	row "GET while 100k keys expire" "p99.9 / max latency µs: before / while expiring" \
 		"$(fmt "$(j exp-base '.latency_us."p99_9"')") / $(fmt "$(j exp-base .latency_us.max)"); $(fmt "$(j exp-spike '.latency_us."p99_9"')") / $(fmt "$(j exp-spike .latency_us.max)")" ""
+}
+
+# Authorization and TLS through authenticated connections (the redis
+# column holds the comparison each row names): server CPU per request with
+# a policy against users only (target: at most 1.05), and TLS against
+# plain TCP, both with the policy.
+scenario_security() {
+	local i pw=bench-pw
+	printf '%s\n' "$pw" | "$DSS" passwd "$WORK/users" bench
+	cat >"$WORK/policy.yaml" <<'POLICY'
+rules:
+  - principals: {usernames: [alice, bob]}
+    brokerResources: [{method: Connect}]
+    stateStoreResources:
+      - {method: ReadWrite, keyType: Pattern, keys: ["app/{principal.username}/*", "shared-lock"]}
+  - principals: {clientIds: ["line-*"]}
+    brokerResources: [{method: Connect}]
+    stateStoreResources:
+      - {method: Read, keyType: String, keys: ["config"]}
+  - principals: {usernames: [bench]}
+    brokerResources: [{method: Connect}]
+    stateStoreResources:
+      - {method: ReadWrite, keyType: Pattern, keys: ["app/{principal.username}/*", "bench:*"]}
+POLICY
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=localhost \
+		-addext subjectAltName=IP:127.0.0.1 -keyout "$WORK/key.pem" -out "$WORK/cert.pem" 2>/dev/null
+	local auth=(--in-memory --users "$WORK/users")
+	local login=(--username bench)
+	local load=(--clients 64 --inflight 1 --value-size 100 --keys 10000 --duration "${DURATION}s")
+	for i in $(seq 1 "$RUNS"); do
+		log "security run $i/$RUNS: users only"
+		start_dss "${auth[@]}"
+		DSS_PASSWORD=$pw dss_bench "users-set.$i" --op set "${login[@]}" "${load[@]}"
+		DSS_PASSWORD=$pw dss_bench "users-get.$i" --op get "${login[@]}" "${load[@]}"
+		log "security run $i/$RUNS: users and a policy"
+		start_dss "${auth[@]}" --policy "$WORK/policy.yaml"
+		DSS_PASSWORD=$pw dss_bench "policy-set.$i" --op set "${login[@]}" "${load[@]}"
+		DSS_PASSWORD=$pw dss_bench "policy-get.$i" --op get "${login[@]}" "${load[@]}"
+		log "security run $i/$RUNS: users and a policy over TLS"
+		port_free "$TLS_PORT"
+		start_dss "${auth[@]}" --policy "$WORK/policy.yaml" --tls-listen "127.0.0.1:$TLS_PORT" \
+			--tls-cert "$WORK/cert.pem" --tls-key "$WORK/key.pem"
+		DSS_PASSWORD=$pw dss_bench "tls-set.$i" --op set "${login[@]}" "${load[@]}" --server "127.0.0.1:$TLS_PORT" --ca "$WORK/cert.pem"
+		DSS_PASSWORD=$pw dss_bench "tls-get.$i" --op get "${login[@]}" "${load[@]}" --server "127.0.0.1:$TLS_PORT" --ca "$WORK/cert.pem"
+		stop_dss
+	done
+	local op OP
+	for op in set get; do
+		OP=$(echo "$op" | tr a-z A-Z)
+		row "$OP, 64 conns: policy / users only" "server CPU µs/request (target ratio ≤ 1.05)" \
+			"$(fmt "$(med "policy-$op" .server_cpu_us_per_request)" 2)" \
+			"$(fmt "$(med "users-$op" .server_cpu_us_per_request)" 2)"
+		row "$OP, 64 conns: policy / users only" "requests/s" \
+			"$(fmt "$(med "policy-$op" .requests_per_second)" 0)" \
+			"$(fmt "$(med "users-$op" .requests_per_second)" 0)"
+		row "$OP, 64 conns: TLS / plain TCP (with the policy)" "requests/s" \
+			"$(fmt "$(med "tls-$op" .requests_per_second)" 0)" \
+			"$(fmt "$(med "policy-$op" .requests_per_second)" 0)"
+		row "$OP, 64 conns: TLS / plain TCP (with the policy)" "server CPU µs/request" \
+			"$(fmt "$(med "tls-$op" .server_cpu_us_per_request)" 2)" \
+			"$(fmt "$(med "policy-$op" .server_cpu_us_per_request)" 2)"
+		row "$OP, 64 conns: users, policy, TLS" "errors + timeouts (all runs)" \
+			"$(for i in $(seq 1 "$RUNS"); do for m in users policy tls; do j "$m-$op.$i" '.errors + .timeouts'; done; done | awk '{ s += $1 } END { print s + 0 }')" ""
+	done
 }
 
 # ---------------------------------------------------------------- main
