@@ -45,7 +45,13 @@ func startCluster(t *testing.T, name string, size int) *cluster {
 			"--cluster-listen", peerAddrs[id],
 			"--peers", net.peers(id, peerAddrs),
 			"--data", t.TempDir(),
-			"--fsync", "always"))
+			"--fsync", "always",
+			// Snapshots every few seconds under the load, and a short
+			// log behind them: a node that was down a while catches up
+			// from a snapshot, and restarts restore one.
+			"--cluster-snapshot-threshold", "512",
+			"--cluster-snapshot-interval", "1s",
+			"--cluster-trailing-logs", "128"))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
