@@ -241,3 +241,22 @@ func TestNotificationTakesTheSubscriptionsQoS(t *testing.T) {
 		t.Fatalf("notification QoS %d payload %q, want QoS 0", p.QoS, p.Payload)
 	}
 }
+
+// TestLeasedLockWaitsForItsDeletionWithoutSubscribing walks the vendor's
+// Go client's leased lock: it registers for the lock's key without
+// subscribing to its notification topic, fails to take the lock while
+// another holder has it, waits for the DELETE notification and then takes
+// it. Against a broker that delivers notifications only through
+// subscriptions the wait never ends.
+func TestLeasedLockWaitsForItsDeletionWithoutSubscribing(t *testing.T) {
+	s, holder := start(t)
+	expect(t, "holder takes the lock", holder.Set([]string{"lock", "holder", "NX", "PX", "10000"}), "+OK\r\n", "any")
+
+	waiter := dsstest.Dial(t, s.Addr(), "waiter") // subscribes to its responses only
+	expect(t, "KEYNOTIFY", waiter.Request(dsstest.Cmd("KEYNOTIFY", "lock")), "+OK\r\n", "")
+	expect(t, "waiter tries", waiter.Set([]string{"lock", "waiter", "NX", "PX", "10000"}), ":-1\r\n", "any")
+
+	expect(t, "holder releases", holder.Request(dsstest.Cmd("VDEL", "lock", "holder")), ":1\r\n", "any")
+	expectNotification(t, waiter, "lock", notifyDelete, "any")
+	expect(t, "waiter takes the lock", waiter.Set([]string{"lock", "waiter", "NX", "PX", "10000"}), "+OK\r\n", "any")
+}
