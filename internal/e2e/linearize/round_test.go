@@ -83,6 +83,8 @@ func rounds(short, long int) int {
 // not decided.
 func run(t *testing.T, sys system, p plan) tally {
 	s := tally{faults: map[string]int{}}
+	// The summary is printed also when a round ends the test early.
+	defer func() { t.Logf("%s: %s", p.name, s) }()
 	for round := 0; round < p.rounds; round++ {
 		r := rand.New(rand.NewPCG(p.seed, uint64(round)))
 		f := p.faults[round%len(p.faults)]
@@ -117,7 +119,6 @@ func run(t *testing.T, sys system, p plan) tally {
 			p.name, round, f.kind, p.seed, map[porcupine.CheckResult]string{porcupine.Illegal: "not linearizable", porcupine.Unknown: "undecided within " + p.check.String()}[v.result],
 			ops, v.file, strings.Join(v.report, "\n"))
 	}
-	t.Logf("%s: %s", p.name, s)
 	return s
 }
 
