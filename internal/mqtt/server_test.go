@@ -286,13 +286,12 @@ func TestServerServe(t *testing.T) {
 	err = s.Serve()
 	require.NoError(t, err)
 
-	time.Sleep(time.Millisecond)
-
 	require.Equal(t, 1, s.Listeners.Len())
 	listener, ok := s.Listeners.Get("t1")
 
 	require.Equal(t, true, ok)
-	require.Equal(t, true, listener.(*listeners.MockListener).IsServing())
+	// dss: polled, not slept for: the listener serves on a goroutine.
+	require.Eventually(t, listener.(*listeners.MockListener).IsServing, 5*time.Second, time.Millisecond)
 }
 
 func TestServerServeFromConfig(t *testing.T) {
@@ -311,13 +310,12 @@ func TestServerServeFromConfig(t *testing.T) {
 	err := s.Serve()
 	require.NoError(t, err)
 
-	time.Sleep(time.Millisecond)
-
 	require.Equal(t, 1, s.Listeners.Len())
 	listener, ok := s.Listeners.Get("mock")
 
 	require.Equal(t, true, ok)
-	require.Equal(t, true, listener.(*listeners.MockListener).IsServing())
+	// dss: polled, not slept for: the listener serves on a goroutine.
+	require.Eventually(t, listener.(*listeners.MockListener).IsServing, 5*time.Second, time.Millisecond)
 }
 
 func TestServerServeFromConfigListenerError(t *testing.T) {
