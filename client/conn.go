@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/eclipse/paho.golang/paho"
@@ -98,6 +99,11 @@ func (c *Client) connect(addr string) (*conn, error) {
 	if c.cfg.TLS != nil {
 		d := tls.Dialer{Config: c.cfg.TLS}
 		nc, err = d.DialContext(ctx, "tcp", addr)
+		// paho writes a packet as several writes, which a TLS connection
+		// does not keep together: with two goroutines writing (requests,
+		// the keep alive's PINGREQ) one packet lands inside another.
+		// paho holds a writer's lock for the whole packet when it has one.
+		nc = &lockedConn{Conn: nc}
 	} else {
 		var d net.Dialer
 		nc, err = d.DialContext(ctx, "tcp", addr)
@@ -202,4 +208,11 @@ func (c *Client) shut(cn *conn) {
 	cn.cancel()
 	_ = cn.pc.Disconnect(&paho.Disconnect{ReasonCode: 0})
 	<-cn.pc.Done()
+}
+
+// lockedConn is a connection whose writers paho serializes packet by
+// packet (it locks a writer that is a sync.Locker while it writes one).
+type lockedConn struct {
+	net.Conn
+	sync.Mutex
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509/pkix"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -89,5 +90,36 @@ func TestAWrongPasswordIsAConnectRefusedError(t *testing.T) {
 	var refused *ConnectRefusedError
 	if !errors.As(err, &refused) || refused.ReasonCode != 0x86 {
 		t.Fatalf("Dial with a wrong password: %v, want a ConnectRefusedError 0x86", err)
+	}
+}
+
+// paho writes a packet in several writes; over TLS, requests sent from
+// many goroutines at once must not land inside one another.
+func TestConcurrentRequestsOverTLS(t *testing.T) {
+	s, ca := secureServer(t)
+	tlsCfg, _ := LoadTLS(ca.CertFile, "", "")
+	ctx, cancel := context.WithTimeout(context.Background(), dsstest.Timeout)
+	defer cancel()
+	c, err := Dial(ctx, Config{Servers: []string{s.TLSAddr()}, TLS: tlsCfg, Username: "alice", Password: []byte("alice-pw")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			for i := range 50 {
+				if _, err := c.Set(ctx, fmt.Sprintf("app/%d-%d", g, i), []byte("v")); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
 	}
 }

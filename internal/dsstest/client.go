@@ -82,7 +82,11 @@ func Connect(t testing.TB, addr, id string, login Login) (*Client, *paho.Connack
 	var conn net.Conn
 	var err error
 	if login.TLS != nil {
-		conn, err = tls.DialWithDialer(&net.Dialer{Timeout: Timeout}, "tcp", addr, login.TLS)
+		var tc *tls.Conn
+		tc, err = tls.DialWithDialer(&net.Dialer{Timeout: Timeout}, "tcp", addr, login.TLS)
+		// paho writes a packet as several writes, which TLS does not keep
+		// together; it holds a writer's lock for the whole packet.
+		conn = &lockedConn{Conn: tc}
 	} else {
 		conn, err = net.DialTimeout("tcp", addr, Timeout)
 	}
@@ -302,4 +306,11 @@ func (c *Client) PublishCode(p *paho.Publish) byte {
 		c.t.Fatalf("publish on %s: %v", p.Topic, err)
 	}
 	return res.ReasonCode
+}
+
+// lockedConn is a connection whose writers paho serializes packet by
+// packet.
+type lockedConn struct {
+	net.Conn
+	sync.Mutex
 }

@@ -147,7 +147,15 @@ func TestATakeoverResendsAndInheritsOnlyWhatTheNewConnectionMayRead(t *testing.T
 	old.State.Subscriptions.Add("ok/x", packets.Subscription{Filter: "ok/x", Qos: 1})
 	old.State.Inflight.Set(*packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet) // on a/b/c
 	s.Clients.Add(old)
-	go func() { _, _ = io.ReadAll(r0) }()
+	oldDone := make(chan struct{})
+	go func() {
+		_, _ = io.ReadAll(r0)
+		close(oldDone)
+	}()
+	defer func() {
+		_ = r0.Close()
+		<-oldDone
+	}()
 
 	r, w := net.Pipe()
 	o := make(chan error, 1)
