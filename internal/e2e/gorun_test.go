@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,7 +25,6 @@ func TestGoRunServeStopsWithGoRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
 	// A file, not a pipe: Wait would wait for the pipe's last writer, the
 	// server.
 	out, err := os.Create(filepath.Join(t.TempDir(), "out"))
@@ -32,7 +32,7 @@ func TestGoRunServeStopsWithGoRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer out.Close()
-	cmd := exec.Command("go", "run", "./cmd/dss", "serve", "--in-memory", "--listen", addr)
+	cmd := exec.Command("go", "run", "./cmd/dss", "serve", "--in-memory", "--listen", "127.0.0.1:0")
 	cmd.Dir = root
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -51,13 +51,21 @@ func TestGoRunServeStopsWithGoRun(t *testing.T) {
 			_ = syscall.Kill(server, syscall.SIGKILL)
 		}
 	})
-	waitFor(t, 2*time.Minute, "dss to listen (go run builds it first)", func() bool {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
+	// The start-up line names the port the server was given.
+	serving := regexp.MustCompile(`msg="dss serving" .*mqtt=(127\.0\.0\.1:\d+)`)
+	var addr string
+	waitFor(t, 2*time.Minute, "dss to serve (go run builds it first)", func() bool {
+		log, _ := os.ReadFile(out.Name())
+		if m := serving.FindSubmatch(log); m != nil {
+			addr = string(m[1])
 		}
-		return err == nil
+		return addr != ""
 	})
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatalf("dss serves on %s but does not accept: %v", addr, err)
+	}
+	c.Close()
 	server = childOf(t, cmd.Process.Pid)
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
