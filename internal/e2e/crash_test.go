@@ -301,9 +301,10 @@ func (m *model) load(t *testing.T, addr string, round int, seed uint64, graceful
 	}
 }
 
-// TestGracefulShutdown stops the server with SIGTERM under load: it must
-// answer every request it accepted, exit with status 0, and come back
-// with every acknowledged change.
+// TestGracefulShutdown stops the server with SIGTERM under load, and
+// every other round while the clients connect: it must answer every
+// request it accepted, exit with status 0 (not waiting for a client that
+// connected meanwhile), and come back with every acknowledged change.
 func TestGracefulShutdown(t *testing.T) {
 	dir := t.TempDir()
 	addr := freeAddr(t)
@@ -313,7 +314,11 @@ func TestGracefulShutdown(t *testing.T) {
 		p := startDSS(t, addr, args...)
 		m.verify(t, p)
 		stop := m.load(t, addr, round, uint64(round), true)
-		time.Sleep(300 * time.Millisecond)
+		wait := 300 * time.Millisecond
+		if round%2 == 0 {
+			wait = time.Duration(rand.IntN(30)) * time.Millisecond // the clients are still connecting
+		}
+		time.Sleep(wait)
 		if code := p.terminate(); code != 0 {
 			t.Fatalf("exit status %d after SIGTERM:\n%s", code, p.out)
 		}

@@ -131,7 +131,13 @@ func (p *process) terminate() int {
 	select {
 	case <-p.done:
 	case <-time.After(30 * time.Second):
-		p.t.Fatalf("dss did not stop within 30s of SIGTERM:\n%s", p.out)
+		// The goroutine dump says where the shutdown waits.
+		_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+		}
+		p.t.Fatalf("dss did not stop within 30s of SIGTERM; its output and goroutines after SIGQUIT:\n%s", p.out)
 	}
 	return p.cmd.ProcessState.ExitCode()
 }

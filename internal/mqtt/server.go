@@ -203,9 +203,12 @@ type Server struct {
 	// faults.go); faultLog limits the log lines about them.
 	Faults   *Faults
 	faultLog *rate.Limiter
-	attachMu sync.Mutex // dss: orders attachClient's ClientsWg.Add before Close's Wait
+	attachMu sync.Mutex // dss: orders attachClient's ClientsWg.Add and registration before Close's Wait
 	closing  bool       // guarded by attachMu
-	acks     *ackWaiter // dss: see AwaitAcknowledgements
+	// connecting holds the connections whose CONNECT is being read, for
+	// Close to end; guarded by attachMu.
+	connecting map[*Client]struct{}
+	acks       *ackWaiter // dss: see AwaitAcknowledgements
 }
 
 // loop contains interval tickers for the system events loop.
@@ -269,9 +272,10 @@ func New(opts *Options) *Server {
 		hooks: &Hooks{
 			Log: opts.Logger,
 		},
-		Faults:   new(Faults),
-		faultLog: newFaultLog(),
-		acks:     newAckWaiter(),
+		Faults:     new(Faults),
+		faultLog:   newFaultLog(),
+		acks:       newAckWaiter(),
+		connecting: map[*Client]struct{}{},
 	}
 
 	if s.Options.InlineClient {
@@ -504,6 +508,7 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 		return ErrServerClosing
 	}
 	s.Listeners.ClientsWg.Add(1)
+	s.connecting[cl] = struct{}{}
 	s.attachMu.Unlock()
 	defer s.Listeners.ClientsWg.Done()
 
@@ -517,6 +522,9 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 		_ = cl.Net.Conn.SetDeadline(cl.Net.deadlineAt)
 	}
 	pk, err := s.readConnectionPacket(cl)
+	s.attachMu.Lock()
+	delete(s.connecting, cl)
+	s.attachMu.Unlock()
 	if err != nil {
 		s.connectFailed(cl, pk.ProtocolVersion, err)
 		return fmt.Errorf("read connection: %w", err)
@@ -595,8 +603,21 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 		}
 		return packets.ErrClientIdentifierNotValid
 	}
+	// dss: a connection that registers once Close began is not among the
+	// clients Close disconnects, and Close would wait for it as long as
+	// the client stays: it is refused. The check and the registration
+	// are one step for Close (attachMu), which sets closing before it
+	// lists the clients.
+	s.attachMu.Lock()
+	if s.closing {
+		s.attachMu.Unlock()
+		s.sessionMu.Unlock()
+		_ = s.SendConnack(cl, packets.ErrServerUnavailable, false, nil)
+		return ErrServerClosing
+	}
 	sessionPresent, takenOver := s.inheritClientSession(pk, cl)
 	s.Clients.Add(cl) // [MQTT-4.1.0-1]
+	s.attachMu.Unlock()
 	s.sessionMu.Unlock()
 	if takenOver != nil {
 		_ = s.DisconnectClient(takenOver, packets.ErrSessionTakenOver) // [MQTT-3.1.4-3]
@@ -2041,7 +2062,16 @@ func (s *Server) publishSysTopics() {
 // Close attempts to gracefully shut down the server, all listeners, clients, and stores.
 func (s *Server) Close() error {
 	s.attachMu.Lock()
+	if s.closing {
+		s.attachMu.Unlock()
+		return nil // dss: closed once
+	}
 	s.closing = true
+	// dss: a connection still sending its CONNECT is not a client yet;
+	// Close waited for it until its CONNECT deadline.
+	for cl := range s.connecting {
+		cl.Stop(ErrServerClosing)
+	}
 	s.attachMu.Unlock()
 	close(s.done)
 	s.Log.Info("gracefully stopping server")
