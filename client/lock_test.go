@@ -63,12 +63,13 @@ func TestLockAndRelease(t *testing.T) {
 	}
 }
 
-// TestLockRenewal holds a lock for several TTLs: the renewals keep it, and
-// a contender stays out.
+// TestLockRenewal holds a lock for longer than its TTL: the renewals keep
+// it, and a contender stays out. The TTL leaves a loaded machine time for
+// each renewal (one every third of it).
 func TestLockRenewal(t *testing.T) {
 	s := dsstest.StartServer(t, server.Config{})
 	a, b := dial(t, s.Addr()), dial(t, s.Addr())
-	const ttl = 300 * time.Millisecond
+	const ttl = 2 * time.Second
 	w, err := b.Watch(ctxT(t), []string{"lock"})
 	if err != nil {
 		t.Fatal(err)
@@ -78,13 +79,17 @@ func TestLockRenewal(t *testing.T) {
 	if err != nil || !held {
 		t.Fatalf("TryLock: %v %v", held, err)
 	}
+	acquired := time.Now()
 	expectEvent(t, nextEvent(t, w), "lock", OpSet, l.Holder(), false)
-	// Each renewal is a SET of the same value; six of them span two TTLs.
-	for i := 0; i < 6; i++ {
+	// Each renewal is a SET of the same value.
+	for i := 0; i < 2 || time.Since(acquired) <= ttl; i++ {
 		expectEvent(t, nextEvent(t, w), "lock", OpSet, l.Holder(), false)
 		if _, held, err := b.TryLock(ctxT(t), "lock", TTL(ttl)); err != nil || held {
 			t.Fatalf("contender after %d renewals: held %v, err %v", i+1, held, err)
 		}
+	}
+	if _, held, err := b.TryLock(ctxT(t), "lock", TTL(ttl)); err != nil || held {
+		t.Fatalf("contender after the TTL: held %v, err %v", held, err)
 	}
 	if l.Err() != nil {
 		t.Fatalf("lease lost: %v", l.Err())

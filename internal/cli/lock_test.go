@@ -65,9 +65,11 @@ func TestLockCmdTryAndWait(t *testing.T) {
 	}
 }
 
-// TestLockCmdRenews runs a command for several TTLs: the lock stays with
-// it, renewed, until the command exits.
+// TestLockCmdRenews runs a command for longer than the lock's TTL: the
+// lock stays with it, renewed, until the command exits. The TTL leaves a
+// loaded machine time for each renewal (one every third of it).
 func TestLockCmdRenews(t *testing.T) {
+	const ttl = 2 * time.Second
 	addr, c := startServer(t)
 	flag := filepath.Join(t.TempDir(), "finish")
 	w, err := c.Watch(testCtx(t), []string{"L"})
@@ -75,16 +77,24 @@ func TestLockCmdRenews(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop(testCtx(t))
-	run := startCLI(t, "lock", "--server", addr, "--ttl", "300ms", "L", "--",
+	run := startCLI(t, "lock", "--server", addr, "--ttl", ttl.String(), "L", "--",
 		"sh", "-c", `while [ ! -e "$0" ]; do sleep 0.02; done; echo done`, flag)
-	// The acquisition and then six renewals: two TTLs.
-	for i := 0; i < 7; i++ {
-		if e := <-w.Events(); e.Op != client.OpSet {
+	// The acquisition, then renewals until the lock has been held for
+	// longer than its TTL; a contender never gets it meanwhile.
+	var acquired time.Time
+	for i := 0; i < 3 || time.Since(acquired) <= ttl; i++ {
+		if e := nextEvent(t, w); e.Op != client.OpSet {
 			t.Fatalf("event %d: %+v, want a renewal", i, e)
+		}
+		if i == 0 {
+			acquired = time.Now()
 		}
 		if _, held, err := c.TryLock(testCtx(t), "L"); err != nil || held {
 			t.Fatalf("contender got the lock: %v %v", held, err)
 		}
+	}
+	if _, held, err := c.TryLock(testCtx(t), "L"); err != nil || held {
+		t.Fatalf("contender got the lock after its TTL: %v %v", held, err)
 	}
 	if err := os.WriteFile(flag, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -93,12 +103,23 @@ func TestLockCmdRenews(t *testing.T) {
 		t.Fatalf("exit status %d, stdout %q stderr %q", code, run.out.String(), run.err.String())
 	}
 	// Skip any renewal that raced with the exit; the release follows.
-	for {
-		e := <-w.Events()
-		if e.Op == client.OpDelete {
-			break
-		}
+	for nextEvent(t, w).Op != client.OpDelete {
 	}
+}
+
+// nextEvent returns w's next event, failing the test if none comes.
+func nextEvent(t *testing.T, w *client.Watch) client.Event {
+	t.Helper()
+	select {
+	case e, ok := <-w.Events():
+		if !ok {
+			t.Fatalf("watch ended: %v", w.Err())
+		}
+		return e
+	case <-time.After(dsstest.Timeout):
+		t.Fatalf("no event within %v", dsstest.Timeout)
+	}
+	return client.Event{}
 }
 
 // TestLockCmdLost takes the lock away from the command: it is stopped and

@@ -25,7 +25,8 @@ func newReadyCmd(stdio Stdio) *cobra.Command {
 is ready: its state is recovered, its listeners accept clients, it is not
 shutting down, its journal works and, in a cluster, it knows a leader.
 Nothing is printed when it is ready; otherwise the reason goes to standard
-error. With --wait, ask again until it is ready or --timeout passes.
+error. With --wait, ask again until it is ready or --timeout passes, and
+then report the last answer.
 
 This is the health check of the container image, which has no shell or
 HTTP client of its own.
@@ -40,25 +41,29 @@ Exit status: 0 ready, 1 not ready, 2 no answer.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
+			// last is the last answer: a probe that the end of the wait
+			// cut short says less than the answer before it.
+			var last error
 			for {
 				err := probeReady(ctx, addr)
-				var nr notReady
-				switch {
-				case err == nil:
+				if err == nil {
 					return nil
-				case !wait && errors.As(err, &nr):
-					return &exitError{code: ExitFalse, err: err}
-				case !wait:
-					return err
 				}
-				select {
-				case <-ctx.Done():
-					if errors.As(err, &nr) {
-						return &exitError{code: ExitFalse, err: err}
+				if last == nil || !errors.Is(err, ctx.Err()) {
+					last = err
+				}
+				if wait {
+					select {
+					case <-ctx.Done():
+					case <-time.After(200 * time.Millisecond):
+						continue
 					}
-					return err
-				case <-time.After(200 * time.Millisecond):
 				}
+				var nr notReady
+				if errors.As(last, &nr) {
+					return &exitError{code: ExitFalse, err: last}
+				}
+				return last
 			}
 		},
 	}

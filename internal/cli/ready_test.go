@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/dssio/dss/internal/dsstest"
@@ -26,20 +27,47 @@ func TestReadyCmd(t *testing.T) {
 	if !strings.Contains(r.err, "connection refused") {
 		t.Fatalf("no server: stderr %q", r.err)
 	}
-	r = runCLI(t, "", "ready", "--http", dead, "--wait", "--timeout", "300ms").expectCode(t, ExitError)
-	if !strings.Contains(r.err, "connection refused") {
-		t.Fatalf("no server, waiting: stderr %q", r.err)
-	}
 
 	// A 503 is "not ready", with the server's reason.
 	notReady := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "not ready: shutting down", http.StatusServiceUnavailable)
 	}))
-	defer notReady.Close()
+	t.Cleanup(notReady.Close)
 	addr := strings.TrimPrefix(notReady.URL, "http://")
 	r = runCLI(t, "", "ready", "--http", addr).expectCode(t, ExitFalse)
 	if r.err != "dss: not ready: shutting down\n" {
 		t.Fatalf("not ready: stderr %q", r.err)
 	}
-	runCLI(t, "", "ready", "--http", addr, "--wait", "--timeout", "300ms").expectCode(t, ExitFalse)
+
+	// A server that answers once and then no more: the answer it gave
+	// stands when the wait ends during a probe.
+	var asked atomic.Int32
+	stalls := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if asked.Add(1) == 1 {
+			http.Error(w, "not ready: recovering", http.StatusServiceUnavailable)
+			return
+		}
+		<-r.Context().Done()
+	}))
+	t.Cleanup(stalls.Close)
+
+	// --wait asks until --timeout passes and reports the last answer. The
+	// timeout leaves a loaded machine time for a probe.
+	for _, c := range []struct {
+		name, addr string
+		code       int
+		stderr     string
+	}{
+		{"no server", dead, ExitError, "connection refused"},
+		{"not ready", addr, ExitFalse, "dss: not ready: shutting down\n"},
+		{"answers once", strings.TrimPrefix(stalls.URL, "http://"), ExitFalse, "dss: not ready: recovering\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			r := runCLI(t, "", "ready", "--http", c.addr, "--wait", "--timeout", "2s").expectCode(t, c.code)
+			if !strings.Contains(r.err, c.stderr) {
+				t.Fatalf("stderr %q, want %q", r.err, c.stderr)
+			}
+		})
+	}
 }
