@@ -81,6 +81,11 @@ type Config struct {
 	// while the other clients are served. 0 means
 	// DefaultMaxInflightPerClient, a negative number no bound.
 	MaxInflightPerClient int
+	// MaxSessionQueueBytes bounds the memory of the messages queued for
+	// one session without a connection, MaxQueuedBytes that of all of
+	// them; past a bound the oldest messages never sent of the session
+	// being fed are dropped. 0 means no bound.
+	MaxSessionQueueBytes, MaxQueuedBytes int64
 }
 
 // Defaults of the limits of Config.
@@ -208,11 +213,16 @@ func New(cfg Config) (*Broker, error) {
 		ConnectTimeout:      cfg.ConnectTimeout,
 		MaxClientIDSize:     MaxClientIDSize(cfg.MaxKeySize),
 		MaxPendingPerClient: int32(max(cfg.MaxInflightPerClient, 0)),
+		// A session without a connection holds what it is sent until
+		// it comes back; these bound that memory.
+		MaxSessionQueueBytes: max(cfg.MaxSessionQueueBytes, 0),
+		MaxQueuedBytes:       max(cfg.MaxQueuedBytes, 0),
 	})
 	if cfg.Auth != nil {
 		srv.Options.MayTakeOver = sameOwner
 	}
 	cfg.Metrics.faults.Store(srv.Faults)
+	cfg.Metrics.queues.Store(srv.Queues)
 	b := &Broker{
 		cfg:       cfg,
 		log:       cfg.Logger,

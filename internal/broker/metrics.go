@@ -27,6 +27,13 @@ type Metrics struct {
 	RefusedPackets prometheus.CounterFunc
 	Panics         prometheus.CounterFunc
 	faults         atomic.Pointer[mqtt.Faults]
+	// QueuedBytes, QueueDropsSession and QueueDropsTotal read the broker
+	// core's Queues: the memory of the messages queued for sessions
+	// without a connection, and the messages dropped to bound it.
+	QueuedBytes       prometheus.GaugeFunc
+	QueueDropsSession prometheus.CounterFunc
+	QueueDropsTotal   prometheus.CounterFunc
+	queues            atomic.Pointer[mqtt.Queues]
 	// AcceptErrors reads the bound broker's listener.
 	AcceptErrors prometheus.CounterFunc
 	listener     atomic.Pointer[listeners.TCP]
@@ -63,6 +70,16 @@ func NewMetrics() *Metrics {
 	m.Panics = prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "dss_mqtt_connection_panics_total", Help: "Panics while serving a connection, each contained to that connection, which is closed.",
 	}, m.fault(func(f *mqtt.Faults) int64 { return f.Panics.Load() }))
+	m.QueuedBytes = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "dss_mqtt_queued_bytes", Help: "Memory of the messages queued for sessions without a connection (payload, topic, properties), bounded by --max-queued-bytes.",
+	}, m.queued(func(q *mqtt.Queues) int64 { return q.Bytes() }))
+	const dropsHelp = "Messages queued for a session without a connection that were dropped, oldest first, for the bound of the session (--max-queued-bytes-per-session) or of all sessions (--max-queued-bytes)."
+	m.QueueDropsSession = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "dss_mqtt_queued_messages_dropped_total", Help: dropsHelp, ConstLabels: prometheus.Labels{"limit": "session"},
+	}, m.queued(func(q *mqtt.Queues) int64 { return q.DroppedSession.Load() }))
+	m.QueueDropsTotal = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "dss_mqtt_queued_messages_dropped_total", Help: dropsHelp, ConstLabels: prometheus.Labels{"limit": "total"},
+	}, m.queued(func(q *mqtt.Queues) int64 { return q.DroppedTotal.Load() }))
 	m.AcceptErrors = prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "dss_mqtt_accept_errors_total", Help: "Errors accepting MQTT connections (each retried, after a wait of 5 ms doubling up to 1 s).",
 	}, func() float64 {
@@ -84,8 +101,19 @@ func (m *Metrics) fault(read func(*mqtt.Faults) int64) func() float64 {
 	}
 }
 
+// queued returns a reading of the bound broker core's queues.
+func (m *Metrics) queued(read func(*mqtt.Queues) int64) func() float64 {
+	return func() float64 {
+		if q := m.queues.Load(); q != nil {
+			return float64(read(q))
+		}
+		return 0
+	}
+}
+
 // Collectors returns the metrics for registration.
 func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.Requests, m.Refused, m.Errors, m.Notifications, m.Watches, m.Disconnects,
-		m.RefusedPackets, m.Panics, m.AcceptErrors, m.LoginsRefused}
+		m.RefusedPackets, m.Panics, m.AcceptErrors, m.LoginsRefused,
+		m.QueuedBytes, m.QueueDropsSession, m.QueueDropsTotal}
 }

@@ -106,6 +106,8 @@ TLS files (which are also re-read when they change).`,
 	f.IntVar(&cfg.MaxKeySize, "max-key-size", broker.DefaultMaxKeySize, "longest key of a request, in bytes; client ids may be as long as leaves room for the notification topic of such a key")
 	f.IntVar(&cfg.MaxValueSize, "max-value-size", broker.DefaultMaxValueSize, "longest value of a request, in bytes")
 	f.IntVar(&cfg.MaxInflightPerClient, "max-inflight-per-client", broker.DefaultMaxInflightPerClient, "most unanswered requests of one connection; past it the connection is not read until one is answered (TCP back-pressure; -1: no limit)")
+	f.Int64Var(&cfg.MaxSessionQueueBytes, "max-queued-bytes-per-session", server.DefaultMaxSessionQueueBytes, "most bytes of messages queued for one session without a connection; past it its oldest queued messages are dropped (-1: no limit)")
+	f.Int64Var(&cfg.MaxQueuedBytes, "max-queued-bytes", 0, "most bytes of messages queued for all sessions without a connection; past it the oldest queued messages of the session being fed are dropped (0: a sixteenth of the machine's memory; -1: no limit)")
 	f.IntVar(&cfg.MaxWatchesPerClient, "max-keynotify-per-client", server.DefaultMaxWatchesPerClient, "most KEYNOTIFY registrations of one connection (-1: no limit)")
 	f.DurationVar(&cfg.ConnectTimeout, "connect-timeout", 10*time.Second, "how long a new connection has to send its whole CONNECT packet")
 	caps := broker.DefaultCapabilities()

@@ -71,6 +71,8 @@ var serveChecks = []struct {
 		return ""
 	}},
 	{"max-value-size", positiveSize},
+	{"max-queued-bytes-per-session", sizeOrNoLimit},
+	{"max-queued-bytes", sizeOrNoLimit},
 	{"max-packet-size", func(v string) string {
 		if n, err := strconv.ParseUint(v, 10, 32); err == nil && (n < 1024 || n > 268435455) {
 			return "want 1024 to 268435455 bytes (the protocol's limit), such as 67108864 (64 MiB)"
@@ -107,6 +109,15 @@ var serveChecks = []struct {
 func positiveSize(v string) string {
 	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n < 1 {
 		return "want a number of bytes above 0"
+	}
+	return ""
+}
+
+// sizeOrNoLimit checks a bound in bytes that -1 turns off (and 0 gives
+// its default).
+func sizeOrNoLimit(v string) string {
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n < -1 {
+		return "want a number of bytes, or -1 for no limit"
 	}
 	return ""
 }

@@ -28,19 +28,40 @@ import (
 // PUBREC or PUBCOMP the server keeps for them).
 type Inflight struct {
 	sync.RWMutex
-	internal            map[uint32]*packets.Packet // internal contains the inflight packets, by inflightKey
-	spare               []*packets.Packet          // emptied packets for reuse, the last emptied last; guarded by the mutex
-	receiveQuota        int32                      // remaining inbound qos quota for flow control
-	sendQuota           int32                      // remaining outbound qos quota for flow control
-	maximumReceiveQuota int32                      // maximum allowed receive quota
-	maximumSendQuota    int32                      // maximum allowed send quota
-	parked              int                        // packets waiting for send quota (Expiry < 0); guarded by the mutex
+	internal            map[uint32]*inflightEntry // internal contains the inflight packets, by inflightKey
+	spare               []*inflightEntry          // emptied entries for reuse, the last emptied last; guarded by the mutex
+	receiveQuota        int32                     // remaining inbound qos quota for flow control
+	sendQuota           int32                     // remaining outbound qos quota for flow control
+	maximumReceiveQuota int32                     // maximum allowed receive quota
+	maximumSendQuota    int32                     // maximum allowed send quota
+	parked              int                       // packets waiting for send quota (Expiry < 0); guarded by the mutex
+
+	// dss: the order of the entries and the memory of the server's
+	// messages (see queues.go); guarded by the mutex.
+	next        uint64       // the order of the next new entry
+	unsent      inflightList // the entries never written: queued for the session, or parked; oldest first
+	bytes       int64        // the memory of the server's messages held (heldBytes)
+	unsentBytes int64        // the part of bytes in unsent
+	queues      *Queues      // the server's account of queued memory; nil: none
+	offline     bool         // bytes count in queues: the session has no connection
+}
+
+// inflightEntry is an entry of an Inflight. dss: its order (seq) is the
+// order of the messages to a session; upstream sorted them by their
+// creation time in whole seconds, so messages queued within a second
+// were sent in any order.
+type inflightEntry struct {
+	pk         packets.Packet
+	seq        uint64 // the order of insertion; kept when the entry is updated
+	size       int64  // what it counts in Inflight.bytes
+	unsent     bool   // in Inflight.unsent
+	prev, next *inflightEntry
 }
 
 // NewInflights returns a new instance of an Inflight packets map.
 func NewInflights() *Inflight {
 	return &Inflight{
-		internal: map[uint32]*packets.Packet{},
+		internal: map[uint32]*inflightEntry{},
 	}
 }
 
@@ -59,7 +80,7 @@ func inflightKey(pk *packets.Packet) uint32 {
 	return uint32(pk.PacketID)
 }
 
-// maxSpare bounds how many emptied packets an Inflight keeps for reuse.
+// maxSpare bounds how many emptied entries an Inflight keeps for reuse.
 const maxSpare = 16
 
 // Set adds or updates an inflight packet by packet id.
@@ -73,10 +94,14 @@ func (i *Inflight) Set(m packets.Packet) bool {
 func (i *Inflight) SetCopy(m *packets.Packet) bool {
 	i.Lock()
 	defer i.Unlock()
+	return i.setLocked(m)
+}
 
+// setLocked is SetCopy with the mutex held.
+func (i *Inflight) setLocked(m *packets.Packet) bool {
 	key := inflightKey(m)
-	old, ok := i.internal[key]
-	if ok && old.Expiry < 0 {
+	e, ok := i.internal[key]
+	if ok && e.pk.Expiry < 0 {
 		i.parked--
 	}
 	if m.Expiry < 0 {
@@ -84,17 +109,36 @@ func (i *Inflight) SetCopy(m *packets.Packet) bool {
 	}
 	if !ok {
 		if n := len(i.spare); n > 0 {
-			old, i.spare = i.spare[n-1], i.spare[:n-1]
+			e, i.spare = i.spare[n-1], i.spare[:n-1]
 		} else {
-			old = new(packets.Packet)
+			e = new(inflightEntry)
 		}
-		i.internal[key] = old
+		e.seq = i.next
+		i.next++
+		i.internal[key] = e
 	}
 	m.Retain() // dss: before the release, in case both are the same owner's
 	if ok {
-		old.Release()
+		e.pk.Release()
 	}
-	*old = *m
+	e.pk = *m
+	if e.unsent {
+		i.unsentBytes -= e.size
+	}
+	size := heldBytes(m)
+	i.account(size - e.size)
+	e.size = size
+	if unsent := m.Expiry < 0 || m.Queued; unsent != e.unsent {
+		if unsent {
+			i.unsent.insert(e)
+		} else {
+			i.unsent.remove(e)
+		}
+		e.unsent = unsent
+	}
+	if e.unsent {
+		i.unsentBytes += e.size
+	}
 	return !ok
 }
 
@@ -133,8 +177,8 @@ func (i *Inflight) get(key uint32) (packets.Packet, bool) {
 	i.RLock()
 	defer i.RUnlock()
 
-	if m, ok := i.internal[key]; ok {
-		return *m, true
+	if e, ok := i.internal[key]; ok {
+		return e.pk, true
 	}
 
 	return packets.Packet{}, false
@@ -163,35 +207,47 @@ func (i *Inflight) outbound() int {
 
 // Clone returns a new instance of Inflight with the same message data.
 // This is used when transferring inflights from a taken-over session.
+// dss: the clone keeps the order of the entries; it counts in the same
+// Queues, as a session with a connection.
 func (i *Inflight) Clone() *Inflight {
 	c := NewInflights()
+	c.queues = i.queues
 	i.RLock()
 	defer i.RUnlock()
 	for k, v := range i.internal {
-		p := *v
-		p.Retain() // dss: the original may be let go of without a release
-		c.internal[k] = &p
+		e := &inflightEntry{pk: v.pk, seq: v.seq, size: v.size}
+		e.pk.Retain() // dss: the original may be let go of without a release
+		c.internal[k] = e
+		c.bytes += e.size
+		if v.unsent {
+			c.unsent.insert(e)
+			e.unsent = true
+			c.unsentBytes += e.size
+		}
 	}
 	c.parked = i.parked
+	c.next = i.next
 	return c
 }
 
-// GetAll returns all the inflight messages.
+// GetAll returns all the inflight messages, in the order they were
+// added (dss: upstream sorted them by the creation time's seconds).
 func (i *Inflight) GetAll(immediate bool) []packets.Packet {
 	i.RLock()
 	defer i.RUnlock()
 
-	m := []packets.Packet{}
-	for _, v := range i.internal {
-		if !immediate || (immediate && v.Expiry < 0) {
-			m = append(m, *v)
+	entries := make([]*inflightEntry, 0, len(i.internal))
+	for _, e := range i.internal {
+		if !immediate || e.pk.Expiry < 0 {
+			entries = append(entries, e)
 		}
 	}
+	sort.Slice(entries, func(a, b int) bool { return entries[a].seq < entries[b].seq })
 
-	sort.Slice(m, func(i, j int) bool {
-		return uint16(m[i].Created) < uint16(m[j].Created)
-	})
-
+	m := make([]packets.Packet, len(entries))
+	for n, e := range entries {
+		m[n] = e.pk
+	}
 	return m
 }
 
@@ -201,8 +257,8 @@ func (i *Inflight) expired(now, maximumExpiry int64) []uint32 {
 	i.RLock()
 	defer i.RUnlock()
 	var keys []uint32
-	for key, pk := range i.internal {
-		if inflightExpired(pk, now, maximumExpiry) {
+	for key, e := range i.internal {
+		if inflightExpired(&e.pk, now, maximumExpiry) {
 			keys = append(keys, key)
 		}
 	}
@@ -225,26 +281,20 @@ func (i *Inflight) HasParked() bool {
 // dss: this took the read lock and then called GetAll, which takes it
 // again: with a writer waiting in between, both waited forever. It also
 // copied and sorted every inflight packet after every inbound packet; it
-// now scans only when packets are parked.
+// now looks at the unsent packets only, oldest first, and only when
+// packets are parked.
 func (i *Inflight) NextImmediate() (packets.Packet, bool) {
 	i.RLock()
 	defer i.RUnlock()
 	if i.parked == 0 {
 		return packets.Packet{}, false
 	}
-	var next *packets.Packet
-	for _, v := range i.internal {
-		if v.Expiry >= 0 {
-			continue
-		}
-		if next == nil || uint16(v.Created) < uint16(next.Created) || (v.Created == next.Created && v.PacketID < next.PacketID) {
-			next = v
+	for e := i.unsent.head; e != nil; e = e.next {
+		if e.pk.Expiry < 0 {
+			return e.pk, true
 		}
 	}
-	if next == nil {
-		return packets.Packet{}, false
-	}
-	return *next, true
+	return packets.Packet{}, false
 }
 
 // Delete removes the server's in-flight message with packet id id.
@@ -268,24 +318,36 @@ func (i *Inflight) delete(key uint32) bool {
 	i.Lock()
 	defer i.Unlock()
 
-	old, ok := i.internal[key]
+	e, ok := i.internal[key]
 	if !ok {
 		return false
 	}
-	if old.Expiry < 0 {
+	i.deleteLocked(key, e)
+	return true
+}
+
+// deleteLocked removes the entry e of key, with the mutex held.
+func (i *Inflight) deleteLocked(key uint32, e *inflightEntry) {
+	if e.pk.Expiry < 0 {
 		i.parked--
 	}
 	delete(i.internal, key)
-	old.Release()
+	if e.unsent {
+		i.unsent.remove(e)
+		e.unsent = false
+		i.unsentBytes -= e.size
+	}
+	i.account(-e.size)
+	e.size = 0
+	e.pk.Release()
 	// dss: the packet is not cleared (800 bytes written for every
 	// acknowledgement): the next SetCopy overwrites all of it. Until
 	// then it holds on to what it referred to, memory of its owner's
 	// (released above, and reused by it) or garbage.
-	old.Owner = nil
+	e.pk.Owner = nil
 	if len(i.spare) < maxSpare {
-		i.spare = append(i.spare, old)
+		i.spare = append(i.spare, e)
 	}
-	return true
 }
 
 // TakeRecieveQuota reduces the receive quota by 1.

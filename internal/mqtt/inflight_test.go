@@ -18,7 +18,7 @@ func TestInflightSet(t *testing.T) {
 	r := cl.State.Inflight.Set(packets.Packet{PacketID: 1})
 	require.True(t, r)
 	require.NotNil(t, cl.State.Inflight.internal[1])
-	require.NotEqual(t, 0, cl.State.Inflight.internal[1].PacketID)
+	require.NotEqual(t, 0, cl.State.Inflight.internal[1].pk.PacketID)
 
 	r = cl.State.Inflight.Set(packets.Packet{PacketID: 1})
 	require.False(t, r)

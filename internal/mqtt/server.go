@@ -181,6 +181,14 @@ type Options struct {
 	// dss: a client id held by one principal cannot be taken over by
 	// another, with the session's subscriptions and queued messages.
 	MayTakeOver func(existing, cl *Client) bool `yaml:"-" json:"-"`
+
+	// MaxSessionQueueBytes bounds the memory of the messages a session
+	// without a connection holds, and MaxQueuedBytes that of all such
+	// sessions (see queues.go); 0 means no bound. Past a bound, the
+	// oldest messages never sent of the session being fed are dropped.
+	// dss.
+	MaxSessionQueueBytes int64 `yaml:"-" json:"-"`
+	MaxQueuedBytes       int64 `yaml:"-" json:"-"`
 }
 
 // Server is an MQTT broker server. It should be created with server.New()
@@ -203,6 +211,9 @@ type Server struct {
 	// faults.go); faultLog limits the log lines about them.
 	Faults   *Faults
 	faultLog *rate.Limiter
+	// Queues accounts for the memory queued for sessions without a
+	// connection (dss, see queues.go).
+	Queues   *Queues
 	attachMu sync.Mutex // dss: orders attachClient's ClientsWg.Add and registration before Close's Wait
 	closing  bool       // guarded by attachMu
 	// connecting holds the connections whose CONNECT is being read, for
@@ -273,6 +284,7 @@ func New(opts *Options) *Server {
 			Log: opts.Logger,
 		},
 		Faults:     new(Faults),
+		Queues:     newQueues(opts, opts.Logger),
 		faultLog:   newFaultLog(),
 		acks:       newAckWaiter(),
 		connecting: map[*Client]struct{}{},
@@ -338,6 +350,9 @@ func (s *Server) NewClient(c net.Conn, listener string, id string, inline bool) 
 		cl.Net.loop.resume = make(chan error, 1)
 	}
 
+	if !inline {
+		cl.State.Inflight.queues = s.Queues
+	}
 	if inline { // inline clients bypass acl and some validity checks.
 		cl.Net.Inline = true
 		// By default, we don't want to restrict developer publishes,
@@ -660,12 +675,16 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 	s.acks.signal() // dss: nothing of this connection is awaited any more
 
 	s.sessionMu.Lock()
+	var dropped []droppedMessage
 	if expire && !cl.IsTakenOver() {
 		cl.ClearInflights()
 		s.UnsubscribeClient(cl)
 		s.Clients.Delete(cl.ID) // [MQTT-4.1.0-2] ![MQTT-3.1.2-23]
+	} else if !cl.IsTakenOver() {
+		dropped = cl.State.Inflight.goOffline() // dss: its messages are queued now
 	}
 	s.sessionMu.Unlock()
+	s.queuedDropped(cl, dropped)
 
 	cl.closeLingering() // dss: after a DISCONNECT from the server
 
@@ -776,6 +795,7 @@ func (s *Server) inheritClientSession(pk packets.Packet, cl *Client) (bool, *Cli
 		if pk.Connect.Clean || (existing.Properties.Clean && existing.Properties.ProtocolVersion < 5) { // [MQTT-3.1.2-4] [MQTT-3.1.4-4]
 			s.UnsubscribeClient(existing)
 			existing.ClearInflights()
+			existing.State.Inflight.detach()
 			existing.State.isTakenOver.Store(true) // only set isTakenOver after unsubscribe has occurred
 			return false, existing                 // [MQTT-3.2.2-3]
 		}
@@ -808,6 +828,7 @@ func (s *Server) inheritClientSession(pk packets.Packet, cl *Client) (bool, *Cli
 		// from increasing memory usage by inflights + subs * client-id.
 		s.UnsubscribeClient(existing)
 		existing.ClearInflights()
+		existing.State.Inflight.detach() // dss: what reaches it still no longer counts
 
 		s.Log.Debug("session taken over", "client", cl.ID, "old_remote", existing.Net.Remote, "new_remote", cl.Net.Remote)
 
@@ -1581,7 +1602,18 @@ func (s *Server) PrepareCheckedDelivery(cl *Client, sub packets.Subscription, ou
 		out.PacketID = uint16(i) // [MQTT-2.2.1-4]
 		sentQuota := atomic.LoadInt32(&cl.State.Inflight.sendQuota)
 
-		if ok := cl.State.Inflight.SetCopy(out); ok { // [MQTT-4.3.2-3] [MQTT-4.3.3-3]
+		// dss: a message queued for a session without a connection is
+		// kept within the bounds of the queued memory (queues.go).
+		var added bool
+		if out.Queued {
+			if !s.queueDelivery(cl, out) {
+				return false, packets.ErrQuotaExceeded
+			}
+			added = true
+		} else {
+			added = cl.State.Inflight.SetCopy(out) // [MQTT-4.3.2-3] [MQTT-4.3.3-3]
+		}
+		if added {
 			atomic.AddInt64(&s.Info.Inflight, 1)
 			if s.hooks.Provides(OnQosPublish) {
 				s.qosPublished(cl, out)
@@ -2178,6 +2210,14 @@ func (s *Server) readStore() error {
 		s.Log.Debug("loaded inflights from store", "len", len(inflight))
 	}
 
+	// dss: the stored sessions have no connection: their messages are
+	// queued.
+	for _, cl := range s.Clients.GetAll() {
+		if !cl.Net.Inline && cl.Net.Conn == nil {
+			s.queuedDropped(cl, cl.State.Inflight.goOffline())
+		}
+	}
+
 	if s.hooks.Provides(StoredRetainedMessages) {
 		retained, err := s.hooks.StoredRetainedMessages()
 		if err != nil {
@@ -2305,10 +2345,25 @@ func (s *Server) clearExpiredClients(dt int64) {
 		}
 
 		if disconnected+int64(expire) < dt {
-			s.hooks.OnClientExpired(client)
-			s.Clients.Delete(client.ID) // [MQTT-4.1.0-2]
+			s.expireSession(client)
 		}
 	})
+}
+
+// expireSession ends the session of client, whose expiry interval has
+// passed since its connection ended. dss: its messages are let go of
+// (upstream left them to the garbage collector), under the lock of
+// sessions, which a connection taking the session over holds.
+func (s *Server) expireSession(client *Client) {
+	s.sessionMu.Lock()
+	defer s.sessionMu.Unlock()
+	if client.IsTakenOver() {
+		return
+	}
+	s.hooks.OnClientExpired(client)
+	s.Clients.Delete(client.ID) // [MQTT-4.1.0-2]
+	client.ClearInflights()
+	client.State.Inflight.detach()
 }
 
 // sweep calls fn with every client, from the slice kept for sweeps; only

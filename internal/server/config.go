@@ -101,6 +101,12 @@ type Config struct {
 	// connection; past it the connection is not read until one is
 	// answered. 0 means 256, a negative number no bound.
 	MaxInflightPerClient int
+	// MaxSessionQueueBytes bounds the memory of the messages queued for
+	// one session without a connection, MaxQueuedBytes that of all of
+	// them: past a bound, the oldest messages never sent of the session
+	// being fed are dropped. 0 means DefaultMaxSessionQueueBytes and a
+	// sixteenth of the machine's memory, a negative number no bound.
+	MaxSessionQueueBytes, MaxQueuedBytes int64
 
 	// DataDir is where the state is kept across restarts; empty keeps
 	// everything in memory only.
@@ -199,6 +205,12 @@ func (c *Config) setDefaults() error {
 	}
 	if c.MaxWatchesPerClient == 0 {
 		c.MaxWatchesPerClient = DefaultMaxWatchesPerClient
+	}
+	if c.MaxSessionQueueBytes == 0 {
+		c.MaxSessionQueueBytes = DefaultMaxSessionQueueBytes
+	}
+	if c.MaxQueuedBytes == 0 {
+		c.MaxQueuedBytes = defaultMaxQueuedBytes()
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -18,6 +18,9 @@ const (
 	DefaultMaxKeys = 10_000_000
 	// DefaultMaxWatchesPerClient bounds one connection's registrations.
 	DefaultMaxWatchesPerClient = 10_000
+	// DefaultMaxSessionQueueBytes holds two messages of the largest
+	// default packet for a session without a connection.
+	DefaultMaxSessionQueueBytes = 2 * DefaultMaxPacketSize
 )
 
 // fallbackMemory is assumed when the machine's memory cannot be read.
@@ -27,6 +30,12 @@ const fallbackMemory = 4 << 30
 // holds about twice its data's size in memory (index, records, the
 // journal's and snapshot's buffers), and the broker needs room too.
 func defaultMaxStoreBytes() int64 { return machineMemory() / 4 }
+
+// defaultMaxQueuedBytes is a sixteenth of the machine's memory: the
+// messages queued for sessions without a connection are held in memory,
+// where the garbage collector's headroom may double them, beside the
+// store.
+func defaultMaxQueuedBytes() int64 { return machineMemory() / 16 }
 
 // machineMemory reads MemTotal from /proc/meminfo.
 func machineMemory() int64 {

@@ -132,6 +132,8 @@ func New(cfg Config) (*Server, error) {
 		TLSListen:            sec.tlsListen(&cfg),
 		TLS:                  sec.tlsConfig(),
 		MaxInflightPerClient: cfg.MaxInflightPerClient,
+		MaxSessionQueueBytes: max(cfg.MaxSessionQueueBytes, 0),
+		MaxQueuedBytes:       max(cfg.MaxQueuedBytes, 0),
 	})
 	if err != nil {
 		s.closeStorage()

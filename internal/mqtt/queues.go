@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: MIT
+
+package mqtt
+
+import (
+	"log/slog"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/time/rate"
+
+	"github.com/dssio/dss/internal/mqtt/packets"
+)
+
+// dss: the memory of the messages queued for sessions without a
+// connection is bounded, per session (Options.MaxSessionQueueBytes) and
+// for all of them (Options.MaxQueuedBytes): the oldest queued messages
+// are dropped to make room for a new one. Upstream bounded a session's
+// messages by their number only (Capabilities.MaximumInflight): 980 MB of
+// QoS 1 messages queued for one offline session took 4 GB.
+//
+// What counts is heldBytes of every message of the server's that a
+// session holds (queued, parked for send quota, or sent and not yet
+// acknowledged), kept in Inflight.bytes as the entries change; the
+// sessions without a connection add theirs to Queues.bytes, from the end
+// of their connection (goOffline) until they are resumed, taken over,
+// ended or expired (detach). Only messages never sent are dropped: a
+// message the client may have received keeps its packet id.
+
+// Queues accounts for the memory of the messages queued for sessions
+// without a connection, and counts the messages dropped to bound it.
+type Queues struct {
+	bytes atomic.Int64 // heldBytes of the sessions without a connection
+	// DroppedSession and DroppedTotal count the queued messages dropped
+	// for the bound of their session and for the bound of all sessions.
+	DroppedSession atomic.Int64
+	DroppedTotal   atomic.Int64
+
+	maxSession, maxTotal int64 // 0: no bound
+	log                  *slog.Logger
+	logLimit             *rate.Limiter
+	unlogged             atomic.Int64 // drops since the last line logged
+}
+
+// newQueues returns the account of the bounds in opts.
+func newQueues(opts *Options, log *slog.Logger) *Queues {
+	return &Queues{
+		maxSession: max(opts.MaxSessionQueueBytes, 0),
+		maxTotal:   max(opts.MaxQueuedBytes, 0),
+		log:        log,
+		logLimit:   rate.NewLimiter(rate.Every(time.Second), 1),
+	}
+}
+
+// Bytes returns the memory held for the sessions without a connection.
+func (q *Queues) Bytes() int64 { return q.bytes.Load() }
+
+// entryOverhead is what an inflight entry costs beside the bytes its
+// packet refers to: the entry itself and its slot in the map.
+const entryOverhead = int64(unsafe.Sizeof(inflightEntry{})) + 16
+
+// heldBytes is the memory a session's copy of the message pk holds: its
+// payload, topic and properties and the entry that keeps it (routing
+// gives every session a copy of the payload and properties of its own).
+// Only the server's PUBLISH packets count.
+func heldBytes(pk *packets.Packet) int64 {
+	if pk.FixedHeader.Type != packets.Publish {
+		return 0
+	}
+	p := &pk.Properties
+	n := len(pk.Payload) + len(pk.TopicName) +
+		len(p.CorrelationData) + len(p.AuthenticationData) + len(p.ContentType) + len(p.ResponseTopic) +
+		len(p.AssignedClientID) + len(p.AuthenticationMethod) + len(p.ResponseInfo) + len(p.ServerReference) +
+		len(p.ReasonString) + 8*len(p.SubscriptionIdentifier)
+	for _, u := range p.User {
+		n += int(unsafe.Sizeof(u)) + len(u.Key) + len(u.Val)
+	}
+	return int64(n) + entryOverhead
+}
+
+// account adds delta to the memory the Inflight holds, and to the
+// queued memory while the session has no connection. The mutex is held.
+func (i *Inflight) account(delta int64) {
+	i.bytes += delta
+	if i.offline && delta != 0 {
+		i.queues.bytes.Add(delta)
+	}
+}
+
+// Bytes returns the memory of the server's messages the Inflight holds.
+func (i *Inflight) Bytes() int64 {
+	i.RLock()
+	defer i.RUnlock()
+	return i.bytes
+}
+
+// queueLimit names the bound a queued message was dropped for.
+type queueLimit int
+
+const (
+	withinLimits queueLimit = iota
+	sessionLimit
+	totalLimit
+)
+
+func (l queueLimit) String() string {
+	if l == totalLimit {
+		return "total"
+	}
+	return "session"
+}
+
+// droppedMessage is a queued message dropped for a bound: one that was
+// held (and is no longer), or the new one, refused.
+type droppedMessage struct {
+	pk    packets.Packet
+	limit queueLimit
+	held  bool
+}
+
+// queue adds m, a message never sent, for a session without a
+// connection, within the bounds of q: it drops the oldest messages never
+// sent to make room. It returns them, and the bound that refused m if
+// even that could leave no room.
+func (i *Inflight) queue(m *packets.Packet) (dropped []droppedMessage, refused queueLimit) {
+	i.Lock()
+	defer i.Unlock()
+	q := i.queues
+	if q == nil {
+		i.setLocked(m)
+		return nil, withinLimits
+	}
+	need := heldBytes(m)
+	if q.maxSession > 0 {
+		if i.bytes-i.unsentBytes+need > q.maxSession {
+			return nil, sessionLimit // what was sent cannot be dropped
+		}
+		for i.bytes+need > q.maxSession {
+			dropped = append(dropped, i.dropOldestLocked(sessionLimit))
+		}
+	}
+	reserved := false
+	if q.maxTotal > 0 {
+		if !i.offline {
+			// The session counts in the total once its connection's
+			// end is through (goOffline); until then it has nothing
+			// there to drop.
+			if q.bytes.Load()+need > q.maxTotal {
+				return dropped, totalLimit
+			}
+		} else {
+			for !q.reserve(need) {
+				if i.unsentBytes == 0 {
+					return dropped, totalLimit
+				}
+				dropped = append(dropped, i.dropOldestLocked(totalLimit))
+			}
+			reserved = true
+		}
+	}
+	if reserved {
+		// The reservation counted m in the total already.
+		i.offline = false
+		i.setLocked(m)
+		i.offline = true
+	} else {
+		i.setLocked(m)
+	}
+	return dropped, withinLimits
+}
+
+// reserve adds n to the queued memory unless that passes the total bound.
+func (q *Queues) reserve(n int64) bool {
+	for {
+		cur := q.bytes.Load()
+		if cur+n > q.maxTotal {
+			return false
+		}
+		if q.bytes.CompareAndSwap(cur, cur+n) {
+			return true
+		}
+	}
+}
+
+// dropOldestLocked drops the oldest message never sent, for limit. The
+// mutex is held, and there is one (i.unsentBytes > 0).
+func (i *Inflight) dropOldestLocked(limit queueLimit) droppedMessage {
+	e := i.unsent.head
+	for e.size == 0 {
+		e = e.next
+	}
+	d := droppedMessage{pk: e.pk, limit: limit, held: true}
+	d.pk.Owner = nil // released below; the copy is for hooks and logs
+	i.deleteLocked(inflightKey(&e.pk), e)
+	return d
+}
+
+// goOffline counts the session's messages as queued: its connection has
+// ended and the session stays. It drops the oldest messages never sent
+// while the session or the total is past its bound.
+func (i *Inflight) goOffline() (dropped []droppedMessage) {
+	i.Lock()
+	defer i.Unlock()
+	q := i.queues
+	if q == nil || i.offline {
+		return nil
+	}
+	for q.maxSession > 0 && i.bytes > q.maxSession && i.unsentBytes > 0 {
+		dropped = append(dropped, i.dropOldestLocked(sessionLimit))
+	}
+	i.offline = true
+	q.bytes.Add(i.bytes)
+	for q.maxTotal > 0 && q.bytes.Load() > q.maxTotal && i.unsentBytes > 0 {
+		dropped = append(dropped, i.dropOldestLocked(totalLimit))
+	}
+	return dropped
+}
+
+// detach takes the session's messages out of the queued memory: the
+// session was resumed by a new connection, taken over, ended or expired.
+// What is added to this Inflight later no longer counts there.
+func (i *Inflight) detach() {
+	i.Lock()
+	defer i.Unlock()
+	if i.offline {
+		i.queues.bytes.Add(-i.bytes)
+		i.offline = false
+	}
+}
+
+// queueDelivery adds out, a message for cl's session, which has no
+// connection, to its inflight messages within the queues' bounds. It
+// reports whether out was queued; the messages dropped for it, or out
+// itself, are counted and logged.
+func (s *Server) queueDelivery(cl *Client, out *packets.Packet) bool {
+	dropped, refused := cl.State.Inflight.queue(out)
+	if refused != withinLimits {
+		d := droppedMessage{pk: *out, limit: refused}
+		d.pk.Owner = nil
+		dropped = append(dropped, d)
+	}
+	s.queuedDropped(cl, dropped)
+	return refused == withinLimits
+}
+
+// queuedDropped counts and logs the messages dropped from cl's queue.
+func (s *Server) queuedDropped(cl *Client, dropped []droppedMessage) {
+	if len(dropped) == 0 {
+		return
+	}
+	q := s.Queues
+	for n := range dropped {
+		d := &dropped[n]
+		if d.limit == totalLimit {
+			q.DroppedTotal.Add(1)
+		} else {
+			q.DroppedSession.Add(1)
+		}
+		if d.held {
+			atomic.AddInt64(&s.Info.Inflight, -1)
+			if d.pk.Expiry >= 0 {
+				cl.State.Inflight.IncreaseSendQuota() // a queued message took it
+			}
+		}
+		s.hooks.OnQosDropped(cl, d.pk)
+	}
+	q.unlogged.Add(int64(len(dropped)))
+	if q.logLimit.Allow() {
+		last := dropped[len(dropped)-1]
+		q.log.Warn("messages queued for a session without a connection dropped",
+			"client", cl.ID, "limit", last.limit.String(), "dropped", q.unlogged.Swap(0),
+			"session_bytes", cl.State.Inflight.Bytes(), "queued_bytes", q.Bytes())
+	}
+}
+
+// inflightList is a list of inflight entries in the order of their seq.
+type inflightList struct{ head, tail *inflightEntry }
+
+// insert adds e in its place, which is nearly always the end.
+func (l *inflightList) insert(e *inflightEntry) {
+	after := l.tail
+	for after != nil && after.seq > e.seq {
+		after = after.prev
+	}
+	e.prev = after
+	if after == nil {
+		e.next = l.head
+		l.head = e
+	} else {
+		e.next = after.next
+		after.next = e
+	}
+	if e.next == nil {
+		l.tail = e
+	} else {
+		e.next.prev = e
+	}
+}
+
+// remove takes e out of the list.
+func (l *inflightList) remove(e *inflightEntry) {
+	if e.prev == nil {
+		l.head = e.next
+	} else {
+		e.prev.next = e.next
+	}
+	if e.next == nil {
+		l.tail = e.prev
+	} else {
+		e.next.prev = e.prev
+	}
+	e.prev, e.next = nil, nil
+}
