@@ -131,6 +131,10 @@ func TestSettingsErrors(t *testing.T) {
 			want: `--snapshot-after: "0": want a number of bytes above 0`},
 		{name: "read loops", args: []string{"--read-loops", "-2"},
 			want: `--read-loops: "-2": want -1`},
+		{name: "queued bytes per session", args: []string{"--max-queued-bytes-per-session", "-2"},
+			want: `--max-queued-bytes-per-session: "-2": want a number of bytes, or -1 for no limit`},
+		{name: "queued bytes in file", file: "max-queued-bytes: -1048576\n",
+			want: `max-queued-bytes: "-1048576": want a number of bytes, or -1 for no limit`},
 		{name: "missing file", args: []string{"--config", "/nonexistent/dss.yaml"},
 			want: `config file: open /nonexistent/dss.yaml`},
 	} {
