@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net/rpc"
@@ -44,49 +43,98 @@ type WriteReply struct {
 	Index      uint64
 }
 
+// leaderWait bounds how long a request waits for a leader while none is
+// known or the known one does not answer: about an election and a half.
+// Past it the request is answered "the state store is unavailable".
+const leaderWait = 2 * time.Second
+
 // forward sends a write to the leader and answers op with its result once
-// this node has applied it too.
+// this node has applied it too. While no leader is known, or the leader
+// does not answer, it tries again until leaderWait has passed: a write
+// sent twice is applied once (the log recognises it by client id and
+// correlation data), so a client does not see an election that ends in
+// time.
 func (n *Node) forward(_ context.Context, op *engine.Op) bool {
-	addr := n.leaderAddr()
-	if addr == "" {
-		return answerNow(op, wire.ErrUnavailable)
-	}
 	if !n.admit(op) {
 		return true
 	}
-	r := &op.Request
-	args := &WriteArgs{
-		Verb: r.Verb, Key: r.Key, Value: r.Value, Cond: r.Cond, PX: r.PX,
-		Timestamp: op.Timestamp, HasTimestamp: op.HasTimestamp,
-		Fence: op.Fence, HasFence: op.HasFence, Volatile: op.Volatile,
-		Client: op.Client, Correlation: op.Correlation,
-	}
-	reply := &WriteReply{}
-	done := make(chan *rpc.Call, 1)
-	if c := n.peers.connected(addr); c != nil {
-		// net/rpc encodes the arguments before Go returns: the request's
-		// memory, which the connection's next request reuses, may go.
-		c.Go("Cluster.Write", args, reply, done)
-	} else {
-		// Dialing blocks: not on the goroutine that reads the client.
-		args.Key, args.Value = bytes.Clone(args.Key), bytes.Clone(args.Value)
-		args.Correlation = bytes.Clone(args.Correlation)
-		go n.peers.call(addr, "Cluster.Write", args, reply, done)
-	}
+	// The request lives in the connection's read buffer, which its next
+	// request reuses: the forwarded copy outlives this call.
+	args := writeArgs(op)
 	go func() {
-		call := <-done
-		if call.Error != nil {
-			n.peers.failed(addr, call.Error)
-			n.log.Debug("forwarding to the leader failed", "leader", addr, "err", call.Error)
-			op.Result = engine.Result{Err: wire.ErrUnavailable}
-			n.finish(op)
-			return
+		deadline := time.Now().Add(leaderWait)
+		for {
+			reply, err := n.writeOnLeader(args)
+			if err == nil && reply.Err != wire.ErrUnavailable.Text() {
+				op.Result = reply.result()
+				n.fsm.afterApplied(reply.Index, func() { n.finish(op) })
+				return
+			}
+			if err != nil {
+				n.log.Debug("forwarding to the leader failed", "err", err)
+			}
+			if time.Now().After(deadline) {
+				op.Result = engine.Result{Err: wire.ErrUnavailable}
+				n.finish(op)
+				return
+			}
+			select {
+			case <-time.After(20 * time.Millisecond):
+			case <-n.stop:
+				op.Result = engine.Result{Err: wire.ErrUnavailable}
+				n.finish(op)
+				return
+			}
 		}
-		op.Result = reply.result()
-		n.fsm.afterApplied(reply.Index, func() { n.finish(op) })
 	}()
 	return false
 }
+
+// writeArgs copies op's request into the arguments of a forwarded write.
+func writeArgs(op *engine.Op) *WriteArgs {
+	r := &op.Request
+	buf := make([]byte, 0, len(r.Key)+len(r.Value)+len(op.Correlation))
+	buf = append(append(append(buf, r.Key...), r.Value...), op.Correlation...)
+	k, v := len(r.Key), len(r.Key)+len(r.Value)
+	return &WriteArgs{
+		Verb: r.Verb, Key: buf[:k:k], Value: buf[k:v:v], Cond: r.Cond, PX: r.PX,
+		Timestamp: op.Timestamp, HasTimestamp: op.HasTimestamp,
+		Fence: op.Fence, HasFence: op.HasFence, Volatile: op.Volatile,
+		Client: op.Client, Correlation: buf[v:],
+	}
+}
+
+// writeOnLeader carries out a forwarded write: here if this node is the
+// leader by now, else by a call to the leader. It blocks.
+func (n *Node) writeOnLeader(args *WriteArgs) (*WriteReply, error) {
+	reply := &WriteReply{}
+	if n.isReady() {
+		return reply, n.writeHere(args, reply)
+	}
+	addr := n.leaderAddr()
+	if addr == "" {
+		return nil, ErrNoLeader
+	}
+	c, err := n.peers.get(addr)
+	if err != nil {
+		return nil, err
+	}
+	call := c.Go("Cluster.Write", args, reply, make(chan *rpc.Call, 1))
+	select {
+	case <-call.Done:
+		if call.Error != nil {
+			n.peers.failed(addr, call.Error)
+			return nil, call.Error
+		}
+		return reply, nil
+	case <-time.After(forwardTimeout):
+		return nil, errForwardTimeout
+	case <-n.stop:
+		return nil, errClosed
+	}
+}
+
+var errForwardTimeout = errors.New("cluster: the leader did not answer a forwarded write in time")
 
 func (r *WriteReply) result() engine.Result {
 	res := engine.Result{Outcome: r.Outcome, Version: r.Version, HasVersion: r.HasVersion}
@@ -101,17 +149,18 @@ func (r *WriteReply) result() engine.Result {
 // service is the RPC service of the cluster listener.
 type service struct{ n *Node }
 
-// errNotLeader answers a forwarded call that reached a node that is not
-// (or no longer) the leader.
-var errNotLeader = errors.New("not the leader")
-
 // Write carries out a forwarded write on the leader.
 func (s *service) Write(args *WriteArgs, reply *WriteReply) error {
-	n := s.n
-	if !n.isReady() {
+	if !s.n.isReady() {
 		reply.Err = wire.ErrUnavailable.Text()
 		return nil
 	}
+	return s.n.writeHere(args, reply)
+}
+
+// writeHere carries out a forwarded write on this node, the leader, and
+// waits for its result.
+func (n *Node) writeHere(args *WriteArgs, reply *WriteReply) error {
 	ctx, cancel := context.WithTimeout(context.Background(), forwardTimeout)
 	defer cancel()
 	done := make(chan struct{})

@@ -211,11 +211,27 @@ func (n *Node) Close() error {
 		n.mu.Unlock()
 		return nil
 	}
+	wasReady := n.ready
 	n.closed = true
 	n.ready = false
 	n.mu.Unlock()
 	var err error
 	if n.raft != nil {
+		if wasReady {
+			// A leader that stops hands its leadership to the most
+			// current follower first, so that the others need not wait
+			// for an election timeout.
+			f := n.raft.LeadershipTransfer()
+			transferred := make(chan error, 1)
+			go func() { transferred <- f.Error() }()
+			select {
+			case terr := <-transferred:
+				if terr != nil {
+					n.log.Info("leadership not handed over before stopping", "err", terr)
+				}
+			case <-time.After(2 * time.Second):
+			}
+		}
 		err = n.raft.Shutdown().Error()
 	}
 	close(n.stop)
@@ -415,10 +431,11 @@ func (n *Node) isReady() bool {
 // leaderAddr returns the address at which this node reaches the leader:
 // the address its --peers list gives the leader's id, which may differ
 // from the address the leader reports (a proxy, another interface), or
-// else the reported one. "" when no leader is known.
+// else the reported one. "" when no other node is known to lead.
 func (n *Node) leaderAddr() string {
 	addr, id := n.raft.LeaderWithID()
-	if addr == "" {
+	if addr == "" || string(id) == n.cfg.NodeID {
+		// None, or this node, elected but not ready yet: ask again soon.
 		return ""
 	}
 	for _, p := range n.cfg.Peers {
@@ -462,6 +479,8 @@ func (n *Node) Submit(ctx context.Context, op *engine.Op) bool {
 		if n.isReady() {
 			return n.engine.Submit(ctx, op)
 		}
+		// A follower, or a leader that is not ready yet: the write goes
+		// to the leader once there is one.
 		return n.forward(ctx, op)
 	case wire.VerbGet:
 		if op.Stale {

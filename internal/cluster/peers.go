@@ -69,13 +69,6 @@ func (p *peerClients) drop(addr string, c *rpc.Client) {
 	c.Close()
 }
 
-// connected returns the client for addr if there is one, without dialing.
-func (p *peerClients) connected(addr string) *rpc.Client {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.clients[addr]
-}
-
 // call starts an asynchronous call to addr; done receives it. It dials
 // when there is no connection yet, and so may block for dialTimeout.
 func (p *peerClients) call(addr, method string, args, reply any, done chan *rpc.Call) {

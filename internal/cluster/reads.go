@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/rpc"
 	"sync"
 	"time"
@@ -83,8 +84,25 @@ func (r *reader) loop() {
 	}
 }
 
-// readIndex confirms a read index now.
+// readIndex confirms a read index now. While no leader is known, or the
+// leader does not confirm, it tries again until leaderWait has passed.
 func (r *reader) readIndex() (uint64, error) {
+	deadline := time.Now().Add(leaderWait)
+	for {
+		index, err := r.readIndexOnce()
+		if err == nil || errors.Is(err, errClosed) || time.Now().After(deadline) {
+			return index, err
+		}
+		r.n.log.Debug("read index not confirmed; trying again", "err", err)
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-r.stop:
+			return 0, errClosed
+		}
+	}
+}
+
+func (r *reader) readIndexOnce() (uint64, error) {
 	n := r.n
 	if n.isReady() {
 		// The term-start entry is applied, so the commit index is of this

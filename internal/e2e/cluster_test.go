@@ -528,3 +528,20 @@ func TestClusterSecret(t *testing.T) {
 		t.Fatalf("members after the refused attempts: %+v %v", st.Members, err)
 	}
 }
+
+// TestClusterLeaderStopsGracefully: a leader stopped with SIGTERM hands its
+// leadership over before it exits, and writes through the others go on.
+func TestClusterLeaderStopsGracefully(t *testing.T) {
+	tc := startCluster(t, 3)
+	leader := tc.leader()
+	c := dsstest.Dial(t, tc.others(leader)[0].mqtt, "writer")
+	writeUntilOK(t, c, "k", "before", 10*time.Second)
+	if code := leader.proc.terminate(); code != 0 {
+		t.Fatalf("the leader exited with status %d after SIGTERM:\n%s", code, leader.proc.out)
+	}
+	_, took := writeUntilOK(t, c, "k", "after", 10*time.Second)
+	t.Logf("writes through a survivor succeed %v after the leader stopped", took.Round(time.Millisecond))
+	if next := tc.leader(); next == leader {
+		t.Fatal("the stopped node is still named leader")
+	}
+}
