@@ -155,7 +155,9 @@ func (n *Node) Start(e *engine.Node) error {
 	rc.SnapshotThreshold = n.cfg.SnapshotThreshold
 	rc.TrailingLogs = n.cfg.TrailingLogs
 	rc.SnapshotInterval = n.cfg.SnapshotInterval
-	rc.BatchApplyCh = true
+	// No buffered apply channel: a future queued there while Raft shuts
+	// down is never answered. The proposer batches writes itself.
+	rc.BatchApplyCh = false
 	rc.NotifyCh = n.leaderCh
 	rc.Logger = newHCLogger(n.log)
 	has, err := raft.HasExistingState(n.store, n.store, n.snaps)
@@ -253,6 +255,7 @@ func (n *Node) Close() error {
 	}
 	n.peers.close()
 	if n.trans != nil {
+		n.trans.CloseStreams() // the connections it dialled
 		err = errors.Join(err, n.trans.Close())
 	}
 	err = errors.Join(err, n.mux.Close())

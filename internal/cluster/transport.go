@@ -111,7 +111,7 @@ type mux struct {
 
 	mu     sync.Mutex
 	closed bool                  // guarded by mu
-	conns  map[net.Conn]struct{} // guarded by mu; RPC connections being served
+	conns  map[net.Conn]struct{} // guarded by mu; RPC and Raft connections being served
 	wg     sync.WaitGroup
 }
 
@@ -159,10 +159,16 @@ func (m *mux) route(c net.Conn) {
 	_ = c.SetDeadline(time.Time{})
 	switch kind[0] {
 	case connRaft:
+		// Raft's transport closes the connection when its peer does; the
+		// mux closes it too when it closes first.
+		tc := &trackedConn{Conn: c, m: m}
+		if !m.track(tc) {
+			return
+		}
 		select {
-		case m.raft <- c:
+		case m.raft <- tc:
 		case <-m.close:
-			c.Close()
+			tc.Close()
 		}
 	case connRPC:
 		m.mu.Lock()
@@ -180,6 +186,37 @@ func (m *mux) route(c net.Conn) {
 	default:
 		c.Close()
 	}
+}
+
+// track adds c to the connections Close closes; false (and c closed) if
+// the mux is closed already.
+func (m *mux) track(c *trackedConn) bool {
+	m.mu.Lock()
+	closed := m.closed
+	if !closed {
+		m.conns[c] = struct{}{}
+	}
+	m.mu.Unlock()
+	if closed {
+		c.Conn.Close()
+	}
+	return !closed
+}
+
+// trackedConn is a connection that leaves the mux's set when closed.
+type trackedConn struct {
+	net.Conn
+	m    *mux
+	once sync.Once
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() {
+		c.m.mu.Lock()
+		delete(c.m.conns, c)
+		c.m.mu.Unlock()
+	})
+	return c.Conn.Close()
 }
 
 // dial opens an authenticated connection of the given kind to addr.
@@ -216,10 +253,14 @@ func (m *mux) Close() error {
 	m.closed = true
 	close(m.close)
 	err := m.ln.Close()
+	conns := make([]net.Conn, 0, len(m.conns))
 	for c := range m.conns {
-		c.Close()
+		conns = append(conns, c)
 	}
 	m.mu.Unlock()
+	for _, c := range conns {
+		c.Close() // a trackedConn takes m.mu
+	}
 	m.wg.Wait()
 	return err
 }
