@@ -5,7 +5,7 @@
 // server of one thread, one epoll instance, and per request one read, a
 // fixed amount of busy work and one write; and a load generator built the
 // same way that keeps one request in flight on each of its connections.
-// tools/bench.sh runs it at 64 and 4,096 connections next to dss, so
+// scripts/bench.sh runs it at 64 and 4,096 connections next to dss, so
 // that the share of the peak dss keeps at 4,096 connections can be read
 // against the share the machine's TCP stack leaves any server that does
 // as much work per request (docs/benchmarks.md).

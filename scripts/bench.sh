@@ -3,10 +3,10 @@
 # redis-server on the same machine, each server pinned to one CPU and the
 # load generator to another.
 #
-#   tools/bench.sh                 the default set (a few minutes)
-#   tools/bench.sh --full          every scenario (about 15 minutes)
-#   tools/bench.sh --only "throughput fanout"
-#   tools/bench.sh --only cluster  3 nodes against 1 with --fsync always, GET, failover
+#   scripts/bench.sh                 the default set (a few minutes)
+#   scripts/bench.sh --full          every scenario (about 15 minutes)
+#   scripts/bench.sh --only "throughput fanout"
+#   scripts/bench.sh --only cluster  3 nodes against 1 with --fsync always, GET, failover
 #
 # Options:
 #   --full             run every scenario
