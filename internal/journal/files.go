@@ -4,11 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 const lockName = "LOCK"
@@ -60,31 +58,3 @@ func listDir(dir string) (dirFiles, error) {
 
 // ErrLocked reports a data directory that another process uses.
 var ErrLocked = errors.New("journal: the data directory is in use by another dss process")
-
-// lockDir takes the directory's lock file, which the kernel releases when
-// the process ends, however it ends.
-func lockDir(dir string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, lockName), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("journal: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
-		}
-		return nil, fmt.Errorf("journal: lock %s: %w", dir, err)
-	}
-	return f, nil
-}
-
-// syncDir makes the creation, renaming and removal of files in dir
-// durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/dssio/dss/hlc"
@@ -260,20 +259,6 @@ func (j *Journal) syncEverySecond() {
 			j.wmu.Unlock()
 		}
 	}
-}
-
-// fdatasync forces f's data to stable storage. It holds a reference to
-// the file for the duration, so a concurrent Close waits.
-func fdatasync(f *os.File) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) { serr = syscall.Fdatasync(int(fd)) }); err != nil {
-		return err
-	}
-	return serr
 }
 
 // snapshotStats describes a snapshot file.
