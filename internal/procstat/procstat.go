@@ -2,14 +2,15 @@
 // and of another one, the server under load, from the kernel: the load
 // generators (dss bench, tools/tcpfloor) report a server's CPU per
 // request and its memory from two readings taken around a window.
+//
+// This process's CPU time is read everywhere; another process's figures
+// come from /proc, on Linux only: elsewhere Read of a pid fails with an
+// error that wraps errors.ErrUnsupported.
 package procstat
 
 import (
 	"fmt"
-	"syscall"
 	"time"
-
-	"github.com/prometheus/procfs"
 )
 
 // Reading is the CPU time of this process and of a server at a moment.
@@ -25,23 +26,16 @@ type Reading struct {
 // time and resident memory of process pid.
 func Read(pid int) (Reading, error) {
 	r := Reading{At: time.Now()}
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
-		r.Self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	if self, err := selfCPU(); err == nil {
+		r.Self = self
 	}
 	if pid == 0 {
 		return r, nil
 	}
-	p, err := procfs.NewProc(pid)
+	cpu, rss, err := processUsage(pid)
 	if err != nil {
 		return r, fmt.Errorf("server process %d: %w", pid, err)
 	}
-	st, err := p.Stat()
-	if err != nil {
-		return r, fmt.Errorf("server process %d: %w", pid, err)
-	}
-	r.Server = time.Duration(st.CPUTime() * float64(time.Second))
-	r.ServerRSS = int64(st.ResidentMemory())
-	r.ServerOK = true
+	r.Server, r.ServerRSS, r.ServerOK = cpu, rss, true
 	return r, nil
 }

@@ -1,6 +1,7 @@
 package procstat
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"runtime"
@@ -82,5 +83,18 @@ func TestReadRefusesAMissingProcess(t *testing.T) {
 	}
 	if _, err := Read(cmd.Process.Pid); err == nil {
 		t.Errorf("reading process %d, which has exited, gave no error", cmd.Process.Pid)
+	}
+}
+
+func TestReadOfAnotherProcessOutsideLinuxIsUnsupported(t *testing.T) {
+	if runtime.GOOS == "linux" {
+		t.Skip("Linux reads /proc")
+	}
+	r, err := Read(os.Getpid())
+	if !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("Read of a running process: %v, want errors.ErrUnsupported", err)
+	}
+	if r.ServerOK || r.At.IsZero() {
+		t.Errorf("reading %+v: no server figures, and when it was taken", r)
 	}
 }
