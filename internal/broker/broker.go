@@ -268,10 +268,14 @@ func New(cfg Config) (*Broker, error) {
 	return b, nil
 }
 
-// readLoops returns the number of read loops Config.ReadLoops n asks for.
+// readLoops returns the number of read loops Config.ReadLoops n asks for:
+// by default one per CPU where the system has them, none elsewhere (a
+// number asked for where there are none is refused with a warning).
 func readLoops(n int) int {
 	switch {
 	case n < 0:
+		return 0
+	case n == 0 && !mqtt.ReadLoopsAvailable:
 		return 0
 	case n == 0:
 		return runtime.GOMAXPROCS(0)

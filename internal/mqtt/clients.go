@@ -253,7 +253,7 @@ func newClient(c net.Conn, o *ops) *Client {
 			Conn:   c,
 			Remote: c.RemoteAddr().String(),
 		}
-		if sc, ok := c.(syscall.Conn); ok {
+		if sc, ok := c.(syscall.Conn); ok && rawIO {
 			cl.Net.raw, _ = sc.SyscallConn()
 		}
 		cl.Net.src = connReader{conn: c, raw: cl.Net.raw}

@@ -55,16 +55,6 @@ type connReader struct {
 	err    error
 }
 
-// readOnce is the read of a turn, for raw.Read.
-func (r *connReader) readOnce(fd uintptr) bool {
-	for {
-		r.n, r.err = syscall.Read(int(fd), r.p)
-		if r.err != syscall.EINTR {
-			return true
-		}
-	}
-}
-
 func (r *connReader) Read(p []byte) (int, error) {
 	if len(r.pending) > 0 {
 		n := copy(p, r.pending)

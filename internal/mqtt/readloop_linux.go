@@ -14,6 +14,10 @@ import (
 	"time"
 )
 
+// ReadLoopsAvailable reports whether Options.ReadLoops can start read
+// loops on this system (Linux: epoll).
+const ReadLoopsAvailable = true
+
 // readLoop reads the connections added to it with one epoll instance, on
 // one goroutine (see readloop.go).
 //

@@ -6,6 +6,10 @@ package mqtt
 
 import "errors"
 
+// ReadLoopsAvailable reports whether Options.ReadLoops can start read
+// loops on this system: they need Linux's epoll.
+const ReadLoopsAvailable = false
+
 // errReadLoopsUnavailable is the error of Options.ReadLoops on a system
 // without them.
 var errReadLoopsUnavailable = errors.New("read loops are not available on this system")

@@ -5,7 +5,6 @@ package mqtt
 import (
 	"errors"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/dssio/dss/internal/mqtt/mempool"
 	"github.com/dssio/dss/internal/mqtt/packets"
@@ -106,27 +105,6 @@ type fdWriter struct {
 	data    []byte
 	n       int // bytes of data written
 	err     error
-}
-
-func (w *fdWriter) writeNoWait(fd uintptr) bool {
-	for w.n < len(w.data) {
-		m, err := syscall.Write(int(fd), w.data[w.n:])
-		if m > 0 {
-			w.n += m
-		}
-		switch {
-		case err == syscall.EINTR:
-			continue
-		case err == syscall.EAGAIN:
-			return true // full: the write loop waits for room
-		case err != nil:
-			w.err = err
-			return true
-		case m == 0:
-			return true
-		}
-	}
-	return true
 }
 
 // writeRaw writes bytes WriteNow could not write at once, on the write
