@@ -37,11 +37,12 @@ func defaultMaxStoreBytes() int64 { return machineMemory() / 4 }
 // store.
 func defaultMaxQueuedBytes() int64 { return machineMemory() / 16 }
 
-// machineMemory reads MemTotal from /proc/meminfo.
+// machineMemory reads MemTotal from /proc/meminfo, or asks the system
+// where there is none (systemMemory).
 func machineMemory() int64 {
 	f, err := os.Open("/proc/meminfo")
 	if err != nil {
-		return fallbackMemory
+		return systemMemory()
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
