@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"strings"
@@ -13,14 +14,25 @@ import (
 	"github.com/dssio/dss/internal/dsstest"
 )
 
+// openTerminal opens a pseudo-terminal, or skips the test where the
+// system has none (Windows).
+func openTerminal(t *testing.T) (ptm, tty *os.File) {
+	t.Helper()
+	ptm, tty, err := pty.Open()
+	if errors.Is(err, pty.ErrUnsupported) {
+		t.Skip("no pseudo-terminals on this system")
+	}
+	if err != nil {
+		t.Fatalf("open a pseudo-terminal: %v", err)
+	}
+	return ptm, tty
+}
+
 // runOnTerminal runs dss with standard output on a pseudo-terminal and
 // returns what the terminal showed and what went to standard error.
 func runOnTerminal(t *testing.T, args ...string) (code int, screen, stderr string) {
 	t.Helper()
-	ptm, tty, err := pty.Open()
-	if err != nil {
-		t.Fatalf("open a pseudo-terminal: %v", err)
-	}
+	ptm, tty := openTerminal(t)
 	defer ptm.Close()
 	var errOut dsstest.Buffer
 	code = Run(context.Background(), args, Stdio{In: strings.NewReader(""), Out: tty, Err: &errOut})
@@ -69,10 +81,7 @@ func TestGetOnTerminal(t *testing.T) {
 }
 
 func TestIsTerminal(t *testing.T) {
-	ptm, tty, err := pty.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ptm, tty := openTerminal(t)
 	defer ptm.Close()
 	defer tty.Close()
 	r, w, err := os.Pipe()

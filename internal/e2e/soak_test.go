@@ -2,10 +2,10 @@ package e2e_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,23 +14,17 @@ import (
 	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/dssio/dss/internal/dsstest"
+	"github.com/dssio/dss/internal/procstat"
 )
 
-// rss reads the resident set size of process pid, in bytes, from /proc.
+// rss reads the resident set size of process pid, in bytes.
 func rss(t *testing.T, pid int) int64 {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	r, err := procstat.Read(pid)
 	if err != nil {
 		t.Fatalf("reading the server's RSS: %v", err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmRSS in /proc/PID/status")
-	return 0
+	return r.ServerRSS
 }
 
 // TestSoakKeepsMemoryFlat runs a mixed load against a real dss serve
@@ -46,6 +40,9 @@ func TestSoakKeepsMemoryFlat(t *testing.T) {
 	warmup, total, growth := 10*time.Second, 40*time.Second, 1.25
 	if dsstest.Long() {
 		warmup, total, growth = 5*time.Minute, time.Hour, 1.10
+	}
+	if _, err := procstat.Read(os.Getpid()); errors.Is(err, errors.ErrUnsupported) {
+		t.Skip("the server's memory is read from /proc:", err)
 	}
 	addr := freeAddr(t)
 	p := startDSS(t, addr, "--data", t.TempDir(), "--fsync", "everysec", "--max-store-bytes", "67108864")

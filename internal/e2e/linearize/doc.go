@@ -43,6 +43,9 @@
 //
 //	go test -v ./internal/e2e/linearize/ -linearize.rounds=50 -linearize.seed=S
 //
+// The tests are skipped on Windows, which has no SIGSTOP and SIGCONT to
+// pause a process with.
+//
 // The cluster tests run only against a binary whose serve command accepts
 // --cluster-listen and --peers; otherwise they are skipped with a message
 // that says so.

@@ -112,9 +112,9 @@ func (n *node) signal(sig syscall.Signal) error {
 		return fmt.Errorf("node %s: %s: %w", n.id, sig, err)
 	}
 	switch sig {
-	case syscall.SIGSTOP:
+	case sigStop:
 		n.paused = true
-	case syscall.SIGCONT:
+	case sigCont:
 		n.paused = false
 	}
 	return nil

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"syscall"
 	"testing"
 	"time"
 
@@ -81,11 +80,11 @@ func killRestart(n *node) (string, func(context.Context) error, error) {
 
 // pause is SIGSTOP of a node until healed with SIGCONT.
 func pause(n *node) (string, func(context.Context) error, error) {
-	if err := n.signal(syscall.SIGSTOP); err != nil {
+	if err := n.signal(sigStop); err != nil {
 		return "", nil, err
 	}
 	return fmt.Sprintf("SIGSTOP %s, SIGCONT", n.id), func(context.Context) error {
-		return n.signal(syscall.SIGCONT)
+		return n.signal(sigCont)
 	}, nil
 }
 
