@@ -23,11 +23,15 @@ type recordingBackup struct {
 	keysCalls  int
 	slow       time.Duration
 	block      chan struct{} // Keys waits for it once, when set
+	blocked    chan struct{} // closed when Keys starts waiting for block, when set
 }
 
 func (b *recordingBackup) Begin(seq uint64, _ hlc.Timestamp) error { b.begin = seq; return nil }
 func (b *recordingBackup) Keys(entries []store.Change) error {
 	if b.block != nil {
+		if b.blocked != nil {
+			close(b.blocked)
+		}
 		<-b.block
 		b.block = nil
 	}
@@ -129,9 +133,12 @@ func TestBackupThatFallsBehindFails(t *testing.T) {
 	for i := 0; i < 2000; i++ {
 		do(n, set(fmt.Sprint("k", i), "initial"), false)
 	}
-	b := &recordingBackup{block: make(chan struct{})}
+	b := &recordingBackup{block: make(chan struct{}), blocked: make(chan struct{})}
 	done := make(chan error, 1)
 	go func() { done <- n.Backup(context.Background(), b) }()
+	// The changes come while the backup is under way, not before it
+	// begins (a loaded machine may start its goroutine late).
+	<-b.blocked
 	for i := 0; i < 1000; i++ {
 		do(n, set(fmt.Sprint("k", i), string(make([]byte, 200))), false)
 	}
