@@ -3598,16 +3598,16 @@ func TestServerClose(t *testing.T) {
 		recv <- buf
 	}()
 
-	time.Sleep(time.Millisecond)
 	require.Equal(t, 1, s.Listeners.Len())
 
 	listener, ok := s.Listeners.Get("t1")
 	require.Equal(t, true, ok)
-	require.Equal(t, true, listener.(*listeners.MockListener).IsServing())
+	// dss: polled for, not slept for: the listener serves on a goroutine
+	// of its own.
+	require.Eventually(t, listener.(*listeners.MockListener).IsServing, 5*time.Second, time.Millisecond)
 
 	_ = s.Close()
-	time.Sleep(time.Millisecond)
-	require.Equal(t, false, listener.(*listeners.MockListener).IsServing())
+	require.Eventually(t, func() bool { return !listener.(*listeners.MockListener).IsServing() }, 5*time.Second, time.Millisecond)
 	require.Equal(t, packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectShuttingDown).RawBytes, <-recv)
 }
 
