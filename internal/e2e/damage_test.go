@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -106,6 +107,21 @@ func dataFiles(t *testing.T, dir string) map[string][]byte {
 	return files
 }
 
+// lastSegmentSize returns the size of the last journal segment in dir.
+func lastSegmentSize(t *testing.T, dir string) int64 {
+	t.Helper()
+	names, _ := filepath.Glob(filepath.Join(dir, "wal-*.log"))
+	if len(names) == 0 {
+		t.Fatalf("no journal segment in %s", dir)
+	}
+	slices.Sort(names)
+	st, err := os.Stat(names[len(names)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
+}
+
 // checkNothingDisappeared checks that every file of before is in dir
 // unchanged, or, byte for byte, in one of the directories that the
 // server and dss recover keep what they cut or replace in.
@@ -167,16 +183,26 @@ func TestDamagedDataDirectory(t *testing.T) {
 	} {
 		t.Run(kind.name, func(t *testing.T) {
 			dir := t.TempDir()
-			addr := freeAddr(t)
 			args := []string{"--data", dir, "--fsync", "no", "--snapshot-after", "65536"}
-			p := startDSS(t, addr, args...)
-			keys := writeKeys(t, addr, "before/", 1500, 100)
+			p := startDSS(t, anyPort, args...)
+			keys := writeKeys(t, p.addr, "before/", 1500, 100)
 			dsstest.Eventually(t, "a snapshot is written", func() bool {
 				names, _ := filepath.Glob(filepath.Join(dir, "snap-*.snap"))
 				return len(names) == 1
 			})
-			for k, w := range writeKeys(t, addr, "after/", 1000, 100) {
+			for k, w := range writeKeys(t, p.addr, "after/", 1000, 100) {
 				keys[k] = w
+			}
+			// A snapshot that began late in the writes (when it begins
+			// depends on the machine's timing) leaves the last segment
+			// short: more keys until it holds enough to damage.
+			for round := 0; lastSegmentSize(t, dir) < 16384; round++ {
+				if round == 10 {
+					t.Fatalf("the last journal segment holds %d bytes after %d rounds of writes", lastSegmentSize(t, dir), round)
+				}
+				for k, w := range writeKeys(t, p.addr, fmt.Sprintf("more%d/", round), 200, 100) {
+					keys[k] = w
+				}
 			}
 			if code := p.terminate(); code != 0 {
 				t.Fatalf("exit status %d:\n%s", code, p.out)
@@ -192,7 +218,7 @@ func TestDamagedDataDirectory(t *testing.T) {
 			}
 			before[target] = damaged
 
-			p, ok := tryStartDSS(t, addr, args...)
+			p, ok := tryStartDSS(t, anyPort, args...)
 			if ok {
 				if missing := readKeys(t, p, keys); len(missing) != 0 {
 					t.Fatalf("the server started with %s and lost %d keys, e.g. %s:\n%s", kind.name, len(missing), missing[0], p.out)
@@ -211,7 +237,7 @@ func TestDamagedDataDirectory(t *testing.T) {
 			}
 			t.Logf("dss recover:\n%s", out)
 			checkNothingDisappeared(t, dir, before)
-			p = startDSS(t, addr, args...)
+			p = startDSS(t, anyPort, args...)
 			missing := readKeys(t, p, keys)
 			dropped, exact := droppedRecords(t, out)
 			switch {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"syscall"
 	"testing"
@@ -72,6 +73,15 @@ func startDSS(t testing.TB, addr string, args ...string) *process {
 	return p
 }
 
+// anyPort has the server pick a free loopback port, which startDSS and
+// tryStartDSS read from its start-up line into process.addr: a port that
+// was free a moment ago (freeAddr) may be taken by another process before
+// the server binds it, most of all across a restart.
+const anyPort = "127.0.0.1:0"
+
+// serving matches the start-up line and the MQTT address in it.
+var serving = regexp.MustCompile(`msg="dss serving" .*mqtt=(\S+)`)
+
 // tryStartDSS runs `dss serve` with args on addr and waits until it
 // accepts connections (true) or exits (false).
 func tryStartDSS(t testing.TB, addr string, args ...string) (*process, bool) {
@@ -87,12 +97,18 @@ func tryStartDSS(t testing.TB, addr string, args ...string) (*process, bool) {
 		close(p.done)
 	}()
 	t.Cleanup(p.kill)
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return p, true
+		if addr == anyPort {
+			if m := serving.FindStringSubmatch(p.out.String()); m != nil {
+				p.addr = m[1]
+			}
+		}
+		if p.addr != anyPort {
+			if c, err := net.DialTimeout("tcp", p.addr, time.Second); err == nil {
+				c.Close()
+				return p, true
+			}
 		}
 		select {
 		case <-p.done:
