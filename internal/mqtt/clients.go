@@ -507,6 +507,16 @@ func (cl *Client) ParseConnect(lid string, pk packets.Packet) {
 	}
 }
 
+// keepaliveTimeout is how long a connection with keepalive (seconds) may
+// stay silent before the server ends it: one and a half times the
+// keepalive [MQTT-3.1.2-22].
+//
+// dss: upstream rounded the half down to whole seconds, and ended a
+// connection with a keepalive of 1 after 1 s of silence, of 3 after 4 s.
+func keepaliveTimeout(keepalive uint16) time.Duration {
+	return time.Duration(keepalive) * time.Second * 3 / 2
+}
+
 // refreshDeadline refreshes the read/write deadline for the net.Conn connection.
 //
 // dss: the deadline was set before every packet, which costs a timer
@@ -525,7 +535,7 @@ func (cl *Client) refreshDeadline(keepalive uint16) {
 		}
 		return
 	}
-	full := time.Duration(keepalive+(keepalive/2)) * time.Second // [MQTT-3.1.2-22]
+	full := keepaliveTimeout(keepalive)
 	now := time.Now()
 	if cl.Net.deadlineSet && cl.Net.deadlineAt.Sub(now) > full-time.Duration(keepalive)*time.Second/8 {
 		return

@@ -1060,3 +1060,31 @@ func TestClientClosedFollowsItsContext(t *testing.T) {
 	require.True(t, (&Client{}).Closed(), "a client that was never opened")
 	require.False(t, (&Client{State: ClientState{open: context.Background()}}).Closed())
 }
+
+// waitWritten waits until nothing is queued for the write loops of cls or
+// being written by them, for a minute at most: what was sent to them
+// before has then reached their connections' other ends (a net.Pipe
+// hands bytes over only to a reader), and a test may close them.
+//
+// dss: the tests slept for a moment instead, which a loaded machine
+// outlasts.
+func waitWritten(cls ...*Client) {
+	deadline := time.Now().Add(time.Minute)
+	for _, cl := range cls {
+		for atomic.LoadInt32(&cl.State.outboundQty) != 0 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+func TestKeepaliveTimeoutIsOneAndAHalfKeepalives(t *testing.T) {
+	for keepalive, want := range map[uint16]time.Duration{
+		0:     0,
+		1:     1500 * time.Millisecond, // upstream: 1 s
+		3:     4500 * time.Millisecond, // upstream: 4 s
+		30:    45 * time.Second,
+		65535: 98302*time.Second + 500*time.Millisecond,
+	} {
+		require.Equal(t, want, keepaliveTimeout(keepalive), "keepalive %d", keepalive)
+	}
+}

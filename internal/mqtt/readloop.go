@@ -124,6 +124,16 @@ func (b *loopBuffers) giveBack(cl *Client) {
 // loop, which need none until one is handed back.
 var readers sync.Pool
 
+// monoEpoch is when the process started, as the monotonic clock reads it.
+var monoEpoch = time.Now()
+
+// monoNow reads the monotonic clock, in nanoseconds since monoEpoch: the
+// keepalive of a connection in a read loop is measured with it, as the
+// runtime measures a read deadline, so that a step of the wall clock (a
+// time sync) neither ends connections that were busy nor keeps idle
+// ones.
+func monoNow() int64 { return int64(time.Since(monoEpoch)) }
+
 // loopState is what a connection shares with the read loop that reads it
 // while its reader goroutine waits.
 type loopState struct {
@@ -133,7 +143,7 @@ type loopState struct {
 	added   bool       // the loop reads the connection (under mu)
 	serving atomic.Bool
 	resume  chan error   // the loop hands the connection back, with the error that ended it
-	read    atomic.Int64 // unix nanoseconds of the loop's last read, for the keepalive
+	read    atomic.Int64 // monoNow of the loop's last read, for the keepalive
 }
 
 // serving reports whether a read loop is handling a packet of the
@@ -161,7 +171,7 @@ func (cl *Client) park() error {
 		cl.Net.deadlineAt, cl.Net.deadlineSet = time.Time{}, false
 		_ = cl.Net.Conn.SetDeadline(time.Time{})
 	}
-	ls.read.Store(time.Now().UnixNano())
+	ls.read.Store(monoNow())
 	// The loop's turns read with its own reader: this one goes back to
 	// the pool until the connection is handed back.
 	size := cl.Net.bconn.Size()
@@ -182,8 +192,8 @@ func (cl *Client) park() error {
 		return nil
 	}
 
-	full := time.Duration(cl.State.Keepalive) * 3 / 2 * time.Second // [MQTT-3.1.2-22]
-	var expiry <-chan time.Time                                     // nil, never ready, without a keepalive
+	full := keepaliveTimeout(cl.State.Keepalive)
+	var expiry <-chan time.Time // nil, never ready, without a keepalive
 	var t *time.Timer
 	if full > 0 {
 		t = time.NewTimer(full)
@@ -197,7 +207,7 @@ func (cl *Client) park() error {
 		case <-cl.State.open.Done():
 			return cl.unpark(net.ErrClosed)
 		case <-expiry:
-			idle := time.Duration(time.Now().UnixNano() - ls.read.Load())
+			idle := time.Duration(monoNow() - ls.read.Load())
 			if idle >= full {
 				return cl.unpark(os.ErrDeadlineExceeded)
 			}
@@ -226,7 +236,7 @@ func (cl *Client) unpark(err error) error {
 }
 
 // turn is a read loop's turn on the connection, which has data at now
-// (unix nanoseconds, for the keepalive): it reads
+// (monoNow, for the keepalive): it reads
 // once and handles the complete packets read, as long as they are ones
 // readFast handles without waiting. It returns nil to wait for more data,
 // errHandBack to hand the connection back to its reader goroutine, or the

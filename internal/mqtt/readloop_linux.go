@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
-	"time"
 )
 
 // ReadLoopsAvailable reports whether Options.ReadLoops can start read
@@ -187,7 +186,7 @@ func (l *readLoop) run() {
 			}
 			return
 		}
-		now := time.Now().UnixNano()
+		now := monoNow()
 		l.mu.Lock()
 		ready = ready[:0]
 		for _, ev := range events[:n] {

@@ -582,11 +582,10 @@ func TestEstablishConnectionInheritExisting(t *testing.T) {
 		o <- err
 	}()
 
-	go func() {
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt311).RawBytes)
-		time.Sleep(time.Millisecond) // we want to receive the queued inflight, so we need to wait a moment before sending the disconnect.
-		_, _ = w.Write(packets.TPacketData[packets.Disconnect].Get(packets.TDisconnect).RawBytes)
-	}()
+	connackPlusPacket := append(
+		packets.TPacketData[packets.Connack].Get(packets.TConnackAcceptedSessionExists).RawBytes,
+		packets.TPacketData[packets.Publish].Get(packets.TPublishQos1Dup).RawBytes...,
+	)
 
 	// receive the disconnect session takeover
 	takeover := make(chan []byte)
@@ -596,12 +595,17 @@ func TestEstablishConnectionInheritExisting(t *testing.T) {
 		takeover <- buf
 	}()
 
-	// receive the connack
-	recv := make(chan []byte)
+	// receive the connack and the queued inflight, then disconnect. dss:
+	// the disconnect is sent once they arrived, not after a moment (which
+	// a loaded machine outlasts).
+	recv := make(chan []byte, 1)
 	go func() {
-		buf, err := io.ReadAll(w)
-		require.NoError(t, err)
-		recv <- buf
+		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt311).RawBytes)
+		buf := make([]byte, len(connackPlusPacket))
+		n, _ := io.ReadFull(w, buf)
+		_, _ = w.Write(packets.TPacketData[packets.Disconnect].Get(packets.TDisconnect).RawBytes)
+		rest, _ := io.ReadAll(w)
+		recv <- append(buf[:n], rest...)
 	}()
 
 	err := <-o
@@ -612,10 +616,6 @@ func TestEstablishConnectionInheritExisting(t *testing.T) {
 	require.True(t, ok)
 	require.ErrorIs(t, retrievedCl.StopCause(), packets.CodeDisconnect) // true error is disconnect
 
-	connackPlusPacket := append(
-		packets.TPacketData[packets.Connack].Get(packets.TConnackAcceptedSessionExists).RawBytes,
-		packets.TPacketData[packets.Publish].Get(packets.TPublishQos1Dup).RawBytes...,
-	)
 	require.Equal(t, connackPlusPacket, <-recv)
 	require.Equal(t, packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectTakeover).RawBytes, <-takeover)
 
@@ -667,19 +667,28 @@ func TestEstablishConnectionInheritExistingTrueTakeover(t *testing.T) {
 
 	// receive the first connack
 	recv := make(chan []byte, 1) // dss: buffered, so that the reader ends when nobody takes its bytes
+	connacked := make(chan struct{})
 	go func() {
+		// dss: the CONNACK (its remaining length fits in one byte) says
+		// the session is set up, where the test slept for a moment.
+		connack := make([]byte, 2)
+		if _, err := io.ReadFull(w1, connack); err == nil {
+			body := make([]byte, connack[1])
+			n, _ := io.ReadFull(w1, body)
+			connack = append(connack, body[:n]...)
+		}
+		close(connacked)
 		buf, err := io.ReadAll(w1)
 		require.NoError(t, err)
-		recv <- buf
+		recv <- append(connack, buf...)
 	}()
 
 	// Get the first client pointer
-	time.Sleep(time.Millisecond * 50)
+	<-connacked
 	cl1, ok := s.Clients.Get(packets.TPacketData[packets.Connect].Get(packets.TConnectUserPass).Packet.Connect.ClientIdentifier)
 	require.True(t, ok)
 	cl1.State.Subscriptions.Add("a/b/c", packets.Subscription{Filter: "a/b/c", Qos: 1})
 	cl1.State.Subscriptions.Add("d/e/f", packets.Subscription{Filter: "d/e/f", Qos: 0})
-	time.Sleep(time.Millisecond * 50)
 
 	// Capture first Client pointer. dss: before the second connection is
 	// made, which takes the subscriptions away from it.
@@ -1337,7 +1346,7 @@ func TestInjectPacketPublishAndReceive(t *testing.T) {
 		err := s.InjectPacket(sender, *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet)
 		require.NoError(t, err)
 		_ = w1.Close()
-		time.Sleep(time.Millisecond * 10)
+		waitWritten(receiver)
 		_ = w2.Close()
 	}()
 
@@ -1374,7 +1383,7 @@ func TestServerPublishAndReceive(t *testing.T) {
 		err := s.Publish(pkx.TopicName, pkx.Payload, pkx.FixedHeader.Retain, pkx.FixedHeader.Qos)
 		require.NoError(t, err)
 		_ = w1.Close()
-		time.Sleep(time.Millisecond * 10)
+		waitWritten(receiver)
 		_ = w2.Close()
 	}()
 
@@ -1438,7 +1447,7 @@ func TestServerProcessPacketPublishAndReceive(t *testing.T) {
 	go func() {
 		err := s.processPacket(sender, *packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
 		require.NoError(t, err)
-		time.Sleep(time.Millisecond * 10)
+		waitWritten(receiver)
 		_ = w1.Close()
 		_ = w2.Close()
 	}()
@@ -1898,7 +1907,7 @@ func TestPublishToSubscribersSelfNoLocal(t *testing.T) {
 		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
 		pkx.Origin = cl.ID
 		s.publishToSubscribers(pkx)
-		time.Sleep(time.Millisecond)
+		waitWritten(cl)
 		_ = w.Close()
 	}()
 
@@ -1950,7 +1959,7 @@ func TestPublishToSubscribers(t *testing.T) {
 
 	go func() {
 		s.publishToSubscribers(*packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet)
-		time.Sleep(time.Millisecond)
+		waitWritten(cl, cl2, cl3)
 		_ = w1.Close()
 		_ = w2.Close()
 		_ = w3.Close()
@@ -2014,7 +2023,7 @@ func TestPublishToSubscribersMessageExpiryDelta(t *testing.T) {
 					pkx.Expires = time.Now().Add(tc.left).UnixNano()
 				}
 				s.publishToSubscribers(pkx)
-				time.Sleep(time.Millisecond)
+				waitWritten(cl)
 				_ = w1.Close()
 			}()
 
@@ -2063,7 +2072,7 @@ func TestPublishToSubscribersIdentifiers(t *testing.T) {
 
 	go func() {
 		s.publishToSubscribers(*packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet)
-		time.Sleep(time.Millisecond)
+		waitWritten(cl)
 		_ = w.Close()
 	}()
 
@@ -2088,7 +2097,7 @@ func TestPublishToSubscribersPkIgnore(t *testing.T) {
 		pk := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
 		pk.Ignore = true
 		s.publishToSubscribers(pk)
-		time.Sleep(time.Millisecond)
+		waitWritten(cl)
 		_ = w.Close()
 	}()
 
@@ -2117,10 +2126,7 @@ func TestPublishToClientServerDowngradeQos(t *testing.T) {
 		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet
 		pkx.FixedHeader.Qos = 2
 		_, _ = s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 2}, pkx)
-		// dss: once the packet is written, not after 100 µs (flaky).
-		for deadline := time.Now().Add(5 * time.Second); atomic.LoadInt64(&cl.ops.info.PacketsSent) == 0 && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond)
-		}
+		waitWritten(cl) // dss: not after 100 µs (flaky)
 		_ = w.Close()
 	}()
 
@@ -2149,10 +2155,7 @@ func TestPublishToClientSubscriptionDowngradeQos(t *testing.T) {
 		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet
 		pkx.FixedHeader.Qos = 2
 		_, _ = s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, pkx)
-		// dss: once the packet is written, not after 100 µs (flaky).
-		for deadline := time.Now().Add(5 * time.Second); atomic.LoadInt64(&cl.ops.info.PacketsSent) == 0 && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond)
-		}
+		waitWritten(cl) // dss: not after 100 µs (flaky)
 		_ = w.Close()
 	}()
 
@@ -2218,7 +2221,7 @@ func TestPublishToClientServerTopicAlias(t *testing.T) {
 		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasicMqtt5).Packet
 		_, _ = s.publishToClient(cl, packets.Subscription{Filter: pkx.TopicName}, pkx)
 		_, _ = s.publishToClient(cl, packets.Subscription{Filter: pkx.TopicName}, pkx)
-		time.Sleep(50 * time.Millisecond) // dss: room for the write loop on a loaded machine
+		waitWritten(cl)
 		_ = w.Close()
 	}()
 
@@ -2329,7 +2332,7 @@ func TestProcessPublishWithTopicAlias(t *testing.T) {
 		pkx.TopicName = ""
 		pkx.Properties.TopicAlias = 1
 		_ = s.processPacket(cl2, pkx)
-		time.Sleep(time.Millisecond)
+		waitWritten(cl, cl2)
 		_ = w2.Close()
 		_ = w.Close()
 	}()
@@ -2407,7 +2410,7 @@ func TestPublishRetainedToClient(t *testing.T) {
 
 	go func() {
 		s.publishRetainedToClient(cl, packets.Subscription{Filter: "a/b/c"}, false)
-		time.Sleep(time.Millisecond)
+		waitWritten(cl)
 		_ = w.Close()
 	}()
 
@@ -2832,7 +2835,7 @@ func TestServerProcessOutboundQos2Flow(t *testing.T) {
 	for i, tx := range tt {
 		t.Run("qos step"+strconv.Itoa(i), func(t *testing.T) {
 			r, w := net.Pipe()
-			time.Sleep(time.Millisecond)
+			waitWritten(cl)
 			cl.Net.Conn = w
 
 			recv := make(chan []byte, 1) // dss: buffered, so that the reader ends when nobody takes its bytes
@@ -2849,7 +2852,7 @@ func TestServerProcessOutboundQos2Flow(t *testing.T) {
 				require.NoError(t, err)
 			}
 
-			time.Sleep(time.Millisecond)
+			waitWritten(cl)
 			_ = w.Close()
 
 			if i != 2 {
@@ -2972,7 +2975,7 @@ func TestServerProcessSubscribeWithRetain(t *testing.T) {
 		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribe).Packet)
 		require.NoError(t, err)
 
-		time.Sleep(time.Millisecond)
+		waitWritten(cl)
 		_ = w.Close()
 	}()
 
@@ -2993,7 +2996,7 @@ func TestServerProcessSubscribeDowngradeQos(t *testing.T) {
 		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeMany).Packet)
 		require.NoError(t, err)
 
-		time.Sleep(time.Millisecond)
+		waitWritten(cl)
 		_ = w.Close()
 	}()
 
@@ -3015,7 +3018,7 @@ func TestServerProcessSubscribeWithRetainHandling1(t *testing.T) {
 		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeRetainHandling1).Packet)
 		require.NoError(t, err)
 
-		time.Sleep(time.Millisecond)
+		waitWritten(cl)
 		_ = w.Close()
 	}()
 
@@ -3036,7 +3039,7 @@ func TestServerProcessSubscribeWithRetainHandling2(t *testing.T) {
 		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeRetainHandling2).Packet)
 		require.NoError(t, err)
 
-		time.Sleep(time.Millisecond)
+		waitWritten(cl)
 		_ = w.Close()
 	}()
 
@@ -3057,7 +3060,7 @@ func TestServerProcessSubscribeWithNotRetainAsPublished(t *testing.T) {
 		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeRetainAsPublished).Packet)
 		require.NoError(t, err)
 
-		time.Sleep(time.Millisecond)
+		waitWritten(cl)
 		_ = w.Close()
 	}()
 
@@ -3346,7 +3349,7 @@ func TestServerSendLWT(t *testing.T) {
 
 	go func() {
 		s.sendLWT(sender)
-		time.Sleep(time.Millisecond * 10)
+		waitWritten(receiver)
 		_ = w1.Close()
 		_ = w2.Close()
 	}()
@@ -3386,7 +3389,7 @@ func TestServerSendLWTRetain(t *testing.T) {
 
 	go func() {
 		s.sendLWT(sender)
-		time.Sleep(time.Millisecond * 10)
+		waitWritten(receiver)
 		_ = w1.Close()
 		_ = w2.Close()
 	}()
@@ -3421,7 +3424,7 @@ func TestServerSendLWTDelayed(t *testing.T) {
 		require.Equal(t, 1, s.loop.willDelayed.Len())
 		s.sendDelayedLWT(time.Now().Unix())
 		require.Equal(t, 0, s.loop.willDelayed.Len())
-		time.Sleep(50 * time.Millisecond) // dss: room for the write loop on a loaded machine
+		waitWritten(cl2)
 		_ = w.Close()
 	}()
 
