@@ -1,59 +1,37 @@
 package cluster
 
 import (
-	"bytes"
-	"fmt"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
-	"time"
-
-	"github.com/hashicorp/raft"
-
-	"github.com/dssio/dss/internal/journal"
 )
 
-// TestLogStoreEntriesOutliveTheirTransaction: an entry read back stays
-// intact while the file grows and is written on, as Raft keeps entries it
-// read until it has applied them.
-func TestLogStoreEntriesOutliveTheirTransaction(t *testing.T) {
-	s, err := openLogStore(t.TempDir(), journal.FsyncNo)
-	if err != nil {
+// TestOldLogFormatIsRefused: a data directory with the Raft log of the
+// earlier bbolt store is refused with a message that says how to start
+// the node afresh, and is left as it was.
+func TestOldLogFormatIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, "raft", "raft.db")
+	if err := os.MkdirAll(filepath.Dir(old), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	data := func(i uint64) []byte { return bytes.Repeat([]byte(fmt.Sprint(i%10)), 4096) }
-	var kept []raft.Log
-	for i := uint64(1); i <= 2000; i++ {
-		at := time.Unix(0, int64(i))
-		if err := s.StoreLogs([]*raft.Log{{Index: i, Term: 1, Type: raft.LogCommand, Data: data(i), AppendedAt: at}}); err != nil {
-			t.Fatal(err)
-		}
-		var l raft.Log
-		if err := s.GetLog(i, &l); err != nil {
-			t.Fatal(err)
-		}
-		kept = append(kept, l)
-	}
-	for _, l := range kept {
-		if !bytes.Equal(l.Data, data(l.Index)) || l.Term != 1 || l.Type != raft.LogCommand || l.AppendedAt.UnixNano() != int64(l.Index) {
-			t.Fatalf("entry %d changed after it was read", l.Index)
-		}
-	}
-	if first, _ := s.FirstIndex(); first != 1 {
-		t.Fatalf("first index %d", first)
-	}
-	if err := s.DeleteRange(1, 1500); err != nil {
+	if err := os.WriteFile(old, []byte("bbolt pages"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if first, _ := s.FirstIndex(); first != 1501 {
-		t.Fatalf("first index after compaction: %d", first)
+	n, err := New(Config{NodeID: "n1", Listen: "127.0.0.1:0", DataDir: dir, Peers: []Peer{{ID: "n1", Addr: "127.0.0.1:1"}}})
+	if err == nil {
+		n.Close()
+		t.Fatal("a node started on a data directory of the old format")
 	}
-	if last, _ := s.LastIndex(); last != 2000 {
-		t.Fatalf("last index: %d", last)
+	if !errors.Is(err, ErrOldLogFormat) || !strings.Contains(err.Error(), "move "+filepath.Join(dir, "raft")+" away") {
+		t.Fatalf("error: %v", err)
 	}
-	if err := s.SetUint64([]byte("CurrentTerm"), 7); err != nil {
-		t.Fatal(err)
+	if b, err := os.ReadFile(old); err != nil || string(b) != "bbolt pages" {
+		t.Fatalf("the old file after the refusal: %q %v", b, err)
 	}
-	if v, _ := s.GetUint64([]byte("CurrentTerm")); v != 7 {
-		t.Fatalf("term %d", v)
+	if _, err := os.Stat(filepath.Join(dir, "raft", "log")); !os.IsNotExist(err) {
+		t.Fatalf("a new log was started beside the old one: %v", err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/dssio/dss/internal/cluster/raftlog"
 	"github.com/dssio/dss/internal/engine"
 	"github.com/dssio/dss/internal/wire"
 )
@@ -36,7 +37,9 @@ type Node struct {
 	epoch uint64
 
 	mux    *mux
-	store  *logStore
+	disk   *raftlog.Log  // the Raft log on disk
+	logs   raft.LogStore // disk, with the latest entries cached
+	stable *raftlog.Stable
 	snaps  *raft.FileSnapshotStore
 	trans  *raft.NetworkTransport
 	raft   *raft.Raft
@@ -105,25 +108,24 @@ func New(cfg Config) (*Node, error) {
 	var e [8]byte
 	_, _ = rand.Read(e[:])
 	n.epoch = binary.LittleEndian.Uint64(e[:])
-	store, err := openLogStore(dir, cfg.Fsync)
-	if err != nil {
+	if err := n.openLogStores(dir); err != nil {
 		return nil, err
 	}
-	n.store = store
+	var err error
 	n.snaps, err = raft.NewFileSnapshotStoreWithLogger(dir, 2, newHCLogger(n.log))
 	if err != nil {
-		store.Close()
+		n.closeStores()
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		store.Close()
+		n.closeStores()
 		return nil, fmt.Errorf("cluster: listen on %s: %w", cfg.Listen, err)
 	}
 	n.rpc = rpc.NewServer()
 	if err := n.rpc.RegisterName("Cluster", &service{n: n}); err != nil {
 		ln.Close()
-		store.Close()
+		n.closeStores()
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	n.mux = newMux(ln, tlsCfg, n.log, func(c net.Conn) { n.rpc.ServeConn(c) })
@@ -160,11 +162,11 @@ func (n *Node) Start(e *engine.Node) error {
 	rc.BatchApplyCh = false
 	rc.NotifyCh = n.leaderCh
 	rc.Logger = newHCLogger(n.log)
-	has, err := raft.HasExistingState(n.store, n.store, n.snaps)
+	has, err := raft.HasExistingState(n.logs, n.stable, n.snaps)
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
-	r, err := raft.NewRaft(rc, n.fsm, n.store, n.store, n.snaps, n.trans)
+	r, err := raft.NewRaft(rc, n.fsm, n.logs, n.stable, n.snaps, n.trans)
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
@@ -259,7 +261,7 @@ func (n *Node) Close() error {
 		err = errors.Join(err, n.trans.Close())
 	}
 	err = errors.Join(err, n.mux.Close())
-	return errors.Join(err, n.store.Close())
+	return errors.Join(err, n.closeStores())
 }
 
 // Propose implements engine.Log: it adds a decided write to the batch the
@@ -519,3 +521,6 @@ func (n *Node) finish(op *engine.Op) {
 	n.inflight.Add(-1)
 	n.engine.Deliver(op)
 }
+
+// closeStores closes the Raft log and the stable store.
+func (n *Node) closeStores() error { return errors.Join(n.disk.Close(), n.stable.Close()) }

@@ -66,6 +66,12 @@ func isChange(payload []byte) bool {
 // bytes are wrong otherwise is damage, not a torn write: cutting it off
 // would lose a change that may have been acknowledged.
 func tornTail(r io.ReaderAt, size, at int64, err error) (bool, error) {
+	return tornTailOf(r, size, at, err, isChange)
+}
+
+// tornTailOf is tornTail for a file whose intact records are those that
+// accept takes.
+func tornTailOf(r io.ReaderAt, size, at int64, err error, accept func(payload []byte) bool) (bool, error) {
 	switch {
 	case errors.Is(err, errTorn), errors.Is(err, errZeros):
 	case errors.Is(err, errChecksum):
@@ -83,6 +89,6 @@ func tornTail(r io.ReaderAt, size, at int64, err error) (bool, error) {
 	default:
 		return false, nil
 	}
-	next, err := nextIntact(r, size, at+1, isChange)
+	next, err := nextIntact(r, size, at+1, accept)
 	return next < 0, err
 }
