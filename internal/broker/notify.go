@@ -130,6 +130,17 @@ func (r *registry) dropConnection(cl *mqtt.Client) {
 	}
 }
 
+// Watched returns the keys that have a watcher.
+func (r *registry) Watched() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	keys := make([]string, 0, len(r.byKey))
+	for k := range r.byKey {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
 // Changed returns the delivery of c to the connections watching its key
 // now.
 func (r *registry) Changed(c *store.Change) func() {

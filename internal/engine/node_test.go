@@ -317,9 +317,12 @@ func TestSnapshotLoopRunsWhenDue(t *testing.T) {
 type watchAll struct {
 	mu      sync.Mutex
 	changes []store.Change
+	keys    []string // the keys Watched reports
 }
 
 func (w *watchAll) KeyNotify(op *Op) {}
+
+func (w *watchAll) Watched() []string { return w.keys }
 
 func (w *watchAll) Changed(c *store.Change) func() {
 	change := *c

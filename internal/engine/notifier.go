@@ -16,4 +16,6 @@ type Notifier interface {
 	// Changed returns the function that tells the current watchers of
 	// c.Key about c, or nil when nobody watches the key.
 	Changed(c *store.Change) (deliver func())
+	// Watched returns every key that has a watcher now.
+	Watched() []string
 }

@@ -204,3 +204,78 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestRestoreAnnouncesWatchedKeysThatChanged: a node that installs a
+// snapshot tells its watchers of every watched key the snapshot changed
+// (SET with the new value and version, DELETE with the snapshot's
+// highest version), of no key that did not change, and before any
+// change applied after it.
+func TestRestoreAnnouncesWatchedKeysThatChanged(t *testing.T) {
+	w := &watchAll{keys: []string{"same", "changed", "gone", "new", "never"}}
+	n := newNode(t, Config{Notifier: w, Log: &memLog{}})
+	v := func(wall int64) hlc.Timestamp { return hlc.Timestamp{Wall: wall, Node: "l"} }
+	apply := func(m *store.Machine, op store.Op, key, value string, version hlc.Timestamp) {
+		m.Apply(&store.Command{Op: op, Key: []byte(key), Value: []byte(value), Time: version.Wall, Version: version}, nil)
+	}
+	before := store.New()
+	apply(before, store.OpSet, "same", "s", v(1))
+	apply(before, store.OpSet, "changed", "old", v(2))
+	apply(before, store.OpSet, "gone", "g", v(3))
+	apply(before, store.OpSet, "unwatched", "u", v(4))
+	n.Restore(before, 4)
+	// The first restore announces the three watched keys it brings.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		w.mu.Lock()
+		got := len(w.changes)
+		if got == 3 {
+			w.changes = nil
+		}
+		w.mu.Unlock()
+		if got == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d announcements of the first restore, want 3", got)
+		}
+	}
+	after := store.New()
+	apply(after, store.OpSet, "same", "s", v(1))
+	apply(after, store.OpSet, "changed", "new value", v(10))
+	apply(after, store.OpSet, "new", "n", v(11))
+	apply(after, store.OpSet, "unwatched", "u2", v(12))
+	apply(after, store.OpDel, "x", "", v(13)) // raises the highest version
+	n.Restore(after, 13)
+	// A change applied after the restore comes after its announcements.
+	n.ApplyCommitted([]Write{{Command: store.Command{Op: store.OpSet, Key: []byte("changed"), Value: []byte("later"), Time: 14, Version: v(14)}}})
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		w.mu.Lock()
+		got := append([]store.Change(nil), w.changes...)
+		w.mu.Unlock()
+		if len(got) >= 4 {
+			want := map[string]string{
+				"changed": "SET new value " + v(10).String(),
+				"new":     "SET n " + v(11).String(),
+				"gone":    "DELETE " + v(13).String(),
+			}
+			for _, c := range got[:3] {
+				s := fmt.Sprintf("SET %s %s", c.Value, c.Version)
+				if c.Deleted {
+					s = "DELETE " + c.Version.String()
+				}
+				if want[c.Key] != s {
+					t.Fatalf("restore announced %s as %q, want %q (all: %+v)", c.Key, s, want[c.Key], got)
+				}
+				delete(want, c.Key)
+			}
+			if last := got[3]; len(got) != 4 || last.Key != "changed" || string(last.Value) != "later" {
+				t.Fatalf("after the announcements: %+v", got[3:])
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("announcements: %+v", got)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

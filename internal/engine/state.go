@@ -55,14 +55,50 @@ func (n *Node) CopyState() State {
 
 // Restore replaces the machine with m, as a replicated log does when it
 // installs a snapshot, and raises the clock and the time of decisions
-// above everything in it. Watchers are not told of the keys that changed.
+// above everything in it. Every key that has a watcher now and that the
+// snapshot changed is announced, before any change applied later: SET
+// with its new value and version, or DELETE. A snapshot does not keep
+// the version a deletion was given, so a DELETE carries the snapshot's
+// highest version, which is at or after the deletion's and before any
+// later change's.
 func (n *Node) Restore(m *store.Machine, lastTime int64) {
 	n.mu.Lock()
-	defer n.mu.Unlock()
+	old := n.m
 	n.m = m
 	n.lastTime = max(n.lastTime, lastTime)
 	n.clock.Observe(m.MaxVersion())
 	if d, ok := m.NextDeadline(); ok {
 		n.scheduleExpiryLocked(d)
 	}
+	queued := false
+	if n.notifier != nil {
+		for _, key := range n.notifier.Watched() {
+			c, changed := restoredChange(old, m, key)
+			if !changed {
+				continue
+			}
+			if d := n.notifier.Changed(&c); d != nil {
+				n.enqueueLocked(item{deliver: d})
+				queued = true
+			}
+		}
+	}
+	n.mu.Unlock()
+	if queued {
+		n.signal()
+	}
+}
+
+// restoredChange returns how key changed from machine old to machine m.
+func restoredChange(old, m *store.Machine, key string) (store.Change, bool) {
+	k := []byte(key)
+	_, before, had := old.Lookup(k)
+	value, after, has := m.Lookup(k)
+	switch {
+	case has && (!had || before != after):
+		return store.Change{Key: key, Version: after, Value: bytes.Clone(value)}, true
+	case had && !has:
+		return store.Change{Key: key, Deleted: true, Version: m.MaxVersion()}, true
+	}
+	return store.Change{}, false
 }

@@ -103,6 +103,16 @@ func (m *Machine) Get(key []byte, now int64) (value []byte, version hlc.Timestam
 	return s.rec.value(), m.version(s.rec.header()), true
 }
 
+// Lookup returns the value and version key holds, whether or not its
+// deadline has passed. The value must not be modified.
+func (m *Machine) Lookup(key []byte) (value []byte, version hlc.Timestamp, ok bool) {
+	s, found := m.lookup(key)
+	if !found {
+		return nil, hlc.Timestamp{}, false
+	}
+	return s.rec.value(), m.version(s.rec.header()), true
+}
+
 // Expired reports whether key is stored but past its deadline at now, so
 // that a proposer can expire it before it proposes another command on it.
 func (m *Machine) Expired(key []byte, now int64) bool {
