@@ -15,9 +15,15 @@ type Entry struct {
 }
 
 // Get returns the value and version of key. found is false when the key
-// does not exist (or has expired); that is not an error.
-func (c *Client) Get(ctx context.Context, key string) (e Entry, found bool, err error) {
-	res, err := c.call(ctx, &request{payload: resp.AppendArray(nil, []byte("GET"), []byte(key)), readOnly: true})
+// does not exist (or has expired); that is not an error. A Get is
+// linearizable (on a cluster, it sees every write acknowledged before it
+// was sent) unless it is given StaleRead.
+func (c *Client) Get(ctx context.Context, key string, opts ...GetOption) (e Entry, found bool, err error) {
+	var o getOptions
+	for _, opt := range opts {
+		opt.applyGet(&o)
+	}
+	res, err := c.call(ctx, &request{payload: resp.AppendArray(nil, []byte("GET"), []byte(key)), readOnly: true, stale: o.stale})
 	if err == nil {
 		e, found, err = getResult(res)
 		if err == nil {

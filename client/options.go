@@ -15,6 +15,9 @@ type DelOption interface{ applyDel(*delOptions) }
 // LockOption is an option of Lock and TryLock: a TTL or a Holder.
 type LockOption interface{ applyLock(*lockOptions) }
 
+// GetOption is an option of Get: StaleRead.
+type GetOption interface{ applyGet(*getOptions) }
+
 // WatchOption is an option of Watch: InitialState or a MaxPending.
 type WatchOption interface{ applyWatch(*watchOptions) }
 
@@ -22,6 +25,10 @@ type setOptions struct {
 	cond  Condition
 	ttl   time.Duration
 	fence hlc.Timestamp
+}
+
+type getOptions struct {
+	stale bool
 }
 
 type delOptions struct {
@@ -70,3 +77,16 @@ type FencingToken hlc.Timestamp
 
 func (f FencingToken) applySet(o *setOptions) { o.fence = hlc.Timestamp(f) }
 func (f FencingToken) applyDel(o *delOptions) { o.fence = hlc.Timestamp(f) }
+
+// StaleRead lets a Get through a cluster node be answered from that
+// node's copy at once (the user property dss-consistency: stale), instead
+// of after the node has confirmed with the leader that its copy is
+// current. Such a read costs no round trip to the leader and is served
+// also by a node cut off from the majority, but it may miss the latest
+// writes; it never returns a write that was not committed. A single node
+// answers every Get at once, with or without it.
+var StaleRead GetOption = staleRead{}
+
+type staleRead struct{}
+
+func (staleRead) applyGet(o *getOptions) { o.stale = true }

@@ -22,6 +22,8 @@ type request struct {
 	// readOnly marks a request that may be sent again when the
 	// connection drops before its response arrives (GET, KEYNOTIFY).
 	readOnly bool
+	// stale asks a cluster node for its own copy at once (a GET).
+	stale bool
 }
 
 // errNotSent marks a failure that happened before the request left the
@@ -167,6 +169,9 @@ func (c *Client) envelope(ctx context.Context, r *request, corr []byte) *paho.Pu
 	}
 	if !r.fence.IsZero() {
 		user = append(user, paho.UserProperty{Key: wire.PropFencingToken, Value: r.fence.String()})
+	}
+	if r.stale {
+		user = append(user, paho.UserProperty{Key: wire.PropConsistency, Value: wire.ConsistencyStale})
 	}
 	props := &paho.PublishProperties{
 		ContentType:     wire.ContentType,

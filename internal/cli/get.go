@@ -12,6 +12,7 @@ import (
 
 func newGetCmd(stdio Stdio) *cobra.Command {
 	var f clientFlags
+	var stale bool
 	cmd := &cobra.Command{
 		Use:   "get KEY",
 		Short: "Print the value of a key",
@@ -25,9 +26,14 @@ With --json, print {"key":..., "found":..., "value":..., "version":...,
 text, "base64" when they are base64-encoded because one of them is not valid
 UTF-8.
 
+With --stale, a cluster node answers from its own copy at once, without
+confirming with the leader that it is current: the read may miss the
+latest writes, and a node cut off from the majority still answers.
+
 Exit status: 0 found, 1 no such key, 2 error.`,
 		Example: `  dss get greeting
   dss get --json greeting
+  dss get --stale --server node2:1883 greeting
   dss get photo > photo.jpg`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -36,7 +42,11 @@ Exit status: 0 found, 1 no such key, 2 error.`,
 			}
 			key := args[0]
 			return f.runClient(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-				e, found, err := c.Get(ctx, key)
+				var opts []client.GetOption
+				if stale {
+					opts = append(opts, client.StaleRead)
+				}
+				e, found, err := c.Get(ctx, key, opts...)
 				if err != nil {
 					return err
 				}
@@ -68,5 +78,6 @@ Exit status: 0 found, 1 no such key, 2 error.`,
 		},
 	}
 	addClientFlags(cmd, &f, true, "how long to wait for the server and its answer")
+	cmd.Flags().BoolVar(&stale, "stale", false, "on a cluster, read the node's own copy at once (may miss the latest writes)")
 	return cmd
 }

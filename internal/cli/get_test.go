@@ -18,6 +18,13 @@ func TestGetCmd(t *testing.T) {
 		t.Fatalf("stdout %q stderr %q, want exactly %q", r.out, r.err, value)
 	}
 
+	// A single node answers a stale read like any other (a cluster's
+	// nodes: see the e2e cluster tests).
+	r = runCLI(t, "", "get", "--server", addr, "--stale", "k").expectCode(t, ExitOK)
+	if r.out != value {
+		t.Fatalf("get --stale: stdout %q", r.out)
+	}
+
 	r = runCLI(t, "", "get", "--server", addr, "--json", "k").expectCode(t, ExitOK)
 	var out map[string]any
 	if err := json.Unmarshal([]byte(r.out), &out); err != nil {
