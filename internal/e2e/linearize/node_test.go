@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dssio/dss/internal/dsstest"
 )
 
 // node is one dss process, started, killed, paused and restarted by the
@@ -34,12 +36,9 @@ var errNodeExited = errors.New("dss exited")
 // freeAddr returns a loopback address that was free a moment ago.
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	// Below the ephemeral range: while a node is down, no outgoing
+	// connection (not even a peer's attempt to reach it) takes its port.
+	return dsstest.NodeAddr(t)
 }
 
 // newNode prepares a node that serves MQTT on addr with args; logPath is
