@@ -27,6 +27,9 @@ type fsm struct {
 
 	// applied is the index of the last entry applied.
 	applied atomic.Uint64
+	// startedTerm is the term of the last term-start entry applied: the
+	// leader of that term serves.
+	startedTerm atomic.Uint64
 
 	mu      sync.Mutex
 	waiters []waiter // guarded by mu; in no particular order
@@ -47,6 +50,9 @@ func (f *fsm) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
 
 func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 	for _, l := range logs {
+		if l.Type == raft.LogCommand && len(l.Data) > 0 && l.Data[0] == entryTermStart {
+			f.startedTerm.Store(l.Term)
+		}
 		if l.Type == raft.LogCommand && len(l.Data) > 0 && l.Data[0] == entryWrites {
 			if err := f.applyWrites(l.Data[1:]); err != nil {
 				// Every node reads the same bytes: a node that cannot
@@ -158,7 +164,7 @@ const snapshotMagic = "dss-raft-snapshot-1\n"
 // Snapshot copies the state at the last applied entry. It runs on the FSM
 // goroutine, so nothing is applied while it copies (reads go on).
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
-	s := &fsmSnapshot{applied: f.applied.Load(), state: f.engine.CopyState()}
+	s := &fsmSnapshot{applied: f.applied.Load(), startedTerm: f.startedTerm.Load(), state: f.engine.CopyState()}
 	s.dedupe = f.dedupe.appendTo(nil)
 	return s, nil
 }
@@ -183,6 +189,11 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	applied := d.uvarint()
 	lastTime := d.varint()
 	table := decodeDedupe(&d, f.dedupe.window)
+	var startedTerm uint64
+	if len(d.b) > 0 {
+		// Written after the table since the term-start's term was kept.
+		startedTerm = d.uvarint()
+	}
 	if d.err != nil {
 		return errors.New("cluster: damaged snapshot header")
 	}
@@ -192,24 +203,28 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	}
 	f.engine.Restore(m, lastTime)
 	f.dedupe = table
+	f.startedTerm.Store(startedTerm)
 	f.setApplied(applied)
 	f.n.log.Info("state restored from a Raft snapshot", "keys", m.Len(), "applied_index", applied)
 	return nil
 }
 
 type fsmSnapshot struct {
-	applied uint64
-	state   engine.State
-	dedupe  []byte
+	applied     uint64
+	startedTerm uint64
+	state       engine.State
+	dedupe      []byte
 }
 
 // Persist writes the snapshot: a header with the applied index, the
-// latest command time and the de-duplication table, then the keys in the
+// latest command time, the de-duplication table and the term of the last
+// term-start entry applied, then the keys in the
 // format of the single node's snapshot files.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	meta := binary.AppendUvarint(nil, s.applied)
 	meta = binary.AppendVarint(meta, s.state.LastTime)
 	meta = append(meta, s.dedupe...)
+	meta = binary.AppendUvarint(meta, s.startedTerm)
 	head := append([]byte(snapshotMagic), binary.AppendUvarint(nil, uint64(len(meta)))...)
 	head = append(head, meta...)
 	_, err := sink.Write(head)

@@ -71,6 +71,12 @@ func TestSnapshotRestoresEveryKey(t *testing.T) {
 	for i := 0; i < 2000; i++ {
 		src.ApplyBatch([]*raft.Log{entry(uint64(i+1), setWrite(fmt.Sprint("key", i), fmt.Sprint("value", i), now, uint32(i+1)))})
 	}
+	// A leader of term 7 started its term: the snapshot keeps that, so a
+	// node that installs it is ready without the entry itself.
+	src.ApplyBatch([]*raft.Log{{Index: 2001, Term: 7, Type: raft.LogCommand, Data: []byte{entryTermStart}}})
+	if src.startedTerm.Load() != 7 {
+		t.Fatalf("started term %d after a term-start entry of term 7", src.startedTerm.Load())
+	}
 	snap, err := src.Snapshot()
 	if err != nil {
 		t.Fatal(err)
@@ -83,12 +89,15 @@ func TestSnapshotRestoresEveryKey(t *testing.T) {
 	if err := dst.Restore(io.NopCloser(&sink)); err != nil {
 		t.Fatal(err)
 	}
-	if got := dst.applied.Load(); got != 2000 {
-		t.Fatalf("applied index after restore: %d, want 2000", got)
+	if got := dst.applied.Load(); got != 2001 {
+		t.Fatalf("applied index after restore: %d, want 2001", got)
+	}
+	if got := dst.startedTerm.Load(); got != 7 {
+		t.Fatalf("started term after restore: %d, want 7", got)
 	}
 	// The log goes on after the snapshot.
 	for i := 2000; i < 2500; i++ {
-		dst.ApplyBatch([]*raft.Log{entry(uint64(i+1), setWrite(fmt.Sprint("key", i), fmt.Sprint("value", i), now, uint32(i+1)))})
+		dst.ApplyBatch([]*raft.Log{entry(uint64(i+2), setWrite(fmt.Sprint("key", i), fmt.Sprint("value", i), now, uint32(i+1)))})
 	}
 	for i := 0; i < 2500; i++ {
 		r := get(t, dst.engine, fmt.Sprint("key", i))

@@ -402,15 +402,34 @@ func (n *Node) watchLeadership() {
 				continue
 			}
 			n.log.Info("elected leader", "term", n.raft.CurrentTerm())
-			err := n.raft.Apply([]byte{entryTermStart}, applyTimeout).Error()
+			n.startTerm()
+		}
+	}
+}
+
+// startTerm commits the term-start entry of a new leader and makes it
+// ready. Raft may not take the entry in time (its loop is busy writing a
+// slow disk): it tries again for as long as the node leads, since a
+// leader that never started its term would refuse every write.
+func (n *Node) startTerm() {
+	for {
+		err := n.raft.Apply([]byte{entryTermStart}, applyTimeout).Error()
+		if n.raft.State() != raft.Leader {
 			if err != nil {
-				n.log.Warn("leader could not commit its term-start entry", "err", err)
-				continue
+				n.log.Warn("leadership lost before the term-start entry was committed", "err", err)
 			}
-			if n.raft.State() == raft.Leader {
-				n.setReady(true)
-				n.log.Info("leader ready", "term", n.raft.CurrentTerm(), "applied", n.fsm.applied.Load())
-			}
+			return
+		}
+		if err == nil {
+			n.setReady(true)
+			n.log.Info("leader ready", "term", n.raft.CurrentTerm(), "applied", n.fsm.applied.Load())
+			return
+		}
+		n.log.Warn("the term-start entry was not committed; trying again", "err", err)
+		select {
+		case <-n.stop:
+			return
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }
@@ -466,10 +485,20 @@ func (n *Node) HasLeader() bool {
 // unavailable" until one is elected.
 var ErrNoLeader = errors.New("cluster: no leader is known (an election is under way, or no majority of the members is reachable)")
 
-// Ready reports, for /readyz, whether the node knows a leader.
+// ErrTermNotStarted is the readiness error of a node whose leader has
+// not yet committed the entry that starts its term, or that has not yet
+// applied it: writes and linearizable reads wait for it.
+var ErrTermNotStarted = errors.New("cluster: the leader's term has not started here yet (its first entry is not yet committed and applied on this node)")
+
+// Ready reports, for /readyz, whether the node serves writes and
+// linearizable reads without waiting: it knows a leader, and it has
+// applied the entry that starts the leader's term.
 func (n *Node) Ready() error {
 	if !n.HasLeader() {
 		return ErrNoLeader
+	}
+	if n.fsm.startedTerm.Load() < n.raft.CurrentTerm() {
+		return ErrTermNotStarted
 	}
 	return nil
 }

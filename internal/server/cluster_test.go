@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
@@ -16,21 +15,13 @@ import (
 	"github.com/dssio/dss/internal/wire"
 )
 
-// freeAddrs returns n loopback addresses that were free a moment ago.
+// freeAddrs returns n loopback addresses that were free a moment ago,
+// below the ephemeral range (see dsstest.NodeAddr).
 func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
 	var addrs []string
-	var lns []net.Listener
 	for i := 0; i < n; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		addrs = append(addrs, ln.Addr().String())
-	}
-	for _, ln := range lns {
-		ln.Close()
+		addrs = append(addrs, dsstest.NodeAddr(t))
 	}
 	return addrs
 }
@@ -51,9 +42,12 @@ func startCluster(t *testing.T, n int) []*server.Server {
 			Cluster: server.ClusterConfig{Listen: addrs[i], Peers: peers},
 		}))
 	}
-	dsstest.Eventually(t, "a leader", func() bool {
+	// Ready: every node knows the leader and has applied the entry that
+	// starts its term, so writes and reads through any node are served
+	// without waiting.
+	dsstest.Eventually(t, "every node ready", func() bool {
 		for _, s := range servers {
-			if !s.HasLeader() {
+			if s.Ready() != nil {
 				return false
 			}
 		}
