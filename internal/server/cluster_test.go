@@ -60,6 +60,44 @@ func stale() paho.UserProperty {
 	return paho.UserProperty{Key: wire.PropConsistency, Value: wire.ConsistencyStale}
 }
 
+// term returns the highest Raft term the servers know.
+func term(servers []*server.Server) uint64 {
+	var max uint64
+	for _, s := range servers {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		st, _, _ := s.ClusterStatus(ctx)
+		cancel()
+		if st.Term > max {
+			max = st.Term
+		}
+	}
+	return max
+}
+
+// sendUnlessElected sends a request through c and returns the response.
+// "The state store is unavailable" is taken only when an election (a
+// new term) explains it: a leader lost on an overloaded machine (its
+// process stalled past the lease). Then the request is sent again, as a
+// client does; otherwise the test fails: a cluster whose leader serves
+// answers every request.
+func sendUnlessElected(t *testing.T, servers []*server.Server, c *dsstest.Client, payload []byte, user ...paho.UserProperty) *paho.Publish {
+	t.Helper()
+	for range 10 {
+		before := term(servers)
+		r := c.Await(c.Send(payload, user...))
+		if string(r.Payload) != "-ERR "+wire.ErrUnavailable.Text()+"\r\n" {
+			return r
+		}
+		after := term(servers)
+		if after == before {
+			t.Fatalf("%q through %s: %q while the leader of term %d served", payload, c.ID, r.Payload, before)
+		}
+		t.Logf("%q through %s: %q during an election (term %d, then %d); sent again", payload, c.ID, r.Payload, before, after)
+	}
+	t.Fatalf("%q through %s: unavailable through 10 elections", payload, c.ID)
+	return nil
+}
+
 func TestClusterWritesAndReadsThroughEveryNode(t *testing.T) {
 	servers := startCluster(t, 3)
 	var clients []*dsstest.Client
@@ -69,7 +107,7 @@ func TestClusterWritesAndReadsThroughEveryNode(t *testing.T) {
 	var last hlc.Timestamp
 	for i := 0; i < 30; i++ {
 		c := clients[i%3]
-		r := c.Await(c.Send(dsstest.Cmd("SET", "k", fmt.Sprint("v", i)), ts(dsstest.Now())))
+		r := sendUnlessElected(t, servers, c, dsstest.Cmd("SET", "k", fmt.Sprint("v", i)), ts(dsstest.Now()))
 		v := expect(t, fmt.Sprint("SET ", i), r, "+OK\r\n", "any")
 		if !last.Before(v) {
 			t.Fatalf("SET %d has version %v after %v", i, v, last)
@@ -77,7 +115,7 @@ func TestClusterWritesAndReadsThroughEveryNode(t *testing.T) {
 		last = v
 		// A linearizable GET through another node sees it at once.
 		g := clients[(i+1)%3]
-		expect(t, fmt.Sprint("GET ", i), g.Await(g.Send(dsstest.Cmd("GET", "k"))), fmt.Sprintf("$%d\r\nv%d\r\n", len(fmt.Sprint("v", i)), i), "any")
+		expect(t, fmt.Sprint("GET ", i), sendUnlessElected(t, servers, g, dsstest.Cmd("GET", "k")), fmt.Sprintf("$%d\r\nv%d\r\n", len(fmt.Sprint("v", i)), i), "any")
 	}
 	// Every node's own copy converges; a stale read shows it.
 	for _, c := range clients {
