@@ -67,7 +67,12 @@ func (n *Node) forward(_ context.Context, op *engine.Op) bool {
 			reply, err := n.writeOnLeader(args)
 			if err == nil && reply.Err != wire.ErrUnavailable.Text() {
 				op.Result = reply.result()
-				n.fsm.afterApplied(reply.Index, func() { n.finish(op) })
+				n.fsm.afterApplied(reply.Index, func() { n.finish(op) }, func() {
+					// Committed, but this node stops before its copy has
+					// it: what the client may assume is unknown.
+					op.Result = engine.Result{Err: wire.ErrUnavailable}
+					n.finish(op)
+				})
 				return
 			}
 			if err != nil {

@@ -33,15 +33,18 @@ type fsm struct {
 
 	mu      sync.Mutex
 	waiters []waiter // guarded by mu; in no particular order
+	stopped bool     // guarded by mu; no more waiters: Raft stopped
 
 	decoded []decodedWrite // FSM goroutine only
 	writes  []engine.Write // FSM goroutine only
 }
 
-// waiter runs fn once the entry at index is applied.
+// waiter runs fn once the entry at index is applied, or abandon if the
+// node closes first.
 type waiter struct {
-	index uint64
-	fn    func()
+	index   uint64
+	fn      func()
+	abandon func()
 }
 
 var _ raft.BatchingFSM = (*fsm)(nil)
@@ -142,8 +145,9 @@ func (f *fsm) setApplied(index uint64) {
 }
 
 // afterApplied runs fn once the entry at index is applied: now, if it is.
-// fn must not block: it may run on the FSM goroutine.
-func (f *fsm) afterApplied(index uint64, fn func()) {
+// If the node closes first, abandon runs instead (from abandonWaiters).
+// Neither may block: fn may run on the FSM goroutine.
+func (f *fsm) afterApplied(index uint64, fn, abandon func()) {
 	if f.applied.Load() >= index {
 		fn()
 		return
@@ -154,8 +158,25 @@ func (f *fsm) afterApplied(index uint64, fn func()) {
 		fn()
 		return
 	}
-	f.waiters = append(f.waiters, waiter{index: index, fn: fn})
+	if f.stopped {
+		f.mu.Unlock()
+		abandon()
+		return
+	}
+	f.waiters = append(f.waiters, waiter{index: index, fn: fn, abandon: abandon})
 	f.mu.Unlock()
+}
+
+// abandonWaiters runs the abandon function of every waiter, once Raft
+// has stopped: their entries will not be applied by this node.
+func (f *fsm) abandonWaiters() {
+	f.mu.Lock()
+	ws := f.waiters
+	f.waiters, f.stopped = nil, true
+	f.mu.Unlock()
+	for _, w := range ws {
+		w.abandon()
+	}
 }
 
 // snapshotMagic starts every Raft snapshot of dss.

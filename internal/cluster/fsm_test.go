@@ -134,3 +134,29 @@ func TestSnapshotAtEverySizeThenTheLog(t *testing.T) {
 		}
 	}
 }
+
+// A request waiting for this node to apply an entry is answered either
+// way: by the entry once it is applied, or as abandoned when the node
+// closes first, and a request that starts waiting after that is
+// abandoned at once rather than left waiting for an entry that will
+// never come.
+func TestWaitersRunOnApplyOrAreAbandonedOnClose(t *testing.T) {
+	f := newTestFSM(t, "n1")
+	var ran, abandoned []uint64
+	wait := func(index uint64) {
+		f.afterApplied(index, func() { ran = append(ran, index) }, func() { abandoned = append(abandoned, index) })
+	}
+	wait(1)
+	wait(2)
+	wait(3)
+	f.setApplied(2)
+	if fmt.Sprint(ran) != "[1 2]" || len(abandoned) != 0 {
+		t.Fatalf("after applying 2: ran %v, abandoned %v", ran, abandoned)
+	}
+	wait(2) // applied already: runs now
+	f.abandonWaiters()
+	wait(4)
+	if fmt.Sprint(ran) != "[1 2 2]" || fmt.Sprint(abandoned) != "[3 4]" {
+		t.Fatalf("after close: ran %v, abandoned %v", ran, abandoned)
+	}
+}

@@ -243,6 +243,10 @@ func (n *Node) Close() error {
 		n.reads.close()
 	}
 	n.wg.Wait()
+	if n.fsm != nil {
+		// Requests waiting for this node to apply an entry are answered.
+		n.fsm.abandonWaiters()
+	}
 	// Whatever was proposed and not applied is answered now.
 	n.mu.Lock()
 	ops := make([]*engine.Op, 0, len(n.pending))

@@ -167,6 +167,9 @@ func (n *Node) read(_ context.Context, op *engine.Op) bool {
 		n.fsm.afterApplied(index, func() {
 			n.inflight.Add(-1)
 			n.engine.Read(op)
+		}, func() {
+			op.Result = engine.Result{Err: wire.ErrUnavailable}
+			n.finish(op)
 		})
 	})
 	return false
