@@ -189,6 +189,11 @@ func TestDamageBeforeTheEndStopsOpen(t *testing.T) {
 	if !strings.Contains(err.Error(), seg) || !strings.Contains(err.Error(), "dss recover") {
 		t.Fatalf("error text does not say where and what to do: %v", err)
 	}
+	// dss recover keeps the records after the damage too: the text must
+	// not suggest that only what precedes it can be had again.
+	if !strings.Contains(err.Error(), "before and after the damage") {
+		t.Fatalf("error text does not say that dss recover keeps the records after the damage: %v", err)
+	}
 }
 
 // snapshot writes a snapshot of m the way the engine does, with all keys

@@ -52,7 +52,7 @@ type CorruptError struct {
 }
 
 func (e *CorruptError) Error() string {
-	return fmt.Sprintf("journal: %s is damaged at offset %d: %s; see `dss recover --help` to start from what precedes it", e.File, e.Offset, e.Reason)
+	return fmt.Sprintf("journal: %s is damaged at offset %d: %s; `dss recover` keeps every intact record, before and after the damage (see `dss recover --help`)", e.File, e.Offset, e.Reason)
 }
 
 // recordReader reads framed records.
