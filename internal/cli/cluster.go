@@ -2,7 +2,10 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net/rpc"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -116,7 +119,15 @@ own (` + secretEnv + ` or --cluster-secret-file).`,
 			return err
 		}
 		defer a.Close()
-		return do(ctx, a)
+		if err := do(ctx, a); err != nil {
+			if len(secret) == 0 && closedUnanswered(err) {
+				// Without a secret the connection is plain TCP, which a
+				// node that has a secret closes at once.
+				return fmt.Errorf("cluster: %s closed the connection without an answer: a cluster with a secret answers only its holders (set %s or --cluster-secret-file): %w", addr, secretEnv, err)
+			}
+			return err
+		}
+		return nil
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "status",
@@ -165,6 +176,12 @@ behind) and votes from then on.`,
 		},
 	})
 	return cmd
+}
+
+// closedUnanswered reports whether err is a cluster connection that the
+// node closed before it answered.
+func closedUnanswered(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, rpc.ErrShutdown)
 }
 
 func printStatus(stdio Stdio, st cluster.Status) {

@@ -589,6 +589,8 @@ func TestClusterSecret(t *testing.T) {
 	}
 	if out, err := dssCluster(t, []string{"DSS_CLUSTER_SECRET="}, "status", "--cluster-addr", leader.cluster, "--timeout", "3s"); err == nil {
 		t.Fatalf("dss cluster status without a secret succeeded:\n%s", out)
+	} else if !strings.Contains(out, "DSS_CLUSTER_SECRET") || !strings.Contains(out, "--cluster-secret-file") {
+		t.Fatalf("dss cluster status without a secret does not say that the cluster needs one:\n%s", out)
 	}
 	st, err := tc.statusWith(leader, []byte("0123456789abcdef0123456789abcdef"))
 	if err != nil || len(st.Members) != 3 {
