@@ -67,9 +67,11 @@ func TestLockCmdTryAndWait(t *testing.T) {
 
 // TestLockCmdRenews runs a command for longer than the lock's TTL: the
 // lock stays with it, renewed, until the command exits. The TTL leaves a
-// loaded machine time for each renewal (one every third of it).
+// loaded machine time for each renewal (one every third of it): with 2 s,
+// a renewal held up for 1.3 s under the race detector on a busy machine
+// let the lock expire.
 func TestLockCmdRenews(t *testing.T) {
-	const ttl = 2 * time.Second
+	const ttl = 6 * time.Second
 	addr, c := startServer(t)
 	flag := filepath.Join(t.TempDir(), "finish")
 	w, err := c.Watch(testCtx(t), []string{"L"})
