@@ -1,12 +1,10 @@
 package server_test
 
 import (
-	"context"
 	"crypto/tls"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/dssio/dss/internal/bench"
 	"github.com/dssio/dss/internal/dsstest"
@@ -65,35 +63,10 @@ func BenchmarkRequestPathAuthorized(b *testing.B) {
 		}
 		for _, op := range []string{"set", "get"} {
 			b.Run(mode.name+"/"+op, func(b *testing.B) {
-				w, _ := bench.ParseWorkload(op)
-				no := false
-				cfg := bench.Config{
-					Server: addr, Clients: 64, Workload: w, Preload: &no, Requests: int64(b.N),
-					Timeout: 10 * time.Second, ClientID: "bench-" + op,
+				runRequestBench(b, op, bench.Config{
+					Server: addr, Clients: 64,
 					Username: "bench", Password: []byte("bench-pw"), TLS: tcfg,
-				}
-				if op == "get" {
-					fill, _ := bench.ParseWorkload("fill")
-					pre := cfg
-					pre.Workload, pre.Requests = fill, 0
-					if _, err := bench.Run(context.Background(), pre, nil); err != nil {
-						b.Fatal(err)
-					}
-				}
-				cfg.ServerPID = os.Getpid()
-				b.ReportAllocs()
-				b.ResetTimer()
-				rep, err := bench.Run(context.Background(), cfg, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.StopTimer()
-				if rep.Errors != 0 || rep.Timeouts != 0 || rep.Requests != int64(b.N) {
-					b.Fatalf("%d of %d requests answered, errors %v %v, timeouts %d", rep.Requests, b.N, rep.ErrorsByKind, rep.ErrorSamples, rep.Timeouts)
-				}
-				if rep.ServerCPUPerRequest != nil {
-					b.ReportMetric(*rep.ServerCPUPerRequest, "cpu-µs/op")
-				}
+				})
 			})
 		}
 	}
