@@ -4,37 +4,14 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"io"
-	"net/http"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/eclipse/paho.golang/paho"
-)
 
-// metric returns the value of the series (a name with its labels as
-// /metrics prints them) on the HTTP endpoint httpAddr, 0 if absent.
-func metric(t *testing.T, httpAddr, series string) float64 {
-	t.Helper()
-	res, err := http.Get("http://" + httpAddr + "/metrics")
-	if err != nil {
-		t.Fatalf("GET /metrics: %v", err)
-	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
-	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, series+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatalf("%s: %v", line, err)
-			}
-			return f
-		}
-	}
-	return 0
-}
+	"github.com/dssio/dss/internal/dsstest"
+)
 
 // TestQueuedMessagesStayWithinTheirBound feeds offline sessions ten times
 // what --max-queued-bytes allows, through a real dss serve process: the
@@ -98,12 +75,12 @@ func TestQueuedMessagesStayWithinTheirBound(t *testing.T) {
 	for i := 0; i < measured/100; i++ {
 		publish(100)
 		peak = max(peak, rss(t, p.cmd.Process.Pid))
-		if q := metric(t, httpAddr, "dss_mqtt_queued_bytes"); q > total {
+		if q := dsstest.Metric(t, httpAddr, "dss_mqtt_queued_bytes"); q > total {
 			t.Fatalf("dss_mqtt_queued_bytes %v past --max-queued-bytes %d", q, total)
 		}
 	}
-	dropped := metric(t, httpAddr, `dss_mqtt_queued_messages_dropped_total{limit="total"}`) +
-		metric(t, httpAddr, `dss_mqtt_queued_messages_dropped_total{limit="session"}`)
+	dropped := dsstest.Metric(t, httpAddr, `dss_mqtt_queued_messages_dropped_total{limit="total"}`) +
+		dsstest.Metric(t, httpAddr, `dss_mqtt_queued_messages_dropped_total{limit="session"}`)
 	t.Logf("RSS after %d MB queued %d MiB, peak over %d MB more %d MiB; %v messages dropped",
 		warmup*payload/1_000_000, base>>20, measured*payload/1_000_000, peak>>20, dropped)
 	if peak-base > allowedGrowth {

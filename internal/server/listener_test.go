@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -28,17 +27,6 @@ func (l *exhaustedListener) Accept() (net.Conn, error) {
 	return l.Listener.Accept()
 }
 
-func healthz(t *testing.T, s *server.Server) (int, string) {
-	t.Helper()
-	res, err := http.Get("http://" + s.HTTPAddr() + "/healthz")
-	if err != nil {
-		t.Fatalf("GET /healthz: %v", err)
-	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(body)
-}
-
 func TestHealthzReportsAListenerThatIsNotAccepting(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -47,7 +35,7 @@ func TestHealthzReportsAListenerThatIsNotAccepting(t *testing.T) {
 	el := &exhaustedListener{Listener: ln}
 	s := dsstest.StartServer(t, server.Config{Listener: el, HTTPListen: "127.0.0.1:0"})
 	connected := dsstest.Dial(t, s.Addr(), "connected")
-	if code, body := healthz(t, s); code != http.StatusOK {
+	if code, body := dsstest.HTTPGet(t, s.HTTPAddr(), "/healthz"); code != http.StatusOK {
 		t.Fatalf("healthz before: %d %q", code, body)
 	}
 
@@ -58,7 +46,7 @@ func TestHealthzReportsAListenerThatIsNotAccepting(t *testing.T) {
 		defer conn.Close()
 	}
 	dsstest.Eventually(t, "healthz reports the listener", func() bool {
-		code, body := healthz(t, s)
+		code, body := dsstest.HTTPGet(t, s.HTTPAddr(), "/healthz")
 		return code == http.StatusServiceUnavailable && strings.Contains(body, "the MQTT listener is not accepting connections") &&
 			strings.Contains(body, "too many open files")
 	})
@@ -71,7 +59,7 @@ func TestHealthzReportsAListenerThatIsNotAccepting(t *testing.T) {
 	el.exhausted.Store(false)
 	c := dsstest.Dial(t, s.Addr(), "after") // the listener accepts again
 	expect(t, "GET", c.Request(dsstest.Cmd("GET", "k")), "$1\r\nv\r\n", "any")
-	if code, body := healthz(t, s); code != http.StatusOK {
+	if code, body := dsstest.HTTPGet(t, s.HTTPAddr(), "/healthz"); code != http.StatusOK {
 		t.Fatalf("healthz after: %d %q", code, body)
 	}
 }

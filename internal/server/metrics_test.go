@@ -1,9 +1,6 @@
 package server_test
 
 import (
-	"io"
-	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -12,26 +9,11 @@ import (
 	"github.com/dssio/dss/internal/wire"
 )
 
-// metricValue returns the value of the sample series (a metric name with
-// its labels as /metrics prints them), or 0 when it is not there.
+// metricValue returns the value of the sample series on s's /metrics, or 0
+// when it is not there.
 func metricValue(t *testing.T, s *server.Server, series string) float64 {
 	t.Helper()
-	res, err := http.Get("http://" + s.HTTPAddr() + "/metrics")
-	if err != nil {
-		t.Fatalf("GET /metrics: %v", err)
-	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
-	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, series+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatalf("%s: %v", line, err)
-			}
-			return f
-		}
-	}
-	return 0
+	return dsstest.Metric(t, s.HTTPAddr(), series)
 }
 
 // Each metric that counts requests moves when requests are made: the
@@ -39,7 +21,7 @@ func metricValue(t *testing.T, s *server.Server, series string) float64 {
 func TestMetricsMoveWithRequests(t *testing.T) {
 	s := dsstest.StartServer(t, server.Config{HTTPListen: "127.0.0.1:0"})
 	c := dsstest.Dial(t, s.Addr(), "metrics")
-	if !strings.Contains(fetchMetrics(t, s), "dss_build_info{") {
+	if !strings.Contains(dsstest.Metrics(t, s.HTTPAddr()), "dss_build_info{") {
 		t.Error("no dss_build_info")
 	}
 
@@ -89,15 +71,4 @@ func TestMetricsMoveWithRequests(t *testing.T) {
 	if after := metricValue(t, s, `dss_keynotify_registrations`); after != before-1 {
 		t.Errorf("KEYNOTIFY STOP: registrations went from %v to %v", before, after)
 	}
-}
-
-func fetchMetrics(t *testing.T, s *server.Server) string {
-	t.Helper()
-	res, err := http.Get("http://" + s.HTTPAddr() + "/metrics")
-	if err != nil {
-		t.Fatalf("GET /metrics: %v", err)
-	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
-	return string(body)
 }

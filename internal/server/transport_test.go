@@ -2,8 +2,6 @@ package server_test
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -29,15 +27,10 @@ func request(qos byte, responseTopic string, corr []byte, payload []byte, user .
 	}
 }
 
+// metric reports whether s's /metrics has the line, a series and its value.
 func metric(t *testing.T, s *server.Server, line string) bool {
 	t.Helper()
-	res, err := http.Get("http://" + s.HTTPAddr() + "/metrics")
-	if err != nil {
-		t.Fatalf("GET /metrics: %v", err)
-	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
-	return strings.Contains(string(body), line)
+	return strings.Contains(dsstest.Metrics(t, s.HTTPAddr()), line)
 }
 
 func TestRequestIsAcknowledgedWithSuccess(t *testing.T) {
