@@ -152,13 +152,7 @@ func (c *Client) received(pr paho.PublishReceived) (bool, error) {
 // Subscribe subscribes to the filters with QoS 1.
 func (c *Client) Subscribe(filters ...string) {
 	c.t.Helper()
-	s := &paho.Subscribe{}
-	for _, f := range filters {
-		s.Subscriptions = append(s.Subscriptions, paho.SubscribeOptions{Topic: f, QoS: 1})
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
-	defer cancel()
-	sa, err := c.Paho.Subscribe(ctx, s)
+	sa, err := c.subscribe(filters)
 	if err != nil {
 		c.t.Fatalf("subscribe %v: %v", filters, err)
 	}
@@ -167,6 +161,18 @@ func (c *Client) Subscribe(filters ...string) {
 			c.t.Fatalf("subscribe %s: reason %#x", filters[i], r)
 		}
 	}
+}
+
+// subscribe sends SUBSCRIBE for the filters with QoS 1 and waits for the
+// SUBACK.
+func (c *Client) subscribe(filters []string) (*paho.Suback, error) {
+	s := &paho.Subscribe{}
+	for _, f := range filters {
+		s.Subscriptions = append(s.Subscriptions, paho.SubscribeOptions{Topic: f, QoS: 1})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	return c.Paho.Subscribe(ctx, s)
 }
 
 // Request sends payload as a state store request with the given user
@@ -263,6 +269,21 @@ func (c *Client) NoMessage(d time.Duration) {
 	}
 }
 
+// AwaitDisconnect waits for the DISCONNECT the server sends and fails the
+// test unless it comes within Timeout with the reason code want; what
+// says what should have caused it.
+func (c *Client) AwaitDisconnect(want byte, what string) {
+	c.t.Helper()
+	select {
+	case d := <-c.Disconnects:
+		if d.ReasonCode != want {
+			c.t.Fatalf("client %s: %s: DISCONNECT with reason %#x, want %#x", c.ID, what, d.ReasonCode, want)
+		}
+	case <-time.After(Timeout):
+		c.t.Fatalf("client %s: %s: no DISCONNECT within %v", c.ID, what, Timeout)
+	}
+}
+
 // UserProperty returns the value of the user property key of p and
 // whether p has it.
 func UserProperty(p *paho.Publish, key string) (string, bool) {
@@ -281,13 +302,7 @@ func UserProperty(p *paho.Publish, key string) (string, bool) {
 // SUBACK's reason codes, whatever they are.
 func (c *Client) SubscribeCodes(filters ...string) []byte {
 	c.t.Helper()
-	s := &paho.Subscribe{}
-	for _, f := range filters {
-		s.Subscriptions = append(s.Subscriptions, paho.SubscribeOptions{Topic: f, QoS: 1})
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
-	defer cancel()
-	sa, err := c.Paho.Subscribe(ctx, s)
+	sa, err := c.subscribe(filters)
 	if sa == nil {
 		c.t.Fatalf("subscribe %v: %v", filters, err)
 	}

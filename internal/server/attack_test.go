@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/eclipse/paho.golang/paho"
 
@@ -290,14 +289,7 @@ rules:
 	if err := f.s.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case d := <-alice.Disconnects:
-		if d.ReasonCode != 0x87 {
-			t.Fatalf("alice disconnected with %#x, want 0x87", d.ReasonCode)
-		}
-	case <-time.After(dsstest.Timeout):
-		t.Fatal("alice, who watches a key no longer granted, stayed connected")
-	}
+	alice.AwaitDisconnect(0x87, "watches a key no longer granted")
 	notAuthorized(t, "bob's SET of the lock", bob.Set([]string{"shared-lock", "b"}))
 	expect(t, "bob's own key", bob.Set([]string{"app/bob/x", "1"}), "+OK\r\n", "any")
 	select {

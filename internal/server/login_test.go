@@ -182,14 +182,7 @@ func TestTheUsersFileIsReadAgainWhenItChanges(t *testing.T) {
 	if err := auth.DeleteUser(users, "alice"); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case d := <-alice.Disconnects:
-		if d.ReasonCode != 0x87 {
-			t.Fatalf("alice disconnected with %#x, want 0x87", d.ReasonCode)
-		}
-	case <-time.After(dsstest.Timeout):
-		t.Fatal("alice stayed connected after her user was removed")
-	}
+	alice.AwaitDisconnect(0x87, "her user was removed")
 	refusedWith(t, s.Addr(), "alice", dsstest.Login{Username: "alice", Password: "alice-pw"}, 0x86)
 
 	// A users file that does not parse leaves the last one in force.
