@@ -100,15 +100,7 @@ func (n *Node) Backup(ctx context.Context, w BackupWriter) error {
 			n.mu.Unlock()
 			return ErrBackupLag
 		}
-		chunk = chunk[:0]
-		for len(chunk) < snapshotChunk {
-			c, ok := next()
-			if !ok {
-				done = true
-				break
-			}
-			chunk = append(chunk, c)
-		}
+		chunk, done = nextChunk(chunk, next)
 		changes := tap.changes
 		tap.changes, tap.bytes = nil, 0
 		if done {

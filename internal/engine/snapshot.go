@@ -12,6 +12,21 @@ import (
 // holds the engine lock: small enough that requests hardly notice.
 const snapshotChunk = 512
 
+// nextChunk refills chunk with the next snapshotChunk entries of next, or
+// as many as are left, and reports whether next is exhausted. The caller
+// holds the engine lock.
+func nextChunk(chunk []store.Change, next func() (store.Change, bool)) ([]store.Change, bool) {
+	chunk = chunk[:0]
+	for len(chunk) < snapshotChunk {
+		c, ok := next()
+		if !ok {
+			return chunk, true
+		}
+		chunk = append(chunk, c)
+	}
+	return chunk, false
+}
+
 // snapshotLoop compacts the journal whenever it has grown enough.
 func (n *Node) snapshotLoop(every time.Duration) {
 	defer n.done.Done()
@@ -61,15 +76,7 @@ func (n *Node) Snapshot() error {
 	for {
 		done := false
 		n.mu.Lock()
-		chunk = chunk[:0]
-		for len(chunk) < snapshotChunk {
-			c, ok := next()
-			if !ok {
-				done = true
-				break
-			}
-			chunk = append(chunk, c)
-		}
+		chunk, done = nextChunk(chunk, next)
 		maxVersion := n.m.MaxVersion()
 		if done {
 			stop()
