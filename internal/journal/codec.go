@@ -230,3 +230,19 @@ func decodeHeader(payload []byte, kind byte) (header, error) {
 	}
 	return h, nil
 }
+
+// snapshotFooter is the payload of the last record of a snapshot: how
+// many keys it holds and the highest version issued.
+func snapshotFooter(count uint64, maxVersion hlc.Timestamp) []byte {
+	b := []byte{recSnapshotFooter}
+	b = binary.AppendUvarint(b, count)
+	return appendVersion(b, maxVersion)
+}
+
+// decodeSnapshotFooter reads what snapshotFooter wrote.
+func decodeSnapshotFooter(payload []byte, in nodes) (count uint64, maxVersion hlc.Timestamp, err error) {
+	d := decoder{b: payload[1:]}
+	count = d.uvarint()
+	maxVersion = d.version(in)
+	return count, maxVersion, d.err
+}

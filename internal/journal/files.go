@@ -27,6 +27,20 @@ func parseName(name, prefix, suffix string) (uint64, bool) {
 	return v, err == nil
 }
 
+// openSized opens the file name for reading and returns its size.
+func openSized(name string) (*os.File, int64, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, 0, fmt.Errorf("journal: %w", err)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("journal: %w", err)
+	}
+	return f, info.Size(), nil
+}
+
 // dirFiles lists the segments and snapshots of dir, each sorted by
 // sequence number.
 type dirFiles struct {

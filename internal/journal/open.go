@@ -112,16 +112,11 @@ func (j *Journal) recover() (*store.Machine, error) {
 // never completed and that holds no record) is cut off the file after a
 // copy is put aside; any other damage is an error.
 func (j *Journal) replaySegment(name string, m *store.Machine, snapSeq uint64, last bool) (int64, error) {
-	f, err := os.Open(name)
+	f, size, err := openSized(name)
 	if err != nil {
-		return 0, fmt.Errorf("journal: %w", err)
+		return 0, err
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return 0, fmt.Errorf("journal: %w", err)
-	}
-	size := info.Size()
 	rr, err := segmentReader(f)
 	if err != nil {
 		if last {

@@ -54,10 +54,7 @@ func newSalvage() *salvage {
 // damaged records a damaged region of the open file f and parses what it
 // can of the records in it, ignoring their checksums, to name their keys.
 func (s *salvage) damaged(f *os.File, start, end int64) error {
-	s.regions = append(s.regions, region{file: f.Name(), start: start, end: end})
-	if info, err := f.Stat(); err == nil {
-		s.floor = maxVersionOf(s.floor, hlc.Timestamp{Wall: info.ModTime().UnixMilli()})
-	}
+	s.addRegion(f, region{start: start, end: end})
 	for at := start; at+headerSize < end; {
 		var h [headerSize]byte
 		if _, err := f.ReadAt(h[:], at); err != nil {
@@ -86,16 +83,11 @@ func (s *salvage) damaged(f *os.File, start, end int64) error {
 // snapshot reads the snapshot file name. It returns the snapshot's seq
 // (from its header, or from its name when the header is damaged).
 func (s *salvage) snapshot(name string, nameSeq uint64) error {
-	f, err := os.Open(name)
+	f, size, err := openSized(name)
 	if err != nil {
-		return fmt.Errorf("journal: %w", err)
+		return err
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
-	size := info.Size()
 	s.snapSeq = nameSeq
 	var keys int64
 	footer := int64(-1) // the key count of the footer, if it was read
@@ -117,10 +109,7 @@ func (s *salvage) snapshot(name string, nameSeq uint64) error {
 			}
 		}
 		if p[0] == recSnapshotFooter {
-			d := decoder{b: p[1:]}
-			count := d.uvarint()
-			v := d.version(s.nodes)
-			if d.err == nil {
+			if count, v, err := decodeSnapshotFooter(p, s.nodes); err == nil {
 				footer = int64(count)
 				s.m.Replay(&store.Change{Seq: s.snapSeq, Version: v})
 			}
@@ -152,15 +141,11 @@ func (s *salvage) snapshot(name string, nameSeq uint64) error {
 // segment reads the journal segment name, whose first change is first;
 // next is the first change of the segment after it, 0 for the last.
 func (s *salvage) segment(name string, first, next uint64) error {
-	f, err := os.Open(name)
+	f, size, err := openSized(name)
 	if err != nil {
-		return fmt.Errorf("journal: %w", err)
+		return err
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
 	if first > 0 && s.lastSeq < first-1 {
 		s.lastSeq = first - 1
 	}
@@ -180,7 +165,7 @@ func (s *salvage) segment(name string, first, next uint64) error {
 		return next == 0 || c.Seq < next
 	}
 	headerDone := false
-	err = s.records(f, info.Size(), 0, func(p []byte) bool {
+	err = s.records(f, size, 0, func(p []byte) bool {
 		if !headerDone && p[0] == recSegmentHeader {
 			return true
 		}
@@ -218,7 +203,7 @@ func (s *salvage) segment(name string, first, next uint64) error {
 		}
 	} else if next != 0 && s.lastSeq+1 < next {
 		// The segment ends early: the changes up to the next are gone.
-		s.missing(f, info.Size(), fmt.Sprintf("changes %d to %d are missing at its end", s.lastSeq+1, next-1))
+		s.missing(f, size, fmt.Sprintf("changes %d to %d are missing at its end", s.lastSeq+1, next-1))
 		s.dropped += int64(next - 1 - max(s.lastSeq, s.snapSeq))
 		s.lastSeq = next - 1
 	}
@@ -228,7 +213,14 @@ func (s *salvage) segment(name string, first, next uint64) error {
 // missing records damage that is not in any byte but in what a file
 // lacks: at offset at of f, for the reason given.
 func (s *salvage) missing(f *os.File, at int64, reason string) {
-	s.regions = append(s.regions, region{file: f.Name(), start: at, end: at, reason: reason})
+	s.addRegion(f, region{start: at, end: at, reason: reason})
+}
+
+// addRegion records r, a damage of the open file f, and raises the floor
+// to the time f was last written.
+func (s *salvage) addRegion(f *os.File, r region) {
+	r.file = f.Name()
+	s.regions = append(s.regions, r)
 	if info, err := f.Stat(); err == nil {
 		s.floor = maxVersionOf(s.floor, hlc.Timestamp{Wall: info.ModTime().UnixMilli()})
 	}

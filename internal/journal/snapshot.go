@@ -2,10 +2,10 @@ package journal
 
 import (
 	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"path/filepath"
 
@@ -81,10 +81,7 @@ func (w *SnapshotWriter) Finish(maxVersion hlc.Timestamp) error {
 		w.Abort()
 		return err
 	}
-	footer := []byte{recSnapshotFooter}
-	footer = binary.AppendUvarint(footer, w.count)
-	footer = appendVersion(footer, maxVersion)
-	_, err := w.w.Write(appendRecord(nil, footer))
+	_, err := w.w.Write(appendRecord(nil, snapshotFooter(w.count, maxVersion)))
 	if err == nil {
 		err = w.w.Flush()
 	}
@@ -161,16 +158,23 @@ func (j *Journal) removeBefore(seq uint64) error {
 // loadSnapshot replays the snapshot file name into m. It returns the
 // snapshot's seq and what it holds.
 func loadSnapshot(name string, m *store.Machine) (uint64, snapshotStats, error) {
-	var stats snapshotStats
 	f, err := os.Open(name)
 	if err != nil {
-		return 0, stats, err
+		return 0, snapshotStats{}, err
 	}
 	defer f.Close()
 	rr := newRecordReader(f)
-	corrupt := func(reason string) error {
+	return readSnapshot(rr, m, func(reason string) error {
 		return &CorruptError{File: name, Offset: rr.offset, Reason: reason}
-	}
+	})
+}
+
+// readSnapshot replays the snapshot that rr reads into m, which should be
+// empty, and checks it whole: the header, every key record, the footer's
+// count and nothing after the footer. corrupt makes the error for a
+// damage it finds. It returns the snapshot's seq and what it holds.
+func readSnapshot(rr *recordReader, m *store.Machine, corrupt func(reason string) error) (uint64, snapshotStats, error) {
+	var stats snapshotStats
 	payload, err := rr.next()
 	if err != nil {
 		return 0, stats, corrupt("unreadable header: " + err.Error())
@@ -191,10 +195,8 @@ func loadSnapshot(name string, m *store.Machine) (uint64, snapshotStats, error) 
 			return 0, stats, corrupt(err.Error())
 		}
 		if payload[0] == recSnapshotFooter {
-			d := decoder{b: payload[1:]}
-			want := d.uvarint()
-			maxVersion := d.version(in)
-			if d.err != nil || want != count {
+			want, maxVersion, err := decodeSnapshotFooter(payload, in)
+			if err != nil || want != count {
 				return 0, stats, corrupt(fmt.Sprintf("footer counts %d keys, the snapshot holds %d", want, count))
 			}
 			m.Replay(&store.Change{Seq: h.seq, Version: maxVersionOf(h.maxVersion, maxVersion)})
@@ -230,34 +232,14 @@ func writeSnapshotFile(dir string, m *store.Machine) (tmp, final string, size in
 			os.Remove(tmp)
 		}
 	}()
-	w := bufio.NewWriterSize(f, 1<<20)
-	buf := appendRecord(nil, appendHeader(nil, header{kind: recSnapshotHeader, seq: m.Seq(), maxVersion: m.MaxVersion()}))
-	var count uint64
-	for c := range m.Entries() {
-		if c.Volatile {
-			continue
-		}
-		var start int
-		buf, start = beginRecord(buf)
-		buf = endRecord(appendChange(buf, &c), start)
-		count++
-		if len(buf) >= 1<<20 {
-			size += int64(len(buf))
-			if _, err = w.Write(buf); err != nil {
-				return "", "", 0, err
+	durable := func(yield func(store.Change) bool) {
+		for c := range m.Entries() {
+			if !c.Volatile && !yield(c) {
+				return
 			}
-			buf = buf[:0]
 		}
 	}
-	footer := []byte{recSnapshotFooter}
-	footer = binary.AppendUvarint(footer, count)
-	footer = appendVersion(footer, m.MaxVersion())
-	buf = appendRecord(buf, footer)
-	size += int64(len(buf))
-	if _, err = w.Write(buf); err != nil {
-		return "", "", 0, err
-	}
-	if err = w.Flush(); err != nil {
+	if size, err = writeSnapshot(f, m.Seq(), m.MaxVersion(), durable); err != nil {
 		return "", "", 0, err
 	}
 	if err = f.Sync(); err != nil {
@@ -267,4 +249,33 @@ func writeSnapshotFile(dir string, m *store.Machine) (tmp, final string, size in
 		return "", "", 0, err
 	}
 	return tmp, final, size, nil
+}
+
+// writeSnapshot writes a snapshot of entries, every key's state as of the
+// change seq, to w: the header, a record for each key and the footer that
+// counts them. It returns the bytes written.
+func writeSnapshot(w io.Writer, seq uint64, maxVersion hlc.Timestamp, entries iter.Seq[store.Change]) (int64, error) {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	buf := appendRecord(nil, appendHeader(nil, header{kind: recSnapshotHeader, seq: seq, maxVersion: maxVersion}))
+	var size int64
+	var count uint64
+	for c := range entries {
+		var start int
+		buf, start = beginRecord(buf)
+		buf = endRecord(appendChange(buf, &c), start)
+		count++
+		if len(buf) >= 1<<20 {
+			size += int64(len(buf))
+			if _, err := bw.Write(buf); err != nil {
+				return size, err
+			}
+			buf = buf[:0]
+		}
+	}
+	buf = appendRecord(buf, snapshotFooter(count, maxVersion))
+	size += int64(len(buf))
+	if _, err := bw.Write(buf); err != nil {
+		return size, err
+	}
+	return size, bw.Flush()
 }
