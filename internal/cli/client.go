@@ -126,14 +126,21 @@ func readValue(arg string, in io.Reader) ([]byte, error) {
 	return b, nil
 }
 
-// parseFencingToken reads --fencing-token; empty means none.
-func parseFencingToken(s string) (hlc.Timestamp, error) {
-	if s == "" {
+// fencingFlag is --fencing-token, of the commands that write a key.
+type fencingFlag string
+
+func (f *fencingFlag) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar((*string)(f), "fencing-token", "", "fencing token (a lock's version) for a protected key")
+}
+
+// token is the flag's fencing token; empty means none.
+func (f fencingFlag) token() (hlc.Timestamp, error) {
+	if f == "" {
 		return hlc.Timestamp{}, nil
 	}
-	ts, err := hlc.Parse(s)
+	ts, err := hlc.Parse(string(f))
 	if err != nil {
-		return ts, fmt.Errorf("--fencing-token %q: want wall:counter:node, as a lock prints it", s)
+		return ts, fmt.Errorf("--fencing-token %q: want wall:counter:node, as a lock prints it", string(f))
 	}
 	return ts, nil
 }

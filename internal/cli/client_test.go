@@ -105,6 +105,21 @@ func startServer(t *testing.T) (string, *client.Client) {
 	return s.Addr(), c
 }
 
+// protectedKey stores key with value, written with the fencing token of a
+// lock (the version of the key "lock"), so that a write of key needs a
+// token: it returns that one.
+func protectedKey(t *testing.T, c *client.Client, key, value string) string {
+	t.Helper()
+	lock, err := c.Set(testCtx(t), "lock", []byte("me"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Set(testCtx(t), key, []byte(value), client.FencingToken(lock.Version)); err != nil {
+		t.Fatal(err)
+	}
+	return lock.Version.String()
+}
+
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), dsstest.Timeout)
 	t.Cleanup(cancel)

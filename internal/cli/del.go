@@ -11,7 +11,7 @@ import (
 func newDelCmd(stdio Stdio) *cobra.Command {
 	var (
 		f       clientFlags
-		fencing string
+		fencing fencingFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "del KEY",
@@ -25,7 +25,7 @@ Exit status: 0 deleted, 1 no such key, 2 error.`,
 			if err := bindEnv(cmd); err != nil {
 				return err
 			}
-			fence, err := parseFencingToken(fencing)
+			fence, err := fencing.token()
 			if err != nil {
 				return err
 			}
@@ -40,7 +40,7 @@ Exit status: 0 deleted, 1 no such key, 2 error.`,
 		},
 	}
 	addClientFlags(cmd, &f, true, "how long to wait for the server and its answer")
-	cmd.Flags().StringVar(&fencing, "fencing-token", "", "fencing token (a lock's version) for a protected key")
+	fencing.add(cmd)
 	return cmd
 }
 

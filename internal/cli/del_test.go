@@ -30,18 +30,12 @@ func TestDelCmd(t *testing.T) {
 
 func TestDelCmdFencing(t *testing.T) {
 	addr, c := startServer(t)
-	lock, err := c.Set(testCtx(t), "lock", []byte("me"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Set(testCtx(t), "res", []byte("v"), clientFence(lock.Version)); err != nil {
-		t.Fatal(err)
-	}
+	token := protectedKey(t, c, "res", "v")
 	r := runCLI(t, "", "del", "--server", addr, "res").expectCode(t, ExitError)
 	if !strings.Contains(r.err, "a fencing token is required for this request") {
 		t.Fatalf("stderr %q", r.err)
 	}
-	runCLI(t, "", "del", "--server", addr, "--fencing-token", lock.Version.String(), "res").expectCode(t, ExitOK)
+	runCLI(t, "", "del", "--server", addr, "--fencing-token", token, "res").expectCode(t, ExitOK)
 }
 
 // The life of a protected key, as docs/client.md tells it: written with a

@@ -15,7 +15,7 @@ func newSetCmd(stdio Stdio) *cobra.Command {
 		f       clientFlags
 		nx, nex bool
 		px      int64
-		fencing string
+		fencing fencingFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "set KEY VALUE",
@@ -45,7 +45,7 @@ Exit status: 0 stored, 1 not stored because of --nx or --nex, 2 error.`,
 			if px < 0 {
 				return errors.New("--px must be a positive number of milliseconds")
 			}
-			fence, err := parseFencingToken(fencing)
+			fence, err := fencing.token()
 			if err != nil {
 				return err
 			}
@@ -88,6 +88,6 @@ Exit status: 0 stored, 1 not stored because of --nx or --nex, 2 error.`,
 	cmd.Flags().BoolVar(&nx, "nx", false, "store only if the key does not exist")
 	cmd.Flags().BoolVar(&nex, "nex", false, "store only if the key does not exist or already holds VALUE")
 	cmd.Flags().Int64Var(&px, "px", 0, "time to live in milliseconds (0: none; removes an earlier one)")
-	cmd.Flags().StringVar(&fencing, "fencing-token", "", "fencing token (a lock's version) for a protected key")
+	fencing.add(cmd)
 	return cmd
 }

@@ -3,12 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"testing"
-
-	"github.com/dssio/dss/client"
-	"github.com/dssio/dss/hlc"
 )
-
-func clientFence(v hlc.Timestamp) client.FencingToken { return client.FencingToken(v) }
 
 func TestVDelCmd(t *testing.T) {
 	addr, c := startServer(t)
@@ -35,13 +30,7 @@ func TestVDelCmd(t *testing.T) {
 
 func TestVDelCmdFencing(t *testing.T) {
 	addr, c := startServer(t)
-	lock, err := c.Set(testCtx(t), "lock", []byte("me"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Set(testCtx(t), "res", []byte("v"), clientFence(lock.Version)); err != nil {
-		t.Fatal(err)
-	}
+	token := protectedKey(t, c, "res", "v")
 	runCLI(t, "", "vdel", "--server", addr, "res", "v").expectCode(t, ExitError)
-	runCLI(t, "", "vdel", "--server", addr, "--fencing-token", lock.Version.String(), "res", "v").expectCode(t, ExitOK)
+	runCLI(t, "", "vdel", "--server", addr, "--fencing-token", token, "res", "v").expectCode(t, ExitOK)
 }
