@@ -28,6 +28,25 @@ func (*memSink) Close() error  { return nil }
 
 var _ raft.SnapshotSink = (*memSink)(nil)
 
+// restoredCopy returns a new FSM of node id that installed a snapshot of
+// src, taken through a sink as Raft takes one.
+func restoredCopy(t *testing.T, src *fsm, id string) *fsm {
+	t.Helper()
+	snap, err := src.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sink memSink
+	if err := snap.Persist(&sink); err != nil {
+		t.Fatal(err)
+	}
+	dst := newTestFSM(t, id)
+	if err := dst.Restore(io.NopCloser(&sink)); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
 // newTestFSM returns an FSM over a started engine that no node proposes
 // to: writes reach it only as committed entries.
 func newTestFSM(t *testing.T, id string) *fsm {
@@ -77,18 +96,7 @@ func TestSnapshotRestoresEveryKey(t *testing.T) {
 	if src.startedTerm.Load() != 7 {
 		t.Fatalf("started term %d after a term-start entry of term 7", src.startedTerm.Load())
 	}
-	snap, err := src.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sink memSink
-	if err := snap.Persist(&sink); err != nil {
-		t.Fatal(err)
-	}
-	dst := newTestFSM(t, "b")
-	if err := dst.Restore(io.NopCloser(&sink)); err != nil {
-		t.Fatal(err)
-	}
+	dst := restoredCopy(t, src, "b")
 	if got := dst.applied.Load(); got != 2001 {
 		t.Fatalf("applied index after restore: %d, want 2001", got)
 	}
@@ -114,15 +122,7 @@ func TestSnapshotAtEverySizeThenTheLog(t *testing.T) {
 		for i := 0; i < restored; i++ {
 			src.ApplyBatch([]*raft.Log{entry(uint64(i+1), setWrite(fmt.Sprint("key", i), fmt.Sprint("value", i), now, uint32(i+1)))})
 		}
-		snap, _ := src.Snapshot()
-		var sink memSink
-		if err := snap.Persist(&sink); err != nil {
-			t.Fatal(err)
-		}
-		dst := newTestFSM(t, "b")
-		if err := dst.Restore(io.NopCloser(&sink)); err != nil {
-			t.Fatal(err)
-		}
+		dst := restoredCopy(t, src, "b")
 		for i := restored; i < 400; i++ {
 			dst.ApplyBatch([]*raft.Log{entry(uint64(i+1), setWrite(fmt.Sprint("key", i), fmt.Sprint("value", i), now, uint32(i+1)))})
 		}

@@ -22,19 +22,9 @@ func TestTheListenerSurvivesRunningOutOfDescriptors(t *testing.T) {
 		t.Skip("needs sh to lower the descriptor limit of the server alone")
 	}
 	addr := freeAddr(t)
-	p := &process{t: t, addr: addr, out: &dsstest.Buffer{}, done: make(chan struct{})}
 	// The hard limit as well: Go raises the soft limit to the hard one.
-	p.cmd = exec.Command("sh", "-c", `ulimit -n 64 && exec "$0" "$@"`, dssBinary, "serve", "--listen", addr,
-		"--in-memory", "--read-loops", "-1", "--connect-timeout", "1m")
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(p.kill)
+	p := runProcess(t, addr, exec.Command("sh", "-c", `ulimit -n 64 && exec "$0" "$@"`, dssBinary, "serve", "--listen", addr,
+		"--in-memory", "--read-loops", "-1", "--connect-timeout", "1m"))
 	dsstest.Eventually(t, "dss listens", func() bool {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {

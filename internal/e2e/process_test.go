@@ -86,17 +86,7 @@ var serving = regexp.MustCompile(`msg="dss serving" .*mqtt=(\S+)`)
 // accepts connections (true) or exits (false).
 func tryStartDSS(t testing.TB, addr string, args ...string) (*process, bool) {
 	t.Helper()
-	p := &process{t: t, addr: addr, out: &dsstest.Buffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(dssBinary, append([]string{"serve", "--listen", addr}, args...)...)
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(p.kill)
+	p := runProcess(t, addr, exec.Command(dssBinary, append([]string{"serve", "--listen", addr}, args...)...))
 	deadline := time.Now().Add(time.Minute)
 	for {
 		if addr == anyPort {
@@ -120,6 +110,23 @@ func tryStartDSS(t testing.TB, addr string, args ...string) (*process, bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// runProcess starts cmd, a dss server that is to listen on addr, with
+// its output collected in process.out. It is killed when the test ends.
+func runProcess(t testing.TB, addr string, cmd *exec.Cmd) *process {
+	t.Helper()
+	p := &process{t: t, cmd: cmd, addr: addr, out: &dsstest.Buffer{}, done: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(p.kill)
+	return p
 }
 
 // runDSS runs a dss command to its end and returns its combined output
