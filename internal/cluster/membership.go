@@ -5,11 +5,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/rpc"
 	"sort"
-
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -122,7 +123,45 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 }
 
 // changeMembership carries out fn on the leader: here, or by a call to it.
+// While no leader is known, or leadership moves while the change is under
+// way, it tries again until membershipTimeout has passed, so that a change
+// asked for during an election waits for its end instead of failing: a
+// change made twice (added again at the same address, removed again) is
+// the same change.
 func (n *Node) changeMembership(method string, args *MemberArgs, fn func() error) error {
+	deadline := time.Now().Add(membershipTimeout)
+	for {
+		err := n.changeMembershipOnce(method, args, fn)
+		if err == nil || !leaderMoved(err) || time.Now().After(deadline) {
+			return err
+		}
+		n.log.Debug("membership change waits for a leader", "err", err)
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-n.stop:
+			return err
+		}
+	}
+}
+
+// leaderMoved reports whether err says no leader was known, or the node
+// asked stopped leading, rather than that the change was refused.
+func leaderMoved(err error) bool {
+	if errors.Is(err, ErrNoLeader) || errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+		return true
+	}
+	// Errors of a call to the leader come back as text.
+	var se rpc.ServerError
+	if errors.As(err, &se) {
+		msg := string(se)
+		return msg == ErrNoLeader.Error() || msg == raft.ErrNotLeader.Error() || msg == raft.ErrLeadershipLost.Error()
+	}
+	// The leader the node knew of stopped answering.
+	return errors.Is(err, rpc.ErrShutdown) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// changeMembershipOnce carries out fn on the leader known now.
+func (n *Node) changeMembershipOnce(method string, args *MemberArgs, fn func() error) error {
 	if n.raft.State() == raft.Leader {
 		return fn()
 	}
