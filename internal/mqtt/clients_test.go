@@ -426,7 +426,7 @@ func TestClientResendInflightMessages(t *testing.T) {
 	go func() {
 		err := cl.ResendInflightMessages(true)
 		require.NoError(t, err)
-		time.Sleep(time.Millisecond)
+		// A write to a net.Pipe returns once the reader took every byte.
 		_ = w.Close()
 	}()
 
@@ -783,13 +783,12 @@ func TestClientWritePacket(t *testing.T) {
 		err := cl.WritePacket(*tt.Packet)
 		require.NoError(t, err, pkInfo, tt.Case, tt.Desc)
 
-		time.Sleep(2 * time.Millisecond)
+		// A write to a net.Pipe returns once the reader took every byte.
 		_ = cl.Net.Conn.Close()
 
 		require.Equal(t, tt.RawBytes, <-o, pkInfo, tt.Case, tt.Desc)
 
 		cl.Stop(errClientStop)
-		time.Sleep(time.Millisecond * 1)
 
 		// The stop cause is either the test error, EOF, or a
 		// closed pipe, depending on which goroutine runs first.
@@ -977,7 +976,7 @@ func TestClientWritePackets(t *testing.T) {
 	err := cl.WritePackets(&puback, &tooLarge, &pub)
 	require.ErrorIs(t, err, packets.ErrPacketTooLarge)
 
-	time.Sleep(2 * time.Millisecond)
+	// A write to a net.Pipe returns once the reader took every byte.
 	_ = cl.Net.Conn.Close()
 
 	var want bytes.Buffer

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/dssio/dss/internal/mqtt/packets"
 )
@@ -69,13 +70,13 @@ func TestReadLoopReadsPacketsInPieces(t *testing.T) {
 	}
 	for _, b := range p.request([]byte("slow")) {
 		p.write([]byte{b})
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // each byte in a read of its own
 	}
 	require.Equal(t, []byte("slow"), p.answer(p.next))
 
 	big := p.request(bytes.Repeat([]byte{'x'}, 300)) // a fixed header of 3 bytes
 	p.write(big[:2])
-	time.Sleep(10 * time.Millisecond)
+	time.Sleep(10 * time.Millisecond) // the two bytes in a read of their own
 	sub := packets.Packet{
 		FixedHeader:     packets.FixedHeader{Type: packets.Subscribe, Qos: 1},
 		ProtocolVersion: 5,
@@ -138,7 +139,7 @@ func TestReadLoopKeepsABusyConnectionPastItsKeepalive(t *testing.T) {
 	for time.Now().Before(deadline) {
 		p.write(p.request([]byte("ping")))
 		require.Equal(t, []byte("ping"), p.answer(p.next))
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // a request every 100 ms, for 3 s
 	}
 	_, ok := h.disconnectError("busy")
 	require.False(t, ok)
@@ -292,14 +293,19 @@ func TestReadLoopSeesThePeersEndBehindItsLastRequest(t *testing.T) {
 	cl, ok := s.Clients.Get("busy")
 	require.True(t, ok)
 
+	lastCl, ok := s.Clients.Get("last")
+	require.True(t, ok)
+
 	// The loop waits for the turn on "busy" while a request and the end
-	// of "last" come, so that one event reports both.
+	// of "last" come, so that one event reports both: epoll reports
+	// "busy", ready first, before "last" in any round, and the loop
+	// cannot take its turn on "busy" until the lock is released.
 	cl.Net.loop.mu.Lock()
 	busy.write(busy.request([]byte("y")))
-	time.Sleep(50 * time.Millisecond)
+	require.Eventually(t, func() bool { return pollServerSide(t, cl, unix.POLLIN) }, 5*time.Second, time.Millisecond)
 	last.write(last.request([]byte("bye")))
 	require.NoError(t, last.conn.(*net.TCPConn).CloseWrite())
-	time.Sleep(50 * time.Millisecond)
+	require.Eventually(t, func() bool { return pollServerSide(t, lastCl, unix.POLLIN|unix.POLLRDHUP) }, 5*time.Second, time.Millisecond)
 	cl.Net.loop.mu.Unlock()
 
 	require.Equal(t, []byte("y"), busy.answer(busy.next))
@@ -367,4 +373,19 @@ func TestReadLoopRemovesAClosedConnectionNotItsDescriptorsNextOwner(t *testing.T
 	l.remove(b)
 	require.Zero(t, l.count)
 	require.Nil(t, l.conns[fdB])
+}
+
+// pollServerSide reports whether the server's end of cl's connection has
+// every one of the poll events want (data to read, the peer's end), as the
+// read loop's epoll would see them, without reading anything.
+func pollServerSide(t *testing.T, cl *Client, want int16) bool {
+	var got int16
+	err := cl.Net.raw.Control(func(fd uintptr) {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: want}}
+		if n, err := unix.Poll(fds, 0); err == nil && n == 1 {
+			got = fds[0].Revents
+		}
+	})
+	require.NoError(t, err)
+	return got&want == want
 }

@@ -7,6 +7,7 @@ package listeners
 import (
 	"crypto/tls"
 	"log"
+	"net"
 	"os"
 	"testing"
 	"time"
@@ -117,8 +118,7 @@ func TestServeListener(t *testing.T) {
 	l := New()
 	l.Add(NewMockListener("t1", testAddr))
 	l.Serve("t1", MockEstablisher)
-	time.Sleep(time.Millisecond)
-	require.True(t, l.internal["t1"].(*MockListener).IsServing())
+	awaitServing(t, l, "t1")
 
 	l.Close("t1", MockCloser)
 	require.False(t, l.internal["t1"].(*MockListener).IsServing())
@@ -130,11 +130,7 @@ func TestServeAllListeners(t *testing.T) {
 	l.Add(NewMockListener("t2", testAddr))
 	l.Add(NewMockListener("t3", testAddr))
 	l.ServeAll(MockEstablisher)
-	time.Sleep(time.Millisecond)
-
-	require.True(t, l.internal["t1"].(*MockListener).IsServing())
-	require.True(t, l.internal["t2"].(*MockListener).IsServing())
-	require.True(t, l.internal["t3"].(*MockListener).IsServing())
+	awaitServing(t, l, "t1", "t2", "t3")
 
 	l.Close("t1", MockCloser)
 	l.Close("t2", MockCloser)
@@ -150,7 +146,7 @@ func TestCloseListener(t *testing.T) {
 	mocked := NewMockListener("t1", testAddr)
 	l.Add(mocked)
 	l.Serve("t1", MockEstablisher)
-	time.Sleep(time.Millisecond)
+	awaitServing(t, l, "t1")
 	var closed bool
 	l.Close("t1", func(id string) {
 		closed = true
@@ -164,10 +160,7 @@ func TestCloseAllListeners(t *testing.T) {
 	l.Add(NewMockListener("t2", testAddr))
 	l.Add(NewMockListener("t3", testAddr))
 	l.ServeAll(MockEstablisher)
-	time.Sleep(time.Millisecond)
-	require.True(t, l.internal["t1"].(*MockListener).IsServing())
-	require.True(t, l.internal["t2"].(*MockListener).IsServing())
-	require.True(t, l.internal["t3"].(*MockListener).IsServing())
+	awaitServing(t, l, "t1", "t2", "t3")
 
 	closed := make(map[string]bool)
 	l.CloseAll(func(id string) {
@@ -179,4 +172,41 @@ func TestCloseAllListeners(t *testing.T) {
 	require.True(t, closed["t1"])
 	require.True(t, closed["t2"])
 	require.True(t, closed["t3"])
+}
+
+// awaitServing waits until the mock listeners ids of l serve: Serve and
+// ServeAll start them on goroutines of their own.
+func awaitServing(t *testing.T, l *Listeners, ids ...string) {
+	t.Helper()
+	for _, id := range ids {
+		require.Eventually(t, l.internal[id].(*MockListener).IsServing, 5*time.Second, time.Millisecond, id)
+	}
+}
+
+// serving runs serve on a goroutine, dials addr and waits until serve
+// has established that connection: it is then in its accept loop. The
+// channel returned is closed when serve returns.
+func serving(t *testing.T, serve func(EstablishFn), addr string) <-chan struct{} {
+	t.Helper()
+	established := make(chan struct{}, 1)
+	returned := make(chan struct{})
+	go func() {
+		serve(func(id string, c net.Conn) error {
+			select {
+			case established <- struct{}{}:
+			default:
+			}
+			return MockEstablisher(id, c)
+		})
+		close(returned)
+	}()
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	select {
+	case <-established:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the listener established no connection")
+	}
+	return returned
 }

@@ -76,8 +76,7 @@ func TestMockListenerServe(t *testing.T) {
 		o <- true
 	}(o)
 
-	time.Sleep(time.Millisecond) // easy non-channel wait for start of serving
-	require.Equal(t, true, mocked.IsServing())
+	require.Eventually(t, mocked.IsServing, 5*time.Second, time.Millisecond)
 
 	var closed bool
 	mocked.Close(func(id string) {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -59,13 +58,7 @@ func TestNetServeAndClose(t *testing.T) {
 	err = l.Init(logger)
 	require.NoError(t, err)
 
-	o := make(chan bool)
-	go func(o chan bool) {
-		l.Serve(MockEstablisher)
-		o <- true
-	}(o)
-
-	time.Sleep(time.Millisecond)
+	o := serving(t, l.Serve, n.Addr().String())
 
 	var closed bool
 	l.Close(func(id string) {
@@ -97,7 +90,8 @@ func TestNetEstablishThenEnd(t *testing.T) {
 		o <- true
 	}()
 
-	time.Sleep(time.Millisecond)
+	// The listener listens since net.Listen: the connection waits in its
+	// backlog until Serve accepts it.
 	_, _ = net.Dial("tcp", n.Addr().String())
 	require.Equal(t, true, <-established)
 	l.Close(MockCloser)

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"net"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -59,13 +58,7 @@ func TestTCPServeAndClose(t *testing.T) {
 	err := l.Init(logger)
 	require.NoError(t, err)
 
-	o := make(chan bool)
-	go func(o chan bool) {
-		l.Serve(MockEstablisher)
-		o <- true
-	}(o)
-
-	time.Sleep(time.Millisecond)
+	o := serving(t, l.Serve, l.listen.Addr().String())
 
 	var closed bool
 	l.Close(func(id string) {
@@ -84,13 +77,7 @@ func TestTCPServeTLSAndClose(t *testing.T) {
 	err := l.Init(logger)
 	require.NoError(t, err)
 
-	o := make(chan bool)
-	go func(o chan bool) {
-		l.Serve(MockEstablisher)
-		o <- true
-	}(o)
-
-	time.Sleep(time.Millisecond)
+	o := serving(t, l.Serve, l.listen.Addr().String())
 
 	var closed bool
 	l.Close(func(id string) {
@@ -116,7 +103,8 @@ func TestTCPEstablishThenEnd(t *testing.T) {
 		o <- true
 	}()
 
-	time.Sleep(time.Millisecond)
+	// The listener listens since Init: the connection waits in its
+	// backlog until Serve accepts it.
 	_, _ = net.Dial("tcp", l.listen.Addr().String())
 	require.Equal(t, true, <-established)
 	l.Close(MockCloser)
