@@ -2,7 +2,6 @@ package auth
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -33,19 +32,24 @@ func TestThrottleDelaysFailuresAndTakesAnAddressOneAtATime(t *testing.T) {
 	}
 	// While a login of the address is being checked, the next waits.
 	done, _ := th.Admit(ctx, "10.0.0.1:3000")
-	var second atomic.Bool
+	admitted := make(chan struct{})
 	go func() {
 		d, _ := th.Admit(ctx, "10.0.0.1:3001")
-		second.Store(true)
+		close(admitted)
 		d(false)
 	}()
-	time.Sleep(20 * time.Millisecond)
-	if second.Load() {
+	// A login that rightly waits gives no sign to wait for: the window
+	// lets one admitted too early show.
+	select {
+	case <-admitted:
 		t.Fatal("a second login of a failing address was admitted while the first was checked")
+	case <-time.After(20 * time.Millisecond):
 	}
 	done(false) // a success clears the address
-	for !second.Load() {
-		time.Sleep(time.Millisecond)
+	select {
+	case <-admitted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second login was not admitted after the first one's success")
 	}
 	if n := th.Failures("10.0.0.1:1"); n != 0 {
 		t.Fatalf("failures after a success: %d", n)

@@ -254,7 +254,7 @@ func TestMQTT_3_3_2_5_MessageExpiry(t *testing.T) {
 	long := msg("exp/long", 1, "long")
 	long.Properties.MessageExpiryInterval = 3
 	p.publish(long)
-	time.Sleep(1200 * time.Millisecond)
+	time.Sleep(1200 * time.Millisecond) // the time the messages wait in the queue: past the short one's expiry
 
 	c, _ = connectOK(t, addr, "exp", false, session())
 	got := c.recvType(packets.Publish)

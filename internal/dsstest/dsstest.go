@@ -76,7 +76,14 @@ func Now() string {
 // the test if it does not within Timeout.
 func Eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(Timeout)
+	EventuallyWithin(t, Timeout, what, cond)
+}
+
+// EventuallyWithin is Eventually with a limit of its own, for what takes
+// longer than Timeout (a build, a process's exit).
+func EventuallyWithin(t testing.TB, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting until %s", what)

@@ -267,7 +267,7 @@ func crashRounds(t *testing.T, rounds int, args ...string) {
 		p := startDSS(t, addr, args...)
 		m.verify(t, p)
 		stop := m.load(t, addr, round, seed, false)
-		time.Sleep(time.Duration(100+r.IntN(900)) * time.Millisecond)
+		time.Sleep(time.Duration(100+r.IntN(900)) * time.Millisecond) // the crash comes at a random point of the load
 		p.kill()
 		stop()
 		if testing.Verbose() {
@@ -314,7 +314,7 @@ func TestGracefulShutdown(t *testing.T) {
 		p := startDSS(t, addr, args...)
 		m.verify(t, p)
 		stop := m.load(t, addr, round, uint64(round), true)
-		wait := 300 * time.Millisecond
+		wait := 300 * time.Millisecond // under load for a while
 		if round%2 == 0 {
 			wait = time.Duration(rand.IntN(30)) * time.Millisecond // the clients are still connecting
 		}

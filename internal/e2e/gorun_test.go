@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dssio/dss/internal/dsstest"
 )
 
 // SIGTERM to `go run ./cmd/dss serve` stops the server too, gracefully,
@@ -54,7 +56,7 @@ func TestGoRunServeStopsWithGoRun(t *testing.T) {
 	// The start-up line names the port the server was given.
 	serving := regexp.MustCompile(`msg="dss serving" .*mqtt=(127\.0\.0\.1:\d+)`)
 	var addr string
-	waitFor(t, 2*time.Minute, "dss to serve (go run builds it first)", func() bool {
+	dsstest.EventuallyWithin(t, 2*time.Minute, "dss serves (go run builds it first)", func() bool {
 		log, _ := os.ReadFile(out.Name())
 		if m := serving.FindSubmatch(log); m != nil {
 			addr = string(m[1])
@@ -72,7 +74,7 @@ func TestGoRunServeStopsWithGoRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-goDone
-	waitFor(t, 30*time.Second, "the server to exit after go run did", func() bool { return !alive(server) })
+	dsstest.EventuallyWithin(t, 30*time.Second, "the server exits after go run did", func() bool { return !alive(server) })
 	if log, _ := os.ReadFile(out.Name()); !strings.Contains(string(log), "dss shutting down") {
 		t.Fatalf("the server did not shut down gracefully:\n%s", log)
 	}
@@ -118,15 +120,4 @@ func procStat(pid int) (ppid int, state string) {
 func alive(pid int) bool {
 	_, state := procStat(pid)
 	return state != "" && state != "Z" && state != "X"
-}
-
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

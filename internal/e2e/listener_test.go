@@ -45,6 +45,8 @@ func TestTheListenerSurvivesRunningOutOfDescriptors(t *testing.T) {
 			break // the backlog is full
 		}
 		conns = append(conns, c)
+		// Paced, so that the server accepts each connection and runs out
+		// of descriptors itself, rather than the backlog filling up.
 		time.Sleep(5 * time.Millisecond)
 	}
 	dsstest.Eventually(t, "the accept error is logged", func() bool {

@@ -95,7 +95,7 @@ func TestSoakKeepsMemoryFlat(t *testing.T) {
 				c, err := dial(ctx, addr, fmt.Sprintf("churn-%d-%d", w, i))
 				if err != nil {
 					fail("churn dial: %v", err)
-					time.Sleep(100 * time.Millisecond)
+					time.Sleep(100 * time.Millisecond) // not to spin on a server that refuses
 					continue
 				}
 				for j := 0; j < 20; j++ {
@@ -136,6 +136,7 @@ func TestSoakKeepsMemoryFlat(t *testing.T) {
 
 	// The warm-up's high-water mark is the base: after it, the RSS may
 	// not grow by more than 10%.
+	// The RSS is sampled once a second.
 	var base int64
 	for end := time.Now().Add(warmup); time.Now().Before(end); time.Sleep(time.Second) {
 		base = max(base, rss(t, pid))

@@ -21,7 +21,7 @@ type recordingBackup struct {
 	maxVersion hlc.Timestamp
 	records    []store.Change
 	keysCalls  int
-	slow       time.Duration
+	slow       time.Duration // how long each Keys takes: a slow destination, so that writes come between the steps
 	block      chan struct{} // Keys waits for it once, when set
 	blocked    chan struct{} // closed when Keys starts waiting for block, when set
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -160,6 +161,11 @@ func TestSnapshotsWhileServing(t *testing.T) {
 	c := dsstest.Dial(t, s.Addr(), "c")
 	want := map[string]string{}
 	var pending []chan *paho.Publish
+	snapshots := func() []string {
+		m, _ := filepath.Glob(filepath.Join(dir, "snap-*.snap"))
+		return m
+	}
+	var first []string
 	for i := 0; i < 3000; i++ {
 		k, v := fmt.Sprint("k", i%500), fmt.Sprint("value-", i)
 		want[k] = v
@@ -169,12 +175,19 @@ func TestSnapshotsWhileServing(t *testing.T) {
 				c.Await(ch)
 			}
 			pending = pending[:0]
-			time.Sleep(20 * time.Millisecond) // let the snapshot goroutine look
+		}
+		if i == 1499 {
+			// Half the writes are in: the journal is past SnapshotAfter,
+			// and the rest is written after a snapshot was taken.
+			dsstest.Eventually(t, "a snapshot exists", func() bool {
+				first = snapshots()
+				return len(first) > 0
+			})
 		}
 	}
-	dsstest.Eventually(t, "a snapshot exists", func() bool {
-		m, _ := filepath.Glob(filepath.Join(dir, "snap-*.snap"))
-		return len(m) > 0
+	dsstest.Eventually(t, "a snapshot of the later writes replaces the first", func() bool {
+		m := snapshots()
+		return len(m) > 0 && !slices.Equal(m, first)
 	})
 	stop(t, s)
 	segs, _ := filepath.Glob(filepath.Join(dir, "wal-*.log"))
