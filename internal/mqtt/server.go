@@ -427,8 +427,9 @@ func (s *Server) AddListenersFromConfig(configs []listeners.Config) error {
 // Serve starts the event loops responsible for establishing client connections
 // on all attached listeners, publishing the system topics, and starting all hooks.
 func (s *Server) Serve() error {
-	s.Log.Info("mochi mqtt starting", "version", Version)
-	defer s.Log.Info("mochi mqtt server started")
+	// dss's start-up line names the build; these only trace the core.
+	s.Log.Debug("mqtt core starting")
+	defer s.Log.Debug("mqtt core started")
 
 	if len(s.Options.Listeners) > 0 {
 		err := s.AddListenersFromConfig(s.Options.Listeners)
@@ -2106,7 +2107,7 @@ func (s *Server) Close() error {
 	}
 	s.attachMu.Unlock()
 	close(s.done)
-	s.Log.Info("gracefully stopping server")
+	s.Log.Debug("mqtt core stopping")
 	s.Listeners.CloseAll(s.closeListenerClients)
 	s.hooks.OnStopped()
 	s.hooks.Stop()
@@ -2114,7 +2115,7 @@ func (s *Server) Close() error {
 		l.close()
 	}
 
-	s.Log.Info("mochi mqtt server stopped")
+	s.Log.Debug("mqtt core stopped")
 	return nil
 }
 
