@@ -280,7 +280,34 @@ func (s *Server) shutdown(ctx context.Context) error {
 	if s.http != nil {
 		httpErr = s.http.Shutdown(ctx)
 	}
-	return errors.Join(clusterErr, nodeErr, brokerErr, journalErr, httpErr)
+	// The node stopped on the journal's error, which the journal's Close
+	// returns again: report it once.
+	return errors.Join(clusterErr, nodeErr, brokerErr, withoutRepeat(journalErr, nodeErr), httpErr)
+}
+
+// withoutRepeat returns err without the parts that seen, reported
+// already, holds: err itself, or the parts of a join (at any depth).
+func withoutRepeat(err, seen error) error {
+	if err == nil || seen == nil {
+		return err
+	}
+	if errors.Is(seen, err) {
+		return nil
+	}
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return err
+	}
+	var rest []error
+	for _, e := range joined.Unwrap() {
+		if e = withoutRepeat(e, seen); e != nil {
+			rest = append(rest, e)
+		}
+	}
+	if len(rest) == len(joined.Unwrap()) {
+		return err // nothing repeated: keep err as it is
+	}
+	return errors.Join(rest...)
 }
 
 // closeStorage closes what New opened to keep the state, after a failure.
