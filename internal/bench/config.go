@@ -103,6 +103,10 @@ type Config struct {
 	// Timeout is how long a request (or, in keynotify mode, a notification)
 	// may take before it counts as timed out. Default 5s.
 	Timeout time.Duration
+	// ConnectTimeout bounds connecting one client: TCP, TLS, CONNECT and
+	// CONNACK, SUBSCRIBE and SUBACK. It also bounds a write the server
+	// does not take, when longer than Timeout. Default 10s.
+	ConnectTimeout time.Duration
 	// Preload stores every key before a get, mix, del or vdel run so that
 	// reads hit. Nil means: yes for those workloads.
 	Preload *bool
@@ -160,6 +164,9 @@ func (c *Config) setDefaults() error {
 	if c.Timeout == 0 {
 		c.Timeout = 5 * time.Second
 	}
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = 10 * time.Second
+	}
 	return c.Validate()
 }
 
@@ -188,6 +195,8 @@ func (c *Config) Validate() error {
 		return errors.New("bench: --watchers must be positive")
 	case c.Timeout < 0:
 		return errors.New("bench: --timeout may not be negative")
+	case c.ConnectTimeout < 0:
+		return errors.New("bench: --connect-timeout may not be negative")
 	case c.PX < 0 || (c.PX > 0 && c.PX < time.Millisecond):
 		return errors.New("bench: --px must be at least 1ms")
 	}

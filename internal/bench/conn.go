@@ -239,7 +239,7 @@ func dialAll(ctx context.Context, cfg *Config, prefix string, n int, qos byte, e
 			if extra != nil {
 				subs = extra(id)
 			}
-			dctx, dcancel := context.WithTimeout(ctx, cfg.Timeout)
+			dctx, dcancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 			c, err := dial(dctx, cfg, id, qos, subs...)
 			dcancel()
 			if err != nil {

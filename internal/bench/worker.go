@@ -37,6 +37,10 @@ type phase struct {
 
 func (ph *phase) now() int64 { return int64(time.Since(ph.base)) }
 
+// writeStall is how long a write may block before the connection counts
+// as lost.
+func (ph *phase) writeStall() time.Duration { return max(ph.cfg.Timeout, ph.cfg.ConnectTimeout) }
+
 // seqMask keeps the sequence number part of the correlation data; the top
 // 16 bits name the slot.
 const seqMask = 1<<48 - 1
@@ -224,8 +228,11 @@ func (w *worker) flush() bool {
 		w.slots[i].sentAt = now
 	}
 	w.unstamped = w.unstamped[:0]
-	if now > w.writeDL-int64(w.ph.cfg.Timeout/2) {
-		w.writeDL = now + int64(w.ph.cfg.Timeout)
+	// A write only blocks when the server stops reading; it is bounded
+	// apart from the requests' timeout, which a busy machine's scheduler
+	// alone may exceed between setting the deadline and writing.
+	if stall := w.ph.writeStall(); now > w.writeDL-int64(stall/2) {
+		w.writeDL = now + int64(stall)
 		_ = w.c.nc.SetWriteDeadline(w.ph.base.Add(time.Duration(w.writeDL)))
 	}
 	if _, err := w.c.nc.Write(w.out); err != nil {

@@ -112,6 +112,7 @@ The exit status is 1 when any request failed validation or timed out.`,
 	f.DurationVar(&cfg.PX, "px", 0, "give every SET this time to live (PX); 0 for none")
 	f.IntVar(&cfg.Watchers, "watchers", 1000, "watching connections of --op keynotify")
 	f.DurationVar(&cfg.Timeout, "timeout", 5*time.Second, "time after which a request (or notification) counts as timed out")
+	f.DurationVar(&cfg.ConnectTimeout, "connect-timeout", 10*time.Second, "time each connection may take to connect and subscribe")
 	f.BoolVar(&noPreload, "no-preload", false, "do not store every key before a get, mix, del or vdel run")
 	f.IntVar(&respQoS, "response-qos", 1, "QoS of the response subscription (0 or 1)")
 	f.IntVar(&cfg.ServerPID, "server-pid", 0, "process id of the server, to report its CPU time per request and its memory")

@@ -70,13 +70,13 @@ rules:
 	})
 	t.Setenv("DSS_PASSWORD", "bench-pw")
 	code, out, errOut := runBenchCLI(t, "--server", s.TLSAddr(), "--ca", ca.CertFile, "--username", "bench",
-		"--op", "mix:0.5", "--clients", "2", "--keys", "20", "--requests", "200", "--warmup", "0")
+		"--op", "mix:0.5", "--clients", "2", "--keys", "20", "--requests", "200", "--warmup", "0", "--timeout", "1m")
 	if code != ExitOK || !strings.Contains(out, "requests") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	// Keys the policy does not grant are refused, and counted as errors.
 	code, out, _ = runBenchCLI(t, "--server", s.TLSAddr(), "--ca", ca.CertFile, "--username", "bench",
-		"--key-prefix", "other:", "--op", "set", "--clients", "1", "--requests", "10", "--warmup", "0")
+		"--key-prefix", "other:", "--op", "set", "--clients", "1", "--requests", "10", "--warmup", "0", "--timeout", "1m")
 	if code != ExitFalse || !strings.Contains(out, "not authorized") {
 		t.Fatalf("keys outside the grant: exit %d, report %q", code, out)
 	}
