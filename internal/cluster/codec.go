@@ -3,6 +3,7 @@ package cluster
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 
 	"github.com/dssio/dss/hlc"
 )
@@ -68,8 +69,14 @@ func (d *decoder) bytes() []byte {
 
 func (d *decoder) string() string { return string(d.bytes()) }
 
+// version decodes a version; a counter wider than its 32 bits is damage,
+// not a value to cut down.
 func (d *decoder) version() hlc.Timestamp {
-	return hlc.Timestamp{Wall: d.varint(), Counter: uint32(d.uvarint()), Node: d.string()}
+	wall, counter := d.varint(), d.uvarint()
+	if counter > math.MaxUint32 {
+		d.fail()
+	}
+	return hlc.Timestamp{Wall: wall, Counter: uint32(counter), Node: d.string()}
 }
 
 func appendBytes(b, v []byte) []byte {

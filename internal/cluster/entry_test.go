@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math"
 	"net"
 	"testing"
 	"time"
@@ -144,5 +145,22 @@ func TestOnlyHoldersOfTheSecretConnect(t *testing.T) {
 	case <-served:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the member's connection was not served")
+	}
+}
+
+// A version whose counter does not fit its 32 bits is refused as damage,
+// not cut down to another version.
+func TestAVersionCounterWiderThan32BitsIsRefused(t *testing.T) {
+	b := binary.AppendVarint(nil, 1700000000000)
+	b = binary.AppendUvarint(b, 1<<32+5)
+	b = appendString(b, "n1")
+	d := decoder{b: b}
+	if v := d.version(); d.err == nil {
+		t.Fatalf("decoded as %+v", v)
+	}
+	b = appendVersion(nil, hlc.Timestamp{Wall: 1700000000000, Counter: math.MaxUint32, Node: "n1"})
+	d = decoder{b: b}
+	if v := d.version(); d.err != nil || v.Counter != math.MaxUint32 {
+		t.Fatalf("the widest counter: %+v, %v", v, d.err)
 	}
 }
