@@ -1,6 +1,10 @@
 package auth
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/dssio/dss/internal/wire"
+)
 
 // Matching of MQTT topics and filters, and of key globs, without
 // allocating: they run for every publish, subscription and state store
@@ -98,98 +102,9 @@ func validFilter(f string) bool {
 }
 
 // globMatches reports whether name matches the glob pattern, as Redis's
-// KEYS does: '*' any run of bytes, '?' one byte, "[abc]", "[a-z]" and
-// "[^a]" (or "[!a]") one byte of (or not of) a set, '\' quotes the next
-// byte. Bytes, not runes: keys are binary.
-func globMatches(pattern string, name []byte) bool {
-	// Backtracking over the last '*' only: linear in the usual cases,
-	// at worst len(pattern)×len(name).
-	p, n := 0, 0
-	starP, starN := -1, 0
-	for n < len(name) {
-		if p < len(pattern) {
-			switch c := pattern[p]; c {
-			case '*':
-				starP, starN = p, n
-				p++
-				continue
-			case '?':
-				p++
-				n++
-				continue
-			case '[':
-				if end, ok := classMatches(pattern, p, name[n]); end > 0 {
-					if ok {
-						p, n = end, n+1
-						continue
-					}
-				} else if name[n] == '[' { // an unclosed '[' is itself
-					p, n = p+1, n+1
-					continue
-				}
-			case '\\':
-				if p+1 < len(pattern) && pattern[p+1] == name[n] {
-					p, n = p+2, n+1
-					continue
-				}
-			default:
-				if c == name[n] {
-					p, n = p+1, n+1
-					continue
-				}
-			}
-		}
-		if starP < 0 {
-			return false
-		}
-		p, starN = starP+1, starN+1
-		n = starN
-	}
-	for p < len(pattern) && pattern[p] == '*' {
-		p++
-	}
-	return p == len(pattern)
-}
-
-// classMatches matches the byte b against the class that starts at
-// pattern[i] ('['): it returns the index after the class's ']' (0 when
-// the class is not closed) and whether b is in it.
-func classMatches(pattern string, i int, b byte) (end int, in bool) {
-	i++
-	negate := i < len(pattern) && (pattern[i] == '^' || pattern[i] == '!')
-	if negate {
-		i++
-	}
-	first := true
-	for i < len(pattern) {
-		c := pattern[i]
-		if c == ']' && !first {
-			return i + 1, in != negate
-		}
-		first = false
-		if c == '\\' && i+1 < len(pattern) {
-			i++
-			c = pattern[i]
-		}
-		if i+2 < len(pattern) && pattern[i+1] == '-' && pattern[i+2] != ']' {
-			hi := pattern[i+2]
-			if hi == '\\' && i+3 < len(pattern) {
-				hi = pattern[i+3]
-				i++
-			}
-			if c <= b && b <= hi {
-				in = true
-			}
-			i += 3
-			continue
-		}
-		if c == b {
-			in = true
-		}
-		i++
-	}
-	return 0, false
-}
+// KEYS does and as dss's KEYS does: one matcher, so that a key pattern
+// of a policy means what the same pattern means to KEYS.
+func globMatches(pattern string, name []byte) bool { return wire.MatchGlob(pattern, name) }
 
 // globLiteral reports whether pattern has no special byte, so that it
 // matches only itself.

@@ -103,6 +103,12 @@ func TestGlobMatches(t *testing.T) {
 		{"a[", "a[", true},
 		{"lock", "lock", true},
 		{"lock", "locks", false},
+		// As Redis: a reversed range is the same range, and a '\' that
+		// ends the pattern is itself.
+		{"key[z-a]", "keym", true},
+		{"key[z-a]", "key0", false},
+		{`a\`, `a\`, true},
+		{`a\`, "a", false},
 	} {
 		if got := globMatches(c.pattern, []byte(c.name)); got != c.want {
 			t.Errorf("globMatches(%q, %q) = %v, want %v", c.pattern, c.name, got, c.want)

@@ -4,8 +4,9 @@ package wire
 // request, as Redis's KEYS matches: '*' matches any run of bytes (also
 // '/'), '?' any one byte, '[abc]' one of the bytes listed, '[a-z]' one in
 // the range, '[^a]' or '[!a]' any other byte, and '\' makes the next byte
-// literal. Matching is on bytes, not characters.
-func MatchGlob[K ~string | ~[]byte](pattern []byte, key K) bool {
+// literal. Matching is on bytes, not characters. The policy's key
+// patterns match the same way.
+func MatchGlob[P, K ~string | ~[]byte](pattern P, key K) bool {
 	// Iterative with one point of return for the last '*': linear in
 	// practice, and never recursive, whatever the pattern.
 	var starP, starK = -1, 0
@@ -72,7 +73,7 @@ func MatchGlob[K ~string | ~[]byte](pattern []byte, key K) bool {
 
 // matchClass matches b against the class that starts at pattern[p] ('[').
 // next is the index after the class, or 0 when the class is not closed.
-func matchClass(pattern []byte, p int, b byte) (ok bool, next int) {
+func matchClass[P ~string | ~[]byte](pattern P, p int, b byte) (ok bool, next int) {
 	i := p + 1
 	negate := false
 	if i < len(pattern) && (pattern[i] == '^' || pattern[i] == '!') {
