@@ -137,6 +137,28 @@ func TestMQTT_3_2_2_13_RetainNotAvailable(t *testing.T) {
 	}
 }
 
+// [MQTT-4.12.0-1] "If the Server does not support the Authentication
+// Method supplied by the Client, it MAY send a CONNACK with a Reason Code
+// of 0x8C (Bad authentication method) or 0x87 (Not Authorized) ... and
+// MUST close the Network Connection": dss supports no enhanced
+// authentication, so a CONNECT naming a method gets CONNACK 0x8C and the
+// end of its connection, and nothing of it is kept.
+func TestMQTT_4_12_0_1_UnsupportedAuthenticationMethod(t *testing.T) {
+	addr := start(t, server.Config{})
+	c := dial(t, addr)
+	c.send(packets.Packet{
+		FixedHeader: packets.FixedHeader{Type: packets.Connect},
+		Connect:     packets.ConnectParams{ProtocolName: []byte("MQTT"), ClientIdentifier: "sat", Clean: true},
+		Properties:  packets.Properties{AuthenticationMethod: "K8S-SAT", AuthenticationData: []byte("token")},
+	})
+	if ack := c.recvType(packets.Connack); ack.ReasonCode != packets.ErrBadAuthenticationMethod.Code {
+		t.Fatalf("CONNACK %#x, want 0x8C", ack.ReasonCode)
+	}
+	c.closed()
+	// The same client without a method is served.
+	connectOK(t, addr, "sat", true, packets.Properties{})
+}
+
 // [MQTT-3.1.3-6] "A Server MAY allow a Client to supply a ClientID that
 // has a length of zero bytes, however if it does so the Server MUST treat
 // this as a special case and assign a unique ClientID to that Client",

@@ -1,6 +1,7 @@
 package mqtt
 
 import (
+	"bytes"
 	"io"
 	"net"
 	"testing"
@@ -50,7 +51,7 @@ func TestOnConnectRefusalIsAnsweredWithItsReasonCode(t *testing.T) {
 	s := New(&Options{Logger: logger})
 	defer s.Close()
 	require.NoError(t, s.AddHook(&refusingHook{code: packets.ErrNotAuthorized}, nil))
-	code, err := connackOf(t, s, packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt5).RawBytes)
+	code, err := connackOf(t, s, connectMqtt5WithoutAuthMethod(t))
 	require.ErrorIs(t, err, packets.ErrNotAuthorized)
 	require.Equal(t, packets.ErrNotAuthorized.Code, code)
 }
@@ -192,7 +193,7 @@ func TestMayTakeOverRefusesWithClientIdentifierNotValid(t *testing.T) {
 	old.ID = "zen"
 	s.Clients.Add(old)
 
-	code, err := connackOf(t, s, packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt5).RawBytes) // zen
+	code, err := connackOf(t, s, connectMqtt5WithoutAuthMethod(t)) // zen
 	require.ErrorIs(t, err, packets.ErrClientIdentifierNotValid)
 	require.Equal(t, packets.ErrClientIdentifierNotValid.Code, code)
 	cl, ok := s.Clients.Get("zen")
@@ -200,4 +201,24 @@ func TestMayTakeOverRefusesWithClientIdentifierNotValid(t *testing.T) {
 	require.Same(t, old, cl, "the existing session was replaced")
 	require.False(t, old.IsTakenOver())
 	require.False(t, old.Closed())
+}
+
+// connectMqtt5WithoutAuthMethod is the test MQTT 5 CONNECT without its
+// Authentication Method and Data, which the server refuses with 0x8C
+// (FORK.md 52).
+func connectMqtt5WithoutAuthMethod(t *testing.T) []byte {
+	pk := *packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt5).Packet
+	pk.Properties.AuthenticationMethod, pk.Properties.AuthenticationData = "", nil
+	var buf bytes.Buffer
+	require.NoError(t, pk.ConnectEncode(&buf))
+	return buf.Bytes()
+}
+
+func TestAConnectNamingAnAuthenticationMethodIsRefused(t *testing.T) {
+	s := New(&Options{Logger: logger})
+	defer s.Close()
+	require.NoError(t, s.AddHook(new(AllowHook), nil))
+	code, err := connackOf(t, s, packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt5).RawBytes)
+	require.ErrorIs(t, err, packets.ErrBadAuthenticationMethod)
+	require.Equal(t, packets.ErrBadAuthenticationMethod.Code, code)
 }

@@ -774,6 +774,13 @@ func (s *Server) validateConnect(cl *Client, pk packets.Packet) packets.Code {
 		return packets.ErrClientIdentifierNotValid // dss
 	}
 
+	// dss: enhanced authentication (AUTH) is not supported, so a CONNECT
+	// that names an Authentication Method is refused and its connection
+	// closed [MQTT-4.12.0-1]; upstream went on as if it named none.
+	if cl.Properties.ProtocolVersion == 5 && pk.Properties.AuthenticationMethod != "" {
+		return packets.ErrBadAuthenticationMethod
+	}
+
 	if cl.Properties.ProtocolVersion < s.Options.Capabilities.MinimumProtocolVersion {
 		return packets.ErrUnsupportedProtocolVersion // [MQTT-3.1.2-2]
 	} else if cl.Properties.Will.Qos > s.Options.Capabilities.MaximumQos {

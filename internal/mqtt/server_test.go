@@ -532,7 +532,7 @@ func TestEstablishConnectionReadError(t *testing.T) {
 	}()
 
 	go func() {
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt5).RawBytes)
+		_, _ = w.Write(connectMqtt5WithoutAuthMethod(t))
 		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectClean).RawBytes) // second connect error
 	}()
 
