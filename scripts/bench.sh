@@ -698,21 +698,7 @@ scenario_expiry_spike() {
 scenario_security() {
 	local i pw=bench-pw
 	printf '%s\n' "$pw" | "$DSS" passwd "$WORK/users" bench
-	cat >"$WORK/policy.yaml" <<'POLICY'
-rules:
-  - principals: {usernames: [alice, bob]}
-    brokerResources: [{method: Connect}]
-    stateStoreResources:
-      - {method: ReadWrite, keyType: Pattern, keys: ["app/{principal.username}/*", "shared-lock"]}
-  - principals: {clientIds: ["line-*"]}
-    brokerResources: [{method: Connect}]
-    stateStoreResources:
-      - {method: Read, keyType: String, keys: ["config"]}
-  - principals: {usernames: [bench]}
-    brokerResources: [{method: Connect}]
-    stateStoreResources:
-      - {method: ReadWrite, keyType: Pattern, keys: ["app/{principal.username}/*", "bench:*"]}
-POLICY
+	cp "$ROOT/internal/server/testdata/bench-policy.yaml" "$WORK/policy.yaml"
 	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=localhost \
 		-addext subjectAltName=IP:127.0.0.1 -keyout "$WORK/key.pem" -out "$WORK/cert.pem" 2>/dev/null
 	local auth=(--in-memory --users "$WORK/users")

@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"crypto/tls"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -11,33 +10,20 @@ import (
 	"github.com/dssio/dss/internal/server"
 )
 
-// benchPolicy grants the load generator's user its keys among a few
-// other rules, as a deployment's policy would.
-const benchPolicy = `
-rules:
-  - principals: {usernames: [alice, bob]}
-    brokerResources: [{method: Connect}]
-    stateStoreResources:
-      - {method: ReadWrite, keyType: Pattern, keys: ["app/{principal.username}/*", "shared-lock"]}
-  - principals: {clientIds: ["line-*"]}
-    brokerResources: [{method: Connect}]
-    stateStoreResources:
-      - {method: Read, keyType: String, keys: ["config"]}
-  - principals: {usernames: [bench]}
-    brokerResources: [{method: Connect}]
-    stateStoreResources:
-      - {method: ReadWrite, keyType: Pattern, keys: ["app/{principal.username}/*", "bench:*"]}
-`
+// benchPolicyFile grants the load generator's user its keys among a few
+// other rules, as a deployment's policy would; scripts/bench.sh's security
+// scenario uses the same file.
+const benchPolicyFile = "testdata/bench-policy.yaml"
 
 // BenchmarkRequestPathAuthorized is BenchmarkRequestPath through
-// authenticated connections: without a policy, with benchPolicy, and
+// authenticated connections: without a policy, with benchPolicyFile, and
 // with the policy over TLS. Compare cpu-µs/op of "users" and "policy"
 // for the cost of authorization (dss bench with --server-pid measures the
 // same against a separate server process: scripts/bench.sh --only
 // security).
 func BenchmarkRequestPathAuthorized(b *testing.B) {
-	policy := filepath.Join(b.TempDir(), "policy.yaml")
-	if err := os.WriteFile(policy, []byte(benchPolicy), 0o600); err != nil {
+	policy, err := filepath.Abs(benchPolicyFile)
+	if err != nil {
 		b.Fatal(err)
 	}
 	users := filepath.Join(b.TempDir(), "users")
