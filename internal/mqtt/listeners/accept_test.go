@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,6 +24,16 @@ type flakyListener struct {
 	mu      sync.Mutex
 	failing bool
 	calls   int
+
+	// failAfterAccept sets failing after each connection accepted, as
+	// when that connection took the last descriptor.
+	failAfterAccept bool
+}
+
+func (f *flakyListener) setFailAfterAccept(v bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failAfterAccept = v
 }
 
 func (f *flakyListener) setFailing(v bool) {
@@ -39,7 +50,13 @@ func (f *flakyListener) Accept() (net.Conn, error) {
 	if failing {
 		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
 	}
-	return f.Listener.Accept()
+	c, err := f.Listener.Accept()
+	f.mu.Lock()
+	if err == nil && f.failAfterAccept {
+		f.failing = true
+	}
+	f.mu.Unlock()
+	return c, err
 }
 
 type lockedBuffer struct {
@@ -97,6 +114,8 @@ func TestTCPListenerRetriesAcceptErrorsAndServesAgain(t *testing.T) {
 		t.Fatal("no connection accepted after the errors ended")
 	}
 	require.NoError(t, l.Failing())
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "accepting connections again") },
+		5*time.Second, time.Millisecond, "the end of the burst is logged once the listener accepted for acceptQuiet")
 	out := logs.String()
 	require.Equal(t, 1, strings.Count(out, "accepting connections failed; retrying"), out)
 	require.Equal(t, 1, strings.Count(out, "accepting connections again"), out)
@@ -120,4 +139,62 @@ func TestTCPListenerCloseEndsARetryWait(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Serve did not return after Close")
 	}
+}
+
+// TestTCPListenerLogsAFlappingBurstOnce: out of descriptors, a listener
+// accepts one connection now and then and fails again in between. That
+// is one burst, logged when it starts and when the listener has accepted
+// for acceptQuiet without an error, with every error counted.
+func TestTCPListenerLogsAFlappingBurstOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", testAddr)
+	require.NoError(t, err)
+	flaky := &flakyListener{Listener: ln, failing: true}
+	l := NewTCPFromListener("t1", flaky)
+	logs := new(lockedBuffer)
+	require.NoError(t, l.Init(slog.New(slog.NewTextHandler(logs, nil))))
+
+	established := make(chan net.Conn, 1)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		l.Serve(func(id string, c net.Conn) error {
+			established <- c
+			return nil
+		})
+	}()
+	defer func() {
+		l.Close(MockCloser)
+		<-served
+	}()
+
+	acceptOne := func() {
+		t.Helper()
+		conn, err := net.Dial("tcp", ln.Addr().String())
+		require.NoError(t, err)
+		defer conn.Close()
+		select {
+		case c := <-established:
+			c.Close()
+		case <-time.After(5 * time.Second):
+			t.Fatal("no connection accepted")
+		}
+	}
+	flaky.setFailAfterAccept(true)
+	for flap := 0; flap < 3; flap++ {
+		before := l.AcceptErrors()
+		require.Eventually(t, func() bool { return l.AcceptErrors() >= before+2 }, 5*time.Second, time.Millisecond)
+		require.Error(t, l.Failing())
+		if flap == 2 {
+			flaky.setFailAfterAccept(false)
+		}
+		flaky.setFailing(false)
+		acceptOne()
+	}
+	require.NoError(t, l.Failing(), "accepting again clears Failing at once")
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "accepting connections again") },
+		5*time.Second, time.Millisecond)
+	out := logs.String()
+	require.Equal(t, 1, strings.Count(out, "accepting connections failed; retrying"), out)
+	require.Equal(t, 1, strings.Count(out, "accepting connections again"), out)
+	require.Contains(t, out, "errors="+strconv.FormatInt(l.AcceptErrors(), 10), out)
 }

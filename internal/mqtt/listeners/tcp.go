@@ -30,7 +30,8 @@ type TCP struct { // [MQTT-4.2.0-1]
 	// dss: accept errors are retried (see Serve).
 	acceptErrors atomic.Int64
 	failing      atomic.Pointer[error] // the error of the burst under way, nil while accepting
-	closed       chan struct{}         // closed by Close: ends a retry's wait
+	burst        acceptBurst
+	closed       chan struct{} // closed by Close: ends a retry's wait
 	closeOnce    sync.Once
 }
 
@@ -103,11 +104,11 @@ func (l *TCP) Init(log *slog.Logger) error {
 // the descriptor limit was enough). Every error but the listener's close
 // is now retried, after waits doubling from 5 ms to 1 s as net/http's
 // Server does; each is counted (AcceptErrors), a burst is logged once
-// when it starts and once when it ends, and Failing reports the error
-// while it lasts.
+// when it starts and once when the listener has accepted for acceptQuiet
+// without an error, and Failing reports the last error until a
+// connection is accepted.
 func (l *TCP) Serve(establish EstablishFn) {
 	var wait time.Duration
-	var burst int64
 	for {
 		if atomic.LoadUint32(&l.end) == 1 {
 			return
@@ -119,11 +120,12 @@ func (l *TCP) Serve(establish EstablishFn) {
 				return
 			}
 			l.acceptErrors.Add(1)
-			burst++
+			l.failing.Store(&err)
+			if l.burst.failed() {
+				l.log.Error("accepting connections failed; retrying", "error", err)
+			}
 			if wait == 0 {
 				wait = firstAcceptRetry
-				l.failing.Store(&err)
-				l.log.Error("accepting connections failed; retrying", "error", err)
 			} else {
 				wait = min(2*wait, lastAcceptRetry)
 			}
@@ -135,9 +137,11 @@ func (l *TCP) Serve(establish EstablishFn) {
 			continue
 		}
 		if wait != 0 {
-			l.log.Info("accepting connections again", "errors", burst)
-			wait, burst = 0, 0
+			wait = 0
 			l.failing.Store(nil)
+			l.burst.accepted(func(errors int64) {
+				l.log.Info("accepting connections again", "errors", errors)
+			})
 		}
 
 		if atomic.LoadUint32(&l.end) == 0 {
@@ -178,6 +182,7 @@ func (l *TCP) Close(closeClients CloseFn) {
 		closeClients(l.id)
 	}
 	l.closeOnce.Do(func() { close(l.closed) })
+	l.burst.stop()
 
 	if l.listen != nil {
 		err := l.listen.Close()
