@@ -71,6 +71,16 @@ var serveChecks = []struct {
 		return ""
 	}},
 	{"max-value-size", positiveSize},
+	{"max-keys", countOrNoLimit},
+	{"max-inflight-per-client", countOrNoLimit},
+	{"max-keynotify-per-client", countOrNoLimit},
+	{"max-store-bytes", sizeOrNoLimit},
+	{"connect-timeout", func(v string) string {
+		if d, err := time.ParseDuration(v); err == nil && d <= 0 {
+			return "want a duration above 0, such as 10s"
+		}
+		return ""
+	}},
 	{"max-queued-bytes-per-session", sizeOrNoLimit},
 	{"max-queued-bytes", sizeOrNoLimit},
 	{"max-packet-size", func(v string) string {
@@ -109,6 +119,15 @@ var serveChecks = []struct {
 func positiveSize(v string) string {
 	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n < 1 {
 		return "want a number of bytes above 0"
+	}
+	return ""
+}
+
+// countOrNoLimit checks a bound that -1 turns off. 0 would be taken for
+// the default by the server, which is not what one who writes it means.
+func countOrNoLimit(v string) string {
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil && (n == 0 || n < -1) {
+		return "want 1 or more, or -1 for no limit"
 	}
 	return ""
 }
