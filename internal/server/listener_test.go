@@ -53,6 +53,14 @@ func TestHealthzReportsAListenerThatIsNotAccepting(t *testing.T) {
 	if metric(t, s, "dss_mqtt_accept_errors_total 0") {
 		t.Fatal("dss_mqtt_accept_errors_total is 0")
 	}
+	// New clients cannot get in: not ready either, so that a balancer
+	// sends them elsewhere.
+	if code, body := dsstest.HTTPGet(t, s.HTTPAddr(), "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "not ready: the MQTT listener is not accepting connections") {
+		t.Fatalf("readyz while the listener fails: %d %q", code, body)
+	}
+	if !metric(t, s, "dss_ready 0") {
+		t.Fatal("dss_ready is not 0 while the listener fails")
+	}
 	// Clients already connected are served meanwhile.
 	expect(t, "SET", connected.Set([]string{"k", "v"}, ts(dsstest.Now())), "+OK\r\n", "any")
 
@@ -61,5 +69,8 @@ func TestHealthzReportsAListenerThatIsNotAccepting(t *testing.T) {
 	expect(t, "GET", c.Request(dsstest.Cmd("GET", "k")), "$1\r\nv\r\n", "any")
 	if code, body := dsstest.HTTPGet(t, s.HTTPAddr(), "/healthz"); code != http.StatusOK {
 		t.Fatalf("healthz after: %d %q", code, body)
+	}
+	if code, body := dsstest.HTTPGet(t, s.HTTPAddr(), "/readyz"); code != http.StatusOK {
+		t.Fatalf("readyz after: %d %q", code, body)
 	}
 }

@@ -23,9 +23,10 @@ var (
 )
 
 // Ready reports whether the server serves requests: the journal is
-// recovered (New returned), every listener accepts clients (Start
-// returned), the server is not shutting down, the journal has not failed,
-// and every added condition holds.
+// recovered (New returned), the listeners were started (Start returned)
+// and accept clients still (not out of descriptors), the server is not
+// shutting down, the journal has not failed, and every added condition
+// holds.
 func (s *Server) Ready() error {
 	switch {
 	case s.stopping.Load():
@@ -35,6 +36,9 @@ func (s *Server) Ready() error {
 	}
 	if err := s.node.Err(); err != nil {
 		return fmt.Errorf("the journal failed: %w", err)
+	}
+	if err := s.broker.Accepting(); err != nil {
+		return err
 	}
 	for _, c := range s.readiness {
 		if err := c.Ready(); err != nil {
