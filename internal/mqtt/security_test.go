@@ -222,3 +222,45 @@ func TestAConnectNamingAnAuthenticationMethodIsRefused(t *testing.T) {
 	require.ErrorIs(t, err, packets.ErrBadAuthenticationMethod)
 	require.Equal(t, packets.ErrBadAuthenticationMethod.Code, code)
 }
+
+// publishingHook records the topics of the publishes the ACL is asked
+// about, and refuses those in deny.
+type publishingHook struct {
+	aclHook
+	checked []string
+}
+
+func (h *publishingHook) OnACLCheck(cl *Client, topic string, write bool) bool {
+	if write {
+		h.checked = append(h.checked, topic)
+	}
+	return !h.deny[topic]
+}
+
+func TestAPublishThroughATopicAliasIsCheckedAgainstItsTopic(t *testing.T) {
+	h := &publishingHook{aclHook: aclHook{deny: map[string]bool{"": true, "secret": true}}}
+	s := New(&Options{Logger: logger})
+	defer s.Close()
+	require.NoError(t, s.AddHook(h, nil))
+	cl, _, _ := newTestClient()
+	cl.Properties.ProtocolVersion = 5
+	cl.State.TopicAliases.Inbound = NewInboundTopicAliases(10)
+
+	publish := func(topic string, alias uint16) (string, bool) {
+		pk := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish}, TopicName: topic,
+			Properties: packets.Properties{TopicAlias: alias, TopicAliasFlag: true}}
+		done, _ := s.admitPublish(cl, &pk)
+		return pk.TopicName, !done
+	}
+	topic, ok := publish("a/b", 1)
+	require.True(t, ok, "the publish that sets an alias of an allowed topic was refused")
+	require.Equal(t, "a/b", topic)
+	topic, ok = publish("", 1)
+	require.True(t, ok, "a publish through the alias of an allowed topic was refused")
+	require.Equal(t, "a/b", topic)
+	_, ok = publish("secret", 2)
+	require.False(t, ok, "a publish on a refused topic was admitted")
+	_, ok = publish("", 2)
+	require.False(t, ok, "a publish through the alias of a refused topic was admitted")
+	require.Equal(t, []string{"a/b", "a/b", "secret", "secret"}, h.checked, "the topics the ACL was asked about")
+}

@@ -1184,6 +1184,14 @@ func (s *Server) admitPublish(cl *Client, pk *packets.Packet) (bool, error) {
 		return true, code
 	}
 
+	// dss: the topic an alias stands for is resolved before the ACL
+	// check, which judged the empty topic of a publish through an alias
+	// (refusing it under a policy, or admitting it to a topic no longer
+	// granted when the grants narrowed).
+	if pk.Properties.TopicAliasFlag && pk.Properties.TopicAlias > 0 { // [MQTT-3.3.2-11]
+		pk.TopicName = cl.State.TopicAliases.Inbound.Set(pk.Properties.TopicAlias, pk.TopicName)
+	}
+
 	if !cl.Net.Inline && !s.hooks.OnACLCheck(cl, pk.TopicName, true) {
 		return true, s.publishDenied(cl, pk)
 	}
@@ -1202,10 +1210,6 @@ func (s *Server) admitPublish(cl *Client, pk *packets.Packet) (bool, error) {
 		if done, err := s.publishIDInFlight(cl, pk); done {
 			return true, err
 		}
-	}
-
-	if pk.Properties.TopicAliasFlag && pk.Properties.TopicAlias > 0 { // [MQTT-3.3.2-11]
-		pk.TopicName = cl.State.TopicAliases.Inbound.Set(pk.Properties.TopicAlias, pk.TopicName)
 	}
 
 	if pk.FixedHeader.Qos > s.Options.Capabilities.MaximumQos {
