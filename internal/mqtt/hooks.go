@@ -666,9 +666,8 @@ func (h *Hooks) StoredSysInfo() (v storage.SystemInfo, err error) {
 }
 
 // OnConnectAuthenticate is called when a user attempts to authenticate with the server.
-// An implementation of this method MUST be used to allow or deny access to the
-// server (see hooks/auth/allow_all or basic). It can be used in custom hooks to
-// check connecting users against an existing user database.
+// Without a hook that provides it, every connection is refused (dss's
+// broker binding provides it; it decides in OnConnect, with internal/auth).
 func (h *Hooks) OnConnectAuthenticate(cl *Client, pk packets.Packet) bool {
 	for _, hook := range h.GetAll() {
 		if hook.Provides(OnConnectAuthenticate) {
@@ -682,9 +681,8 @@ func (h *Hooks) OnConnectAuthenticate(cl *Client, pk packets.Packet) bool {
 }
 
 // OnACLCheck is called when a user attempts to publish or subscribe to a topic filter.
-// An implementation of this method MUST be used to allow or deny access to the
-// (see hooks/auth/allow_all or basic). It can be used in custom hooks to
-// check publishing and subscribing users against an existing permissions or roles database.
+// Without a hook that provides it, every publish and subscription is
+// refused (dss's broker binding provides it, with internal/auth).
 func (h *Hooks) OnACLCheck(cl *Client, topic string, write bool) bool {
 	for _, hook := range h.GetAll() {
 		if hook.Provides(OnACLCheck) {
