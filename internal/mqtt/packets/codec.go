@@ -94,16 +94,6 @@ func encodeBool(b bool) byte {
 	return 0
 }
 
-// encodeBytes encodes a byte array to a byte array. Used primarily for message payloads.
-func encodeBytes(val []byte) []byte {
-	// In most circumstances the number of bytes being encoded is small.
-	// Setting the cap to a low amount allows us to account for those without
-	// triggering allocation growth on append unless we need to.
-	buf := make([]byte, 2, 32)
-	binary.BigEndian.PutUint16(buf, uint16(len(val)))
-	return append(buf, val...)
-}
-
 // writeString writes a length-prefixed string to b.
 //
 // dss: encodeString allocated whenever the string was longer than 30

@@ -361,14 +361,6 @@ func TestEncodeBool(t *testing.T) {
 	require.NotEqual(t, byte(1), result)
 }
 
-func TestEncodeBytes(t *testing.T) {
-	result := encodeBytes([]byte("testing"))
-	require.Equal(t, []uint8{0, 7, 116, 101, 115, 116, 105, 110, 103}, result)
-
-	result = encodeBytes([]byte("testing"))
-	require.NotEqual(t, []uint8{0, 7, 113, 101, 115, 116, 105, 110, 103}, result)
-}
-
 func TestEncodeUint16(t *testing.T) {
 	result := encodeUint16(0)
 	require.Equal(t, []byte{0x00, 0x00}, result)
