@@ -87,7 +87,7 @@ func accessOf(cl *mqtt.Client) *access {
 	return a
 }
 
-// Reason codes of refused connections: the broker library's own, which
+// Reason codes of refused connections: the broker core's own, which
 // it translates for MQTT 3.1.1 clients.
 var (
 	codeBadCredentials = packets.ErrBadUsernameOrPassword // 0x86

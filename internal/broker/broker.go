@@ -200,7 +200,7 @@ func New(cfg Config) (*Broker, error) {
 	capabilities.apply(caps)
 	caps.MaximumPacketSize = cfg.MaxPacketSize
 	// Acknowledgements must not echo the request's user properties: that
-	// makes the broker library write reason code 0x01 into PUBACKs.
+	// makes the broker core write reason code 0x01 into PUBACKs.
 	caps.Compatibilities.NoInheritedPropertiesOnAck = true
 	srv := mqtt.New(&mqtt.Options{
 		Capabilities: caps,

@@ -69,7 +69,7 @@ func (c Capabilities) Validate() error {
 	return nil
 }
 
-// apply sets the broker library's capabilities to c.
+// apply sets the broker core's capabilities to c.
 func (c Capabilities) apply(caps *mqtt.Capabilities) {
 	caps.MaximumKeepalive = uint16(c.MaxKeepAlive / time.Second)
 	caps.MaximumQos = c.MaxQoS

@@ -1,5 +1,7 @@
-// Package broker runs the embedded MQTT 5 broker (mochi-mqtt) and binds the
-// state store to it.
+// Package broker runs dss's MQTT 5 broker core (package mqtt) and binds the
+// state store to it. It is the only package of the product that imports
+// the core (tests use its packet encoding too); what it calls there is the
+// list coreEdge (edge_test.go, ADR 0005).
 //
 // The binding is a broker hook. Requests published to the state store's
 // system topic never reach the broker's routing: the hook checks the
@@ -31,4 +33,8 @@
 //
 // A response is never published under the engine lock or registry.mu: the
 // engine calls Done and the notification deliveries without its lock.
+//
+// The core calls the hook holding locks of its own (a read loop's turn of
+// the connection, the session lock during a takeover), which therefore
+// come before all of these (see package mqtt's lock order).
 package broker

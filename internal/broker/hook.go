@@ -78,7 +78,7 @@ func (h *hook) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, er
 	return pk, h.ConsumePublish(cl, &pk)
 }
 
-// ConsumePublish is OnPublish by pointer: the broker library hands
+// ConsumePublish is OnPublish by pointer: the broker core hands
 // requests over this way (mqtt.PublishConsumer), without copies of the
 // packet on the reader's stack.
 func (h *hook) ConsumePublish(cl *mqtt.Client, pk *packets.Packet) error {
@@ -91,7 +91,7 @@ func (h *hook) ConsumePublish(cl *mqtt.Client, pk *packets.Packet) error {
 	return errHandled
 }
 
-// errHandled tells the broker library that the hook took care of a
+// errHandled tells the broker core that the hook took care of a
 // publish; boxed once, as an error value would otherwise be per request.
 var errHandled error = packets.ErrRejectPacket
 

@@ -65,6 +65,10 @@ type Options struct {
 // Journal is the on-disk log of one node. Append, Flush and BeginSnapshot
 // are called by the engine as its Journal interface describes; Close once
 // the engine is closed.
+//
+// Lock order: wmu, then mu. Flush holds wmu for the whole write and takes
+// mu only to swap the pending buffer, so that Append (under the engine's
+// lock) never waits for the disk.
 type Journal struct {
 	opts Options
 	log  *slog.Logger
