@@ -2,6 +2,8 @@ package certs_test
 
 import (
 	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"os"
 	"testing"
 
@@ -69,5 +71,41 @@ func TestClientCertificateModes(t *testing.T) {
 	}
 	if _, err := certs.Load(certs.Files{Cert: srv.CertFile, Key: srv.KeyFile, ClientCA: srv.KeyFile}, certs.VerifyClientCert); err == nil {
 		t.Fatal("a client CA file without certificates was accepted")
+	}
+}
+
+func TestReloadReadsTheClientCAAgain(t *testing.T) {
+	old, next := dsstest.NewCA(t, "old"), dsstest.NewCA(t, "next")
+	srv := old.Server("s")
+	caFile := t.TempDir() + "/client-ca.pem"
+	copyTo := func(from string) {
+		data, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(caFile, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyTo(old.CertFile)
+	st, err := certs.Load(certs.Files{Cert: srv.CertFile, Key: srv.KeyFile, ClientCA: caFile}, certs.RequireClientCert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trusts := func(ca *dsstest.CA) bool {
+		cfg, _ := st.ServerConfig().GetConfigForClient(&tls.ClientHelloInfo{})
+		_, err := ca.Client("c", pkix.Name{CommonName: "c"}).TLS.Leaf.Verify(x509.VerifyOptions{
+			Roots: cfg.ClientCAs, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+		return err == nil
+	}
+	if !trusts(old) || trusts(next) {
+		t.Fatal("before the reload: want the old CA's client certificates only")
+	}
+	copyTo(next.CertFile)
+	if err := st.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if trusts(old) || !trusts(next) {
+		t.Fatal("after the reload: want the new CA's client certificates only")
 	}
 }
