@@ -68,7 +68,7 @@ TLS files (which are also re-read when they change).`,
 			if err := cf.apply(&cfg); err != nil {
 				return err
 			}
-			if cfg.AdminToken, err = readAdminToken(adminTokenFile); err != nil {
+			if cfg.AdminToken, err = readAdminToken("--admin-token-file", adminTokenFile); err != nil {
 				return err
 			}
 			// The process is the server's: tune the Go runtime for it

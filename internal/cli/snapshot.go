@@ -58,7 +58,7 @@ Restore it with dss snapshot restore FILE --data DIR.`,
 			if addr == "" {
 				return errors.New("--server: give the address of the server's HTTP endpoint (its --http-listen), HOST:PORT")
 			}
-			token, err := readAdminToken(tokenFile)
+			token, err := readAdminToken("--token-file", tokenFile)
 			if err != nil {
 				return err
 			}
@@ -175,18 +175,22 @@ DIR.`,
 	return cmd
 }
 
-// readAdminToken reads the admin token from file ("" for none).
-func readAdminToken(file string) (string, error) {
+// readAdminToken reads the admin token from file ("" for none), given by
+// the flag named flag.
+// minAdminToken is the shortest admin token the server accepts.
+const minAdminToken = 16
+
+func readAdminToken(flag, file string) (string, error) {
 	if file == "" {
 		return "", nil
 	}
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return "", fmt.Errorf("admin token: %w", err)
+		return "", fmt.Errorf("%s: %w", flag, err)
 	}
 	token := strings.TrimSpace(string(b))
-	if token == "" {
-		return "", fmt.Errorf("admin token: %s is empty", file)
+	if len(token) < minAdminToken {
+		return "", fmt.Errorf("%s: %s holds a token of %d characters: want %d or more", flag, file, len(token), minAdminToken)
 	}
 	return token, nil
 }
