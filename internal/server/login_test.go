@@ -46,11 +46,20 @@ func TestLoginWithAUsersFile(t *testing.T) {
 		Users:      usersFile(t, "alice", "alice-pw"),
 		LoginDelay: time.Millisecond,
 		Logger:     slog.New(slog.NewTextHandler(logs, nil)),
+		HTTPListen: "127.0.0.1:0",
 	})
 	refusedWith(t, s.Addr(), "none", dsstest.Login{}, 0x87)
 	refusedWith(t, s.Addr(), "wrong", dsstest.Login{Username: "alice", Password: "guess-1"}, 0x86)
 	refusedWith(t, s.Addr(), "unknown", dsstest.Login{Username: "mallory", Password: "alice-pw"}, 0x86)
 	refusedWith(t, s.Addr(), "no-password", dsstest.Login{Username: "alice"}, 0x86)
+	for series, want := range map[string]float64{
+		`dss_logins_refused_total{reason="not authorized"}`:           1,
+		`dss_logins_refused_total{reason="bad username or password"}`: 3,
+	} {
+		if got := metricValue(t, s, series); got != want {
+			t.Errorf("%s = %v, want %v", series, got, want)
+		}
+	}
 
 	c := dsstest.DialWith(t, s.Addr(), "alice-1", dsstest.Login{Username: "alice", Password: "alice-pw"})
 	c.Subscribe(c.ResponseTopic)

@@ -1,8 +1,10 @@
 package server_test
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dssio/dss/internal/dsstest"
 	"github.com/dssio/dss/internal/server"
@@ -41,6 +43,14 @@ func TestMetricsMoveWithRequests(t *testing.T) {
 		{"VDEL", func() { c.Request(dsstest.Cmd("VDEL", "k", "x")) }, []string{`dss_requests_total{verb="VDEL"}`}},
 		{"DEL", func() { c.Request(dsstest.Cmd("DEL", "k")); watcher.Next() }, []string{`dss_requests_total{verb="DEL"}`, `dss_notifications_total`}},
 		{"a request in error", func() { c.Request(dsstest.Cmd("GET")) }, []string{`dss_request_errors_total{error="` + wire.ErrWrongArgs.Text() + `"}`}},
+		{"KEYS", func() { c.Request(dsstest.Cmd("KEYS", "*")) }, []string{`dss_requests_total{verb="KEYS"}`}},
+		{"a response topic under the store's prefix", func() {
+			bad := dsstest.DialNoSubscribe(t, s.Addr(), "bad")
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_, _ = bad.Paho.Publish(ctx, request(1, wire.RequestTopic, []byte("c"), dsstest.Cmd("GET", "k")))
+			bad.AwaitDisconnect(0x83, "a forbidden response topic")
+		}, []string{`dss_forbidden_response_topic_disconnects_total`}},
 		{"a refused request", func() {
 			_, _ = c.Publish(request(1, "", []byte("c"), dsstest.Cmd("GET", "k")))
 		}, []string{`dss_requests_refused_total{reason="no response topic"}`}},
