@@ -93,7 +93,25 @@ reads a YAML file of settings (--config); see dss serve --help.`,
 	root.AddCommand(newBenchCmd(stdio))
 	root.AddCommand(newConfigCmd(stdio), newReadyCmd(stdio))
 	root.AddCommand(newClusterCmd(stdio))
+	argsWithUsage(root)
 	return root
+}
+
+// argsWithUsage makes the argument checks of cmd and its subcommands end
+// their errors with the command's usage line, so that a command given
+// too few or too many arguments says what it takes.
+func argsWithUsage(cmd *cobra.Command) {
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			if err := check(c, args); err != nil {
+				return fmt.Errorf("%w (usage: %s)", err, c.UseLine())
+			}
+			return nil
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		argsWithUsage(sub)
+	}
 }
 
 // bindEnv gives every flag of cmd that was not set on the command line the
