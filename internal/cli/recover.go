@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -38,6 +41,9 @@ copying it to a directory torn-<time>.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := bindEnv(cmd); err != nil {
 				return err
+			}
+			if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("--data %s: no such data directory", dir)
 			}
 			r, err := journal.Repair(dir)
 			if r != nil {
