@@ -49,6 +49,7 @@ func TestAuthenticate(t *testing.T) {
 		{"nothing, anonymous allowed", Options{Users: users, AllowAnonymous: true}, Credentials{}, nil, "", "anonymous"},
 		{"certificate", Options{ClientCerts: true}, Credentials{Certificate: cert}, nil, "", "certificate:CN=line-1,O=plant-1"},
 		{"certificate, unchecked user name", Options{ClientCerts: true}, Credentials{Certificate: cert, Username: "alice", HasUsername: true}, nil, "", "certificate:CN=line-1,O=plant-1"},
+		{"certificate and a user name without password", Options{Users: users, ClientCerts: true}, Credentials{Certificate: cert, Username: "alice", HasUsername: true}, nil, "", "certificate:CN=line-1,O=plant-1"},
 		{"certificate and a wrong password", Options{Users: users, ClientCerts: true}, Credentials{Certificate: cert, Username: "alice", HasUsername: true, Password: []byte("x"), HasPassword: true}, ErrBadCredentials, "", ""},
 		{"certificate and a password", Options{Users: users, ClientCerts: true}, Credentials{Certificate: cert, Username: "alice", HasUsername: true, Password: []byte("pw"), HasPassword: true}, nil, "alice", "user:alice"},
 		{"certificate not accepted", Options{Users: users}, Credentials{Certificate: cert}, ErrNoCredentials, "", ""},
