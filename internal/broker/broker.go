@@ -223,6 +223,7 @@ func New(cfg Config) (*Broker, error) {
 	}
 	cfg.Metrics.faults.Store(srv.Faults)
 	cfg.Metrics.queues.Store(srv.Queues)
+	cfg.Metrics.info.Store(srv.Info)
 	b := &Broker{
 		cfg:       cfg,
 		log:       cfg.Logger,

@@ -7,6 +7,7 @@ import (
 
 	mqtt "github.com/dssio/dss/internal/mqtt"
 	"github.com/dssio/dss/internal/mqtt/listeners"
+	"github.com/dssio/dss/internal/mqtt/system"
 )
 
 // Metrics counts what the binding does. Register it with a Prometheus
@@ -34,6 +35,13 @@ type Metrics struct {
 	QueueDropsSession prometheus.CounterFunc
 	QueueDropsTotal   prometheus.CounterFunc
 	queues            atomic.Pointer[mqtt.Queues]
+	// DropsUnacknowledged and DropsPendingWrites read the broker core's
+	// Info: messages for connected clients dropped because the client
+	// left its maximum of QoS 1 and 2 messages unacknowledged, or read
+	// too slowly for its queue of pending writes.
+	DropsUnacknowledged prometheus.CounterFunc
+	DropsPendingWrites  prometheus.CounterFunc
+	info                atomic.Pointer[system.Info]
 	// AcceptErrors reads the bound broker's listener.
 	AcceptErrors prometheus.CounterFunc
 	listener     atomic.Pointer[listeners.TCP]
@@ -80,6 +88,13 @@ func NewMetrics() *Metrics {
 	m.QueueDropsTotal = prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "dss_mqtt_queued_messages_dropped_total", Help: dropsHelp, ConstLabels: prometheus.Labels{"limit": "total"},
 	}, m.queued(func(q *mqtt.Queues) int64 { return q.DroppedTotal.Load() }))
+	const droppedHelp = "Messages for a connected client that were dropped: it left its maximum of QoS 1 and 2 messages unacknowledged (reason=\"unacknowledged\"), or read too slowly for its queue of pending writes (reason=\"pending_writes\")."
+	m.DropsUnacknowledged = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "dss_mqtt_messages_dropped_total", Help: droppedHelp, ConstLabels: prometheus.Labels{"reason": "unacknowledged"},
+	}, m.infoCount(func(i *system.Info) *int64 { return &i.InflightDropped }))
+	m.DropsPendingWrites = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "dss_mqtt_messages_dropped_total", Help: droppedHelp, ConstLabels: prometheus.Labels{"reason": "pending_writes"},
+	}, m.infoCount(func(i *system.Info) *int64 { return &i.MessagesDropped }))
 	m.AcceptErrors = prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "dss_mqtt_accept_errors_total", Help: "Errors accepting MQTT connections (each retried, after a wait of 5 ms doubling up to 1 s).",
 	}, func() float64 {
@@ -111,9 +126,20 @@ func (m *Metrics) queued(read func(*mqtt.Queues) int64) func() float64 {
 	}
 }
 
+// infoCount returns a reading of a counter of the bound broker core's
+// Info.
+func (m *Metrics) infoCount(counter func(*system.Info) *int64) func() float64 {
+	return func() float64 {
+		if i := m.info.Load(); i != nil {
+			return float64(atomic.LoadInt64(counter(i)))
+		}
+		return 0
+	}
+}
+
 // Collectors returns the metrics for registration.
 func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.Requests, m.Refused, m.Errors, m.Notifications, m.Watches, m.Disconnects,
 		m.RefusedPackets, m.Panics, m.AcceptErrors, m.LoginsRefused,
-		m.QueuedBytes, m.QueueDropsSession, m.QueueDropsTotal}
+		m.QueuedBytes, m.QueueDropsSession, m.QueueDropsTotal, m.DropsUnacknowledged, m.DropsPendingWrites}
 }

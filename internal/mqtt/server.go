@@ -210,6 +210,10 @@ type Server struct {
 	// faults.go); faultLog limits the log lines about them.
 	Faults   *Faults
 	faultLog *rate.Limiter
+	// dropLog and unloggedDrops limit the log lines about messages
+	// dropped for connected clients (dss, see drops.go).
+	dropLog       *rate.Limiter
+	unloggedDrops atomic.Int64
 	// Queues accounts for the memory queued for sessions without a
 	// connection (dss, see queues.go).
 	Queues   *Queues
@@ -285,6 +289,7 @@ func New(opts *Options) *Server {
 		Faults:     new(Faults),
 		Queues:     newQueues(opts, opts.Logger),
 		faultLog:   newFaultLog(),
+		dropLog:    newDropLog(),
 		acks:       newAckWaiter(),
 		connecting: map[*Client]struct{}{},
 	}
@@ -1659,9 +1664,9 @@ func (s *Server) deliveryDropped(cl *Client, out *packets.Packet, err error) err
 	}
 	atomic.AddInt64(&s.Info.InflightDropped, 1)
 	if err != nil {
-		s.Log.Warn("packet ids exhausted", "error", err, "client", cl.ID, "listener", cl.Net.Listener)
+		s.logDropped(cl, "packet ids exhausted")
 	} else {
-		s.Log.Warn("client store quota reached", "client", cl.ID, "listener", cl.Net.Listener)
+		s.logDropped(cl, "unacknowledged messages at the maximum")
 	}
 	return packets.ErrQuotaExceeded
 }
@@ -1681,6 +1686,7 @@ func (s *Server) qosPublished(cl *Client, out *packets.Packet) {
 func (s *Server) enqueue(cl *Client, out, ack *packets.Packet) error {
 	if !cl.enqueue(pendingWrite{pk: out, ack: ack}) {
 		atomic.AddInt64(&s.Info.MessagesDropped, 1)
+		s.logDropped(cl, "too many pending writes")
 		cl.ops.hooks.OnPublishDropped(cl, *out)
 		if out.FixedHeader.Qos > 0 {
 			cl.State.Inflight.Delete(out.PacketID) // packet was dropped due to irregular circumstances, so rollback inflight.

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+
+package mqtt
+
+import (
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dssio/dss/internal/mqtt/packets"
+)
+
+// A client that subscribes with QoS 1 and never acknowledges makes every
+// message for it past its inflight maximum a drop: each is counted, but
+// the log gets at most a line a second, saying how many were dropped
+// since the line before, not a line per message.
+func TestMessagesDroppedForAClientThatDoesNotAcknowledgeAreLoggedOnceASecond(t *testing.T) {
+	const maxInflight uint16 = 5
+	logs := new(syncBuffer)
+	s := newServer()
+	s.Log = slog.New(slog.NewTextHandler(logs, nil))
+	cl, _, _ := newTestClient()
+	s.Options.Capabilities.MaximumInflight = maxInflight
+	cl.ops.options.Capabilities.MaximumInflight = maxInflight
+	for i := uint16(0); i < maxInflight; i++ {
+		cl.State.Inflight.Set(packets.Packet{PacketID: i})
+	}
+	publish := func() {
+		_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+		require.ErrorIs(t, err, packets.ErrQuotaExceeded)
+	}
+	const flood = 1000
+	for range flood {
+		publish()
+	}
+	require.Equal(t, int64(flood), atomic.LoadInt64(&s.Info.InflightDropped))
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	require.Len(t, lines, 1, "log:\n%s", logs.String())
+	require.Contains(t, lines[0], "client="+cl.ID)
+	require.True(t, strings.HasSuffix(lines[0], " dropped=1"), lines[0])
+
+	// The next line allowed counts every drop since the first one.
+	s.dropLog = newDropLog()
+	publish()
+	lines = strings.Split(strings.TrimSpace(logs.String()), "\n")
+	require.Len(t, lines, 2)
+	require.True(t, strings.HasSuffix(lines[1], " dropped=1000"), lines[1])
+}
