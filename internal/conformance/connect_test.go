@@ -19,14 +19,27 @@ func capabilities(change func(*broker.Capabilities)) *broker.Capabilities {
 // [MQTT-3.2.2-15] "The Client MUST NOT send packets exceeding Maximum
 // Packet Size to the Server": the server announces its maximum in
 // CONNACK, and a packet over it ends the connection with DISCONNECT 0x95
-// (Packet too large).
+// (Packet too large). The size is the whole packet's, its fixed header
+// included (3.2.2.3.6): a packet of exactly the maximum is taken, one of
+// a byte more is not.
 func TestMQTT_3_2_2_15_MaximumPacketSize(t *testing.T) {
 	addr := start(t, server.Config{MaxPacketSize: 2048})
 	c, ack := connectOK(t, addr, "big", true, packets.Properties{})
 	if ack.Properties.MaximumPacketSize != 2048 {
 		t.Fatalf("CONNACK Maximum Packet Size %d, want 2048", ack.Properties.MaximumPacketSize)
 	}
-	c.send(msg("a/b", 0, string(make([]byte, 4096))))
+	sized := func(total int) packets.Packet {
+		pk := msg("a/b", 0, "")
+		// The remaining length takes two bytes instead of one.
+		pk.Payload = make([]byte, total-len(encode(t, pk))-1)
+		if n := len(encode(t, pk)); n != total {
+			t.Fatalf("a PUBLISH of %d bytes, want %d", n, total)
+		}
+		return pk
+	}
+	c.send(sized(2048))
+	c.ping()
+	c.send(sized(2049))
 	c.disconnected(packets.ErrPacketTooLarge.Code)
 }
 

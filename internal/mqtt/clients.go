@@ -862,7 +862,10 @@ func (cl *Client) ReadFixedHeader(fh *packets.FixedHeader) error {
 		return packetError(fh, -1, err)
 	}
 
-	if cl.ops.options.Capabilities.MaximumPacketSize > 0 && uint32(fh.Remaining+1) > cl.ops.options.Capabilities.MaximumPacketSize {
+	// dss: the size is the whole packet's, the bytes of its remaining
+	// length included; upstream left them out, taking packets up to four
+	// bytes over the maximum announced.
+	if cl.ops.options.Capabilities.MaximumPacketSize > 0 && uint32(1+bu+fh.Remaining) > cl.ops.options.Capabilities.MaximumPacketSize {
 		return packetError(fh, fh.Remaining, packets.ErrPacketTooLarge) // [MQTT-3.2.2-15]
 	}
 

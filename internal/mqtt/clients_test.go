@@ -534,6 +534,33 @@ func TestClientReadFixedHeaderPacketOversized(t *testing.T) {
 	require.ErrorIs(t, err, packets.ErrPacketTooLarge)
 }
 
+// The Maximum Packet Size counts every byte of a packet: one whose
+// remaining length takes two bytes and whose whole is one byte over the
+// maximum is refused, one of exactly the maximum is not.
+func TestClientReadFixedHeaderCountsTheWholePacketAgainstTheMaximum(t *testing.T) {
+	for _, c := range []struct {
+		total int
+		err   error
+	}{{2048, nil}, {2049, packets.ErrPacketTooLarge}} {
+		cl, r, _ := newTestClient()
+		cl.ops.options.Capabilities.MaximumPacketSize = 2048
+		remaining := c.total - 3 // the type byte and two bytes of length
+		go func() {
+			_, _ = r.Write([]byte{packets.Publish << 4, byte(remaining&0x7f) | 0x80, byte(remaining >> 7)})
+			_ = r.Close()
+		}()
+		fh := new(packets.FixedHeader)
+		err := cl.ReadFixedHeader(fh)
+		if c.err == nil {
+			require.NoError(t, err, "a packet of %d bytes", c.total)
+			require.Equal(t, remaining, fh.Remaining)
+		} else {
+			require.ErrorIs(t, err, c.err, "a packet of %d bytes", c.total)
+		}
+		cl.Stop(errClientStop)
+	}
+}
+
 func TestClientReadFixedHeaderReadEOF(t *testing.T) {
 	cl, r, _ := newTestClient()
 	defer cl.Stop(errClientStop)
