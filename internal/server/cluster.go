@@ -26,16 +26,6 @@ func newClusterNode(cfg Config) (*cluster.Node, error) {
 	})
 }
 
-// HasLeader reports whether this node can serve writes: a single node
-// always can; a cluster node when it knows a leader. A readiness check
-// asks it.
-func (s *Server) HasLeader() bool {
-	if s.cluster == nil {
-		return true
-	}
-	return s.cluster.HasLeader()
-}
-
 // ClusterAddr returns the address of the cluster listener, or "" for a
 // single node.
 func (s *Server) ClusterAddr() string {
