@@ -124,7 +124,7 @@ type Client struct {
 	Net          ClientConnection // network connection state of the client
 	ID           string           // the client id.
 	ops          *ops             // ops provides a reference to server ops.
-	sync.RWMutex                  // mutex
+	sync.RWMutex                  // guards the choice of the next packet id (NextPacketID)
 
 	// Attached is the embedding application's: what it keeps for the
 	// connection, beside it. dss: the route of the client's responses.

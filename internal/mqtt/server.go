@@ -200,7 +200,7 @@ type Server struct {
 	Info         *system.Info         // values about the server commonly known as $SYS topics
 	loop         *loop                // loop contains tickers for the system event loop
 	done         chan bool            // indicate that the server is ending
-	Log          *slog.Logger         // minimal no-alloc logger
+	Log          *slog.Logger         // the core's log lines (most at debug level)
 	hooks        *Hooks               // hooks contains hooks for extra functionality such as auth and persistent storage
 	inlineClient *Client              // inlineClient is a special client used for inline subscriptions and inline Publish
 	sessionMu    sync.Mutex           // dss: serializes session takeover and the end-of-connection cleanup
@@ -255,7 +255,7 @@ type ops struct {
 	readFast func(cl *Client, fh packets.FixedHeader) error
 }
 
-// New returns a new instance of mochi mqtt broker. Optional parameters
+// New returns a broker core that is ready for hooks and listeners. Optional parameters
 // can be specified to override some default settings (see Options).
 func New(opts *Options) *Server {
 	if opts == nil {

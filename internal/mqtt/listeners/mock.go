@@ -30,7 +30,7 @@ type MockListener struct {
 	Config    *Config   // configuration for the listener
 	done      chan bool // indicate the listener is done
 	Serving   bool      // indicate the listener is serving
-	Listening bool      // indiciate the listener is listening
+	Listening bool      // indicate the listener is listening
 	ErrListen bool      // throw an error on listen
 }
 
@@ -76,7 +76,7 @@ func (l *MockListener) Address() string {
 	return l.address
 }
 
-// Protocol returns the address of the listener.
+// Protocol returns the listener's protocol, "mock".
 func (l *MockListener) Protocol() string {
 	return "mock"
 }

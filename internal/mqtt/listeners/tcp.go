@@ -74,7 +74,7 @@ func (l *TCP) Address() string {
 	return l.address
 }
 
-// Protocol returns the address of the listener.
+// Protocol returns the listener's protocol, "tcp".
 func (l *TCP) Protocol() string {
 	return "tcp"
 }

@@ -19,7 +19,7 @@ type BufferPool interface {
 }
 
 // NewBuffer returns a buffer pool. The max specify the max capacity of the Buffer the pool will
-// return. If the Buffer becoomes large than max, it will no longer be returned to the pool. If
+// return. If the Buffer becomes larger than max, it will no longer be returned to the pool. If
 // max <= 0, no limit will be enforced.
 func NewBuffer(max int) BufferPool {
 	if max > 0 {
