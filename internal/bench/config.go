@@ -83,8 +83,9 @@ type Config struct {
 	// Warmup runs before the measured window and is not measured. Default
 	// 2s; negative means none.
 	Warmup time.Duration
-	// Requests, when not 0, ends the run after this many requests
-	// instead of after Duration; the whole run is measured then.
+	// Requests, when not 0, ends the run after this many requests (in
+	// keynotify mode, notifications) instead of after Duration; the whole
+	// run is measured then.
 	Requests int64
 	// Workload is what to send. Default set.
 	Workload Workload

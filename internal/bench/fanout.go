@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"sync"
@@ -101,6 +102,11 @@ func runKeyNotify(ctx context.Context, cfg *Config, progress io.Writer) (*Report
 	rep := newReport(cfg)
 	rep.Clients, rep.Keys = 1, 1
 	ph := &phase{cfg: cfg, base: time.Now(), t0: int64(cfg.Warmup), t1: int64(cfg.Warmup + cfg.Duration), keys: keys}
+	if cfg.Requests > 0 {
+		// A counted run measures its notifications from the first.
+		ph.t0, ph.t1 = 0, math.MaxInt64
+		rep.WarmupSeconds = 0
+	}
 	f := &fanout{ph: ph, watchers: cfg.Watchers, done: make(chan [2]int64, 2), each: newHistograms(16)}
 	ws := make([]*fanWatcher, len(watchers))
 	var wg sync.WaitGroup
@@ -120,7 +126,11 @@ func runKeyNotify(ctx context.Context, cfg *Config, progress io.Writer) (*Report
 		wg.Wait()
 	}
 
-	fmt.Fprintf(progress, "running keynotify: %v warm-up, %v measured\n", cfg.Warmup, cfg.Duration)
+	if cfg.Requests > 0 {
+		fmt.Fprintf(progress, "running keynotify: %d notifications\n", cfg.Requests)
+	} else {
+		fmt.Fprintf(progress, "running keynotify: %v warm-up, %v measured\n", cfg.Warmup, cfg.Duration)
+	}
 	var (
 		wcnt    = newCounters(0)
 		all     = newHistogram()
@@ -134,7 +144,7 @@ func runKeyNotify(ctx context.Context, cfg *Config, progress io.Writer) (*Report
 	var ts []byte
 	for seq := uint64(1); ctx.Err() == nil; seq++ {
 		now := ph.now()
-		if now >= ph.t1 {
+		if now >= ph.t1 || (cfg.Requests > 0 && int64(seq) > cfg.Requests) {
 			break
 		}
 		if !sampled && now >= ph.t0 {

@@ -103,7 +103,7 @@ The exit status is 1 when any request failed validation or timed out.`,
 	f.IntVar(&cfg.Clients, "clients", 64, "number of connections")
 	f.IntVar(&cfg.Inflight, "inflight", 1, "outstanding requests per connection")
 	f.DurationVar(&cfg.Duration, "duration", 10*time.Second, "measured window (idle: how long to hold the connections)")
-	f.Int64Var(&cfg.Requests, "requests", 0, "stop after this many requests instead of after --duration, and measure them all")
+	f.Int64Var(&cfg.Requests, "requests", 0, "stop after this many requests (keynotify: notifications) instead of after --duration, and measure them all")
 	f.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "unmeasured run before the window")
 	f.StringVar(&op, "op", "set", "operation: set, get, mix:R, del, vdel, keynotify, fill or idle")
 	f.IntVar(&cfg.Keys, "keys", 10000, "size of the key space")
