@@ -284,7 +284,7 @@ func TestKeyNotifyReachesEveryWatcher(t *testing.T) {
 }
 
 func TestUnreachableServer(t *testing.T) {
-	_, err := bench.Run(context.Background(), bench.Config{Server: "127.0.0.1:1", Timeout: time.Second}, nil)
+	_, err := bench.Run(context.Background(), bench.Config{Server: dsstest.ClosedAddr(t), Timeout: time.Second}, nil)
 	if err == nil {
 		t.Fatal("a run against a closed port must fail")
 	}

@@ -166,8 +166,9 @@ func TestJSONObjectBinary(t *testing.T) {
 // A command fails as soon as every listed server refused: it does not
 // wait out --timeout.
 func TestUnreachableServer(t *testing.T) {
+	closed, closed2 := dsstest.ClosedAddr(t), dsstest.ClosedAddr(t)
 	start := time.Now()
-	r := runCLI(t, "", "get", "--server", "127.0.0.1:1,127.0.0.1:2", "--timeout", "1m", "k").expectCode(t, ExitError)
+	r := runCLI(t, "", "get", "--server", closed+","+closed2, "--timeout", "1m", "k").expectCode(t, ExitError)
 	if !strings.Contains(r.err, "no server reachable") || !strings.Contains(r.err, "connection refused") {
 		t.Fatalf("stderr %q: want the connection error", r.err)
 	}
@@ -175,7 +176,7 @@ func TestUnreachableServer(t *testing.T) {
 		t.Fatalf("took %v: waited for --timeout instead of failing", took)
 	}
 	for _, cmd := range [][]string{{"set", "k", "v"}, {"del", "k"}, {"vdel", "k", "v"}, {"watch", "k"}, {"lock", "l", "--", "true"}} {
-		args := append([]string{cmd[0], "--server", "127.0.0.1:1", "--timeout", "1m"}, cmd[1:]...)
+		args := append([]string{cmd[0], "--server", closed, "--timeout", "1m"}, cmd[1:]...)
 		if r := runCLI(t, "", args...).expectCode(t, ExitError); !strings.Contains(r.err, "connection refused") {
 			t.Errorf("%v: stderr %q", cmd, r.err)
 		}

@@ -109,7 +109,7 @@ func TestSetCmdFencing(t *testing.T) {
 
 func TestSetCmdServerFromEnvAndFailover(t *testing.T) {
 	addr, c := startServer(t)
-	t.Setenv("DSS_SERVER", "127.0.0.1:1,"+addr)
+	t.Setenv("DSS_SERVER", dsstest.ClosedAddr(t)+","+addr)
 	runCLI(t, "", "set", "k", "via env").expectCode(t, ExitOK)
 	if e, _, _ := c.Get(testCtx(t), "k"); string(e.Value) != "via env" {
 		t.Fatalf("value %q", e.Value)

@@ -47,14 +47,15 @@ func TestSnapshotSaveAndRestore(t *testing.T) {
 // TestSnapshotSaveServerIsNotTheMQTTAddress: DSS_SERVER, the MQTT address
 // of the client commands, does not set the HTTP address of a save.
 func TestSnapshotSaveServerIsNotTheMQTTAddress(t *testing.T) {
-	t.Setenv("DSS_SERVER", "127.0.0.1:1")
+	closed := dsstest.ClosedAddr(t)
+	t.Setenv("DSS_SERVER", closed)
 	r := runCLI(t, "", "snapshot", "save", filepath.Join(t.TempDir(), "b")).expectCode(t, ExitError)
 	if !strings.Contains(r.err, "--server: give the address of the server's HTTP endpoint") {
 		t.Fatalf("stderr %q", r.err)
 	}
-	t.Setenv("DSS_HTTP_SERVER", "127.0.0.1:1")
+	t.Setenv("DSS_HTTP_SERVER", closed)
 	r = runCLI(t, "", "snapshot", "save", filepath.Join(t.TempDir(), "b"), "--timeout", "1s").expectCode(t, ExitError)
-	if !strings.Contains(r.err, "127.0.0.1:1") {
+	if !strings.Contains(r.err, closed) {
 		t.Fatalf("DSS_HTTP_SERVER was not used: stderr %q", r.err)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/dssio/dss/internal/dsstest"
 )
 
 func TestWatchCmd(t *testing.T) {
@@ -71,5 +73,5 @@ func TestWatchCmdErrors(t *testing.T) {
 		t.Fatalf("stderr %q", r.err)
 	}
 	runCLI(t, "", "watch", "--server", addr).expectCode(t, ExitError)
-	runCLI(t, "", "watch", "--server", "127.0.0.1:1", "--timeout", "100ms", "k").expectCode(t, ExitError)
+	runCLI(t, "", "watch", "--server", dsstest.ClosedAddr(t), "--timeout", "100ms", "k").expectCode(t, ExitError)
 }

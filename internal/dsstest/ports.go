@@ -36,6 +36,15 @@ func NodeAddr(t testing.TB) string {
 	return ""
 }
 
+// ClosedAddr returns a loopback address where nothing listens, for a
+// test of a server that cannot be reached: a port free a moment ago, below
+// the ephemeral range so that no outgoing connection takes it. A fixed
+// port (127.0.0.1:1) is not: any process on the machine may listen on it.
+func ClosedAddr(t testing.TB) string {
+	t.Helper()
+	return NodeAddr(t)
+}
+
 // ephemeralLow returns the first port of the system's ephemeral range
 // (Linux: /proc/sys/net/ipv4/ip_local_port_range; elsewhere the IANA
 // range's 49152).
