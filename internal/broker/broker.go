@@ -63,6 +63,9 @@ type Config struct {
 	// MaxWatchesPerClient bounds the KEYNOTIFY registrations of one
 	// connection; 0 means no bound.
 	MaxWatchesPerClient int
+	// MaxSubscriptionsPerClient bounds the topic filters of one client's
+	// session (SUBACK 0x97 past it); 0 means no bound.
+	MaxSubscriptionsPerClient int
 	// TLSListen, when set, is the TCP address of a second MQTT listener
 	// that speaks TLS with the configuration TLS.
 	TLSListen string
@@ -217,6 +220,9 @@ func New(cfg Config) (*Broker, error) {
 		// it comes back; these bound that memory.
 		MaxSessionQueueBytes: max(cfg.MaxSessionQueueBytes, 0),
 		MaxQueuedBytes:       max(cfg.MaxQueuedBytes, 0),
+		// Each topic filter costs memory, kept with a session that
+		// outlives its connection.
+		MaxSubscriptionsPerClient: max(cfg.MaxSubscriptionsPerClient, 0),
 	})
 	if cfg.Auth != nil {
 		srv.Options.MayTakeOver = sameOwner

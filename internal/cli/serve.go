@@ -109,6 +109,7 @@ TLS files (which are also re-read when they change).`,
 	f.Int64Var(&cfg.MaxSessionQueueBytes, "max-queued-bytes-per-session", server.DefaultMaxSessionQueueBytes, "most bytes of messages queued for one session without a connection; past it its oldest queued messages are dropped (-1: no limit)")
 	f.Int64Var(&cfg.MaxQueuedBytes, "max-queued-bytes", 0, "most bytes of messages queued for all sessions without a connection; past it the oldest queued messages of the session being fed are dropped (0: a sixteenth of the machine's memory; -1: no limit)")
 	f.IntVar(&cfg.MaxWatchesPerClient, "max-keynotify-per-client", server.DefaultMaxWatchesPerClient, "most KEYNOTIFY registrations of one connection (-1: no limit)")
+	f.IntVar(&cfg.MaxSubscriptionsPerClient, "max-subscriptions-per-client", server.DefaultMaxSubscriptionsPerClient, "most topic filters one client's session holds; a new one past it gets SUBACK 0x97 (-1: no limit)")
 	f.DurationVar(&cfg.ConnectTimeout, "connect-timeout", 10*time.Second, "how long a new connection has to send its whole CONNECT packet")
 	caps := broker.DefaultCapabilities()
 	cfg.Capabilities = &caps

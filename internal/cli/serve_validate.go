@@ -74,6 +74,7 @@ var serveChecks = []struct {
 	{"max-keys", countOrNoLimit},
 	{"max-inflight-per-client", countOrNoLimit},
 	{"max-keynotify-per-client", countOrNoLimit},
+	{"max-subscriptions-per-client", countOrNoLimit},
 	{"max-store-bytes", sizeOrNoLimit},
 	{"connect-timeout", func(v string) string {
 		if d, err := time.ParseDuration(v); err == nil && d <= 0 {

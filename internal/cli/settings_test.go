@@ -141,6 +141,8 @@ func TestSettingsErrors(t *testing.T) {
 			want: `environment variable DSS_MAX_INFLIGHT_PER_CLIENT: "-5": want 1 or more, or -1 for no limit`},
 		{name: "keynotify bound in file", file: "max-keynotify-per-client: -2\n",
 			want: `max-keynotify-per-client: "-2": want 1 or more, or -1 for no limit`},
+		{name: "subscriptions bound of zero", args: []string{"--max-subscriptions-per-client", "0"},
+			want: `--max-subscriptions-per-client: "0": want 1 or more, or -1 for no limit`},
 		{name: "store bytes below -1", args: []string{"--max-store-bytes", "-7"},
 			want: `--max-store-bytes: "-7": want a number of bytes, or -1 for no limit`},
 		{name: "negative connect timeout", args: []string{"--connect-timeout", "-1s"},

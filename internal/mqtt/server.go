@@ -173,6 +173,13 @@ type Options struct {
 	// never by making other clients wait.
 	MaxPendingPerClient int32 `yaml:"-" json:"-"`
 
+	// MaxSubscriptionsPerClient bounds the topic filters one client's
+	// session holds; a SUBSCRIBE of a new filter past it is answered
+	// with reason code 0x97 (quota exceeded) for that filter. 0 means no
+	// bound. dss: each filter costs memory, kept with a session that
+	// outlives its connection.
+	MaxSubscriptionsPerClient int `yaml:"-" json:"-"`
+
 	// MayTakeOver, when set, decides whether the connection cl may take
 	// over existing, the session of the same client id (connected or
 	// not): if not, cl is refused with CONNACK 0x85 and existing stays as
@@ -1870,6 +1877,8 @@ func (s *Server) processSubscribe(cl *Client, pk packets.Packet) error {
 			if s.Options.Capabilities.Compatibilities.ObscureNotAuthorized {
 				reasonCodes[i] = packets.ErrUnspecifiedError.Code
 			}
+		} else if s.subscriptionsFull(cl, sub.Filter) {
+			reasonCodes[i] = packets.ErrQuotaExceeded.Code // dss
 		} else {
 			if sub.Qos > s.Options.Capabilities.MaximumQos {
 				sub.Qos = s.Options.Capabilities.MaximumQos // [MQTT-3.2.2-9]
@@ -1916,6 +1925,18 @@ func (s *Server) processSubscribe(cl *Client, pk packets.Packet) error {
 	}
 
 	return nil
+}
+
+// subscriptionsFull reports whether filter would be a subscription of cl
+// past Options.MaxSubscriptionsPerClient: a new one when cl holds that
+// many already. A filter cl holds may always be subscribed again.
+func (s *Server) subscriptionsFull(cl *Client, filter string) bool {
+	limit := s.Options.MaxSubscriptionsPerClient
+	if limit <= 0 || cl.Net.Inline || cl.State.Subscriptions.Len() < limit {
+		return false
+	}
+	_, held := cl.State.Subscriptions.Get(filter)
+	return !held
 }
 
 // unavailableSubscription reports the reason code refusing a subscription

@@ -97,6 +97,10 @@ type Config struct {
 	// connection. 0 means DefaultMaxWatchesPerClient, a negative number
 	// no bound.
 	MaxWatchesPerClient int
+	// MaxSubscriptionsPerClient bounds the topic filters of one client's
+	// session. 0 means DefaultMaxSubscriptionsPerClient, a negative
+	// number no bound.
+	MaxSubscriptionsPerClient int
 	// MaxInflightPerClient bounds the unanswered requests of one
 	// connection; past it the connection is not read until one is
 	// answered. 0 means 256, a negative number no bound.
@@ -205,6 +209,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.MaxWatchesPerClient == 0 {
 		c.MaxWatchesPerClient = DefaultMaxWatchesPerClient
+	}
+	if c.MaxSubscriptionsPerClient == 0 {
+		c.MaxSubscriptionsPerClient = DefaultMaxSubscriptionsPerClient
 	}
 	if c.MaxSessionQueueBytes == 0 {
 		c.MaxSessionQueueBytes = DefaultMaxSessionQueueBytes

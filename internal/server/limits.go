@@ -18,6 +18,9 @@ const (
 	DefaultMaxKeys = 10_000_000
 	// DefaultMaxWatchesPerClient bounds one connection's registrations.
 	DefaultMaxWatchesPerClient = 10_000
+	// DefaultMaxSubscriptionsPerClient bounds one session's topic
+	// filters.
+	DefaultMaxSubscriptionsPerClient = 10_000
 	// DefaultMaxSessionQueueBytes holds two messages of the largest
 	// default packet for a session without a connection.
 	DefaultMaxSessionQueueBytes = 2 * DefaultMaxPacketSize

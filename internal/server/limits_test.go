@@ -2,10 +2,14 @@ package server_test
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/dssio/dss/internal/broker"
 	"github.com/dssio/dss/internal/dsstest"
@@ -137,4 +141,35 @@ func rawConnectRefused(t *testing.T, addr, id string) (net.Conn, byte) {
 		t.Fatalf("CONNACK: type %d, body %v, %v", typ, body, err)
 	}
 	return conn, body[1]
+}
+
+// TestMaxSubscriptionsPerClientRefusesTheFilterOnePastIt: a connection
+// holds at most MaxSubscriptionsPerClient topic filters; a new filter past
+// them gets SUBACK 0x97 (quota exceeded), in the same SUBACK as the ones
+// granted before it. A filter it holds may be subscribed again, one
+// unsubscribed makes room, and another client is not affected.
+func TestMaxSubscriptionsPerClientRefusesTheFilterOnePastIt(t *testing.T) {
+	s := dsstest.StartServer(t, server.Config{MaxSubscriptionsPerClient: 3})
+	c := dsstest.DialNoSubscribe(t, s.Addr(), "c")
+	if got := c.SubscribeCodes("a", "b"); !bytes.Equal(got, []byte{1, 1}) {
+		t.Fatalf("two filters: SUBACK %x", got)
+	}
+	if got := c.SubscribeCodes("c", "d", "a"); !bytes.Equal(got, []byte{1, 0x97, 1}) {
+		t.Fatalf("one past the limit: SUBACK %x, want 01 97 01", got)
+	}
+	if _, err := c.Paho.Unsubscribe(context.Background(), &paho.Unsubscribe{Topics: []string{"b"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.SubscribeCodes("d"); !bytes.Equal(got, []byte{1}) {
+		t.Fatalf("after an UNSUBSCRIBE: SUBACK %x", got)
+	}
+	other := dsstest.Dial(t, s.Addr(), "other")
+	if got := other.SubscribeCodes("a", "b"); !bytes.Equal(got, []byte{1, 1}) {
+		t.Fatalf("another client: SUBACK %x", got)
+	}
+	expect(t, "a request of the other client", other.Set([]string{"k", "v"}), "+OK\r\n", "any")
+	other.Publish(&paho.Publish{Topic: "d", QoS: 1, Payload: []byte("to d")})
+	if m := c.Next(); m.Topic != "d" || string(m.Payload) != "to d" {
+		t.Fatalf("c got %s %q", m.Topic, m.Payload)
+	}
 }

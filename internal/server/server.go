@@ -134,6 +134,8 @@ func New(cfg Config) (*Server, error) {
 		MaxInflightPerClient: cfg.MaxInflightPerClient,
 		MaxSessionQueueBytes: max(cfg.MaxSessionQueueBytes, 0),
 		MaxQueuedBytes:       max(cfg.MaxQueuedBytes, 0),
+		// SUBACK 0x97 past it.
+		MaxSubscriptionsPerClient: max(cfg.MaxSubscriptionsPerClient, 0),
 	})
 	if err != nil {
 		s.closeStorage()
