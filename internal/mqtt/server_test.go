@@ -373,7 +373,8 @@ func TestServerEventLoop(t *testing.T) {
 	s.loop.willDelaySend = time.NewTicker(time.Millisecond)
 	go s.eventLoop()
 
-	time.Sleep(time.Millisecond * 3)
+	// The $SYS tick measures the memory in use: the loop is running.
+	require.Eventually(t, func() bool { return atomic.LoadInt64(&s.Info.MemoryAlloc) > 0 }, 5*time.Second, time.Millisecond)
 }
 
 func TestServerReadConnectionPacket(t *testing.T) {
