@@ -4,7 +4,10 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/dssio/dss/internal/server"
 )
 
 func newConfigCmd(stdio Stdio) *cobra.Command {
@@ -25,7 +28,10 @@ func newConfigPrintCmd(stdio Stdio) *cobra.Command {
 environment and configuration file, as YAML that --config accepts: one
 key per flag of dss serve, with a comment saying whether the value came from
 the command line, the environment (DSS_...), the file or the default.
-Secrets (passwords, tokens) are masked. The settings are checked as dss
+A setting left empty whose value the server works out (the listeners,
+which stay on loopback until authentication is configured, and the node
+id) names that value in its comment. Secrets (passwords, tokens) are
+masked. The settings are checked as dss
 serve checks them; an invalid one is reported with exit status 2.`,
 		Example: `  dss config print
   dss config print --config /etc/dss/dss.yaml
@@ -51,6 +57,9 @@ serve checks them; an invalid one is reported with exit status 2.`,
 			}
 			v := e.node()
 			v.LineComment = e.comment()
+			if d := serverDefault(cmd.Flags(), e.flag); d != "" {
+				v.LineComment += ": the server uses " + d
+			}
 			doc.Content = append(doc.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: e.flag.Name}, v)
 		}
 		out, err := yaml.Marshal(doc)
@@ -65,4 +74,27 @@ serve checks them; an invalid one is reported with exit status 2.`,
 		return err
 	}
 	return cmd
+}
+
+// serverDefault returns the value the server puts in place of an empty
+// setting whose default depends on the others (the listeners, which
+// stay on loopback until authentication is configured) or on the
+// machine (the node id), or "" for any other setting.
+func serverDefault(fs *pflag.FlagSet, f *pflag.Flag) string {
+	if f.Value.String() != "" {
+		return ""
+	}
+	value := func(name string) string { return fs.Lookup(name).Value.String() }
+	c := server.Config{Users: value("users"), TLSClientCA: value("tls-client-ca"), TLSCert: value("tls-cert")}
+	switch f.Name {
+	case "listen":
+		return c.DefaultListen()
+	case "tls-listen":
+		if c.TLSCert != "" {
+			return c.DefaultTLSListen()
+		}
+	case "node-id":
+		return server.DefaultNodeID()
+	}
+	return ""
 }

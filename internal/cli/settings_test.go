@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/dssio/dss/internal/dsstest"
+	"github.com/dssio/dss/internal/server"
 )
 
 // writeConfig writes a configuration file for the test and returns its path.
@@ -65,6 +66,36 @@ func TestSettingsPrecedence(t *testing.T) {
 	t.Setenv("DSS_CONFIG", file)
 	if got := printed(t); got["listen"][0] != "127.0.0.1:1001" {
 		t.Errorf("with DSS_CONFIG: listen %q", got["listen"])
+	}
+}
+
+// An empty listener address or node id is printed as given, with the
+// value the server puts in its place in the comment.
+func TestConfigPrintNamesTheServersDefaults(t *testing.T) {
+	host := server.DefaultNodeID()
+	for _, tc := range []struct {
+		args []string
+		want map[string][2]string
+	}{
+		{nil, map[string][2]string{
+			"listen":     {"", "# default: the server uses 127.0.0.1:1883"},
+			"tls-listen": {"", "# default"},
+			"node-id":    {"", "# default: the server uses " + host},
+		}},
+		{[]string{"--users", "users"}, map[string][2]string{
+			"listen": {"", "# default: the server uses :1883"},
+		}},
+		{[]string{"--users", "users", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--listen", "127.0.0.1:1"}, map[string][2]string{
+			"listen":     {"127.0.0.1:1", "# from --listen"},
+			"tls-listen": {"", "# default: the server uses :8883"},
+		}},
+	} {
+		got := printed(t, tc.args...)
+		for name, want := range tc.want {
+			if got[name] != want {
+				t.Errorf("%v: %s printed as %q, want %q", tc.args, name, got[name], want)
+			}
+		}
 	}
 }
 

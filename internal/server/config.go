@@ -193,7 +193,7 @@ func (c *Config) setDefaults() error {
 		c.ReloadInterval = 2 * time.Second
 	}
 	if c.NodeID == "" {
-		c.NodeID = defaultNodeID()
+		c.NodeID = DefaultNodeID()
 	}
 	if c.MaxClockSkew == 0 {
 		c.MaxClockSkew = time.Minute
@@ -262,7 +262,9 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-func defaultNodeID() string {
+// DefaultNodeID is the node id used when NodeID is empty: the host name,
+// with ':' (which separates the parts of a version) as '-'.
+func DefaultNodeID() string {
 	h, err := os.Hostname()
 	if err != nil || h == "" {
 		return "dss"
