@@ -87,7 +87,7 @@ TLS files (which are also re-read when they change).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Listen, "listen", "", "MQTT listener address HOST:PORT (default 127.0.0.1:1883: loopback only while no authentication is configured)")
+	f.StringVar(&cfg.Listen, "listen", "", "MQTT listener address HOST:PORT (default 127.0.0.1:1883, loopback only, while no authentication is configured; :1883 with --users and no TLS)")
 	f.BoolVar(&cfg.AllowAnonymous, "allow-anonymous", false, "admit clients without authentication on a listener beyond loopback (a warning at start); with --users or --tls-client-ca, admit clients that present no credentials")
 	f.StringVar(&cfg.Users, "users", "", "users file of names and argon2id password hashes, written by dss passwd; clients log in with a user name and password")
 	f.StringVar(&cfg.Policy, "policy", "", "authorization policy file (YAML): what each principal may connect, publish, subscribe, read and write; anything not granted is denied (re-read on SIGHUP or when it changes)")
