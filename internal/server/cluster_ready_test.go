@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -20,15 +21,27 @@ func TestReadyzInACluster(t *testing.T) {
 	for i, a := range addrs {
 		peers = append(peers, cluster.Peer{ID: fmt.Sprint("n", i+1), Addr: a})
 	}
+	var logs dsstest.Buffer
 	start := func(i int, httpListen string) *server.Server {
 		return dsstest.StartServer(t, server.Config{
 			NodeID:     peers[i].ID,
 			DataDir:    t.TempDir(),
 			HTTPListen: httpListen,
 			Cluster:    server.ClusterConfig{Listen: addrs[i], Peers: peers},
+			Logger:     slog.New(slog.NewTextHandler(&logs, nil)),
 		})
 	}
 	first := start(0, "127.0.0.1:0")
+	// The start-up line names the cluster listener with the others.
+	var line string
+	for l := range strings.Lines(logs.String()) {
+		if strings.Contains(l, `msg="dss serving"`) {
+			line = l
+		}
+	}
+	if !strings.Contains(line, " cluster="+addrs[0]+" ") || !strings.Contains(line, " http="+first.HTTPAddr()+" ") {
+		t.Errorf("start-up line %q lacks the cluster or HTTP listener", line)
+	}
 	code, body := dsstest.HTTPGet(t, first.HTTPAddr(), "/readyz")
 	if code != http.StatusServiceUnavailable || body != "not ready: "+cluster.ErrNoLeader.Error()+"\n" {
 		t.Fatalf("/readyz of one node of three: %d %q", code, body)
