@@ -136,7 +136,7 @@ func readConfigFile(fs *pflag.FlagSet, path string) (map[string]*yaml.Node, erro
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("config file %s: line %d: want a mapping of setting names to values (listen: 127.0.0.1:1883)", path, root.Line)
+		return nil, fmt.Errorf("config file %s: line %d: want a YAML mapping of setting names to values, one a line (listen: 127.0.0.1:1883)", path, root.Line)
 	}
 	var unknown []string
 	for i := 0; i+1 < len(root.Content); i += 2 {
