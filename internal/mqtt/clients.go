@@ -751,17 +751,21 @@ func (cl *Client) readAndHandle(fh *packets.FixedHeader, packetHandler ReadFn) e
 // Stop instructs the client to shut down all processing goroutines and disconnect.
 func (cl *Client) Stop(err error) {
 	cl.State.endOnce.Do(func() {
-
-		if cl.Net.Conn != nil {
-			_ = cl.Net.Conn.Close() // omit close error
-		}
-
 		if err != nil {
 			cl.State.stopCause.Store(err)
 		}
 
+		// dss: the client is Closed before its connection is: a message
+		// routed to it once the peer has seen the end of the connection
+		// is queued for its session, and delivered for the first time
+		// when it comes back, not taken for sent and redelivered with
+		// DUP 1.
 		if cl.State.cancelOpen != nil {
 			cl.State.cancelOpen()
+		}
+
+		if cl.Net.Conn != nil {
+			_ = cl.Net.Conn.Close() // omit close error
 		}
 
 		atomic.StoreInt64(&cl.State.disconnected, time.Now().Unix())

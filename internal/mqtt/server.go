@@ -1382,6 +1382,13 @@ func (s *Server) publishAccepted(cl *Client, pk packets.Packet) error {
 		s.hooks.OnQosPublish(cl, ack, ack.Created, 0)
 	}
 
+	// dss: the message is routed before it is acknowledged, so that an
+	// acknowledged message is in every session subscribed to it: a
+	// subscriber that reconnects to its session once the publisher has
+	// the PUBACK gets it. Upstream acknowledged first, and a session
+	// resumed meanwhile lost the message, or got it with DUP 1.
+	s.publishToSubscribers(pk)
+
 	err = cl.WritePacket(ack)
 	if err != nil {
 		return err
@@ -1395,7 +1402,6 @@ func (s *Server) publishAccepted(cl *Client, pk packets.Packet) error {
 		s.hooks.OnQosComplete(cl, ack)
 	}
 
-	s.publishToSubscribers(pk)
 	s.hooks.OnPublished(cl, pk)
 
 	return nil
