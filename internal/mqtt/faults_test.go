@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,24 +34,6 @@ func (h *panicHook) ConsumePublish(cl *Client, pk *packets.Packet) error {
 		_ = none[len(pk.Payload)] // index out of range
 	}
 	return h.echoHook.ConsumePublish(cl, pk)
-}
-
-// syncBuffer is a log destination tests read while servers write.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }
 
 // faultServer starts a server with loops read loops (0: a goroutine per
