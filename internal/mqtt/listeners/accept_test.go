@@ -198,3 +198,33 @@ func TestTCPListenerLogsAFlappingBurstOnce(t *testing.T) {
 	require.Equal(t, 1, strings.Count(out, "accepting connections again"), out)
 	require.Contains(t, out, "errors="+strconv.FormatInt(l.AcceptErrors(), 10), out)
 }
+
+// TestTCPListenerBurstEndsWithoutAConnection: out of descriptors, accept
+// fails whether or not a connection is pending, so a burst can end with
+// nothing to accept. It still ends (logged, Failing nil) once the
+// listener has waited acceptQuiet without an error.
+func TestTCPListenerBurstEndsWithoutAConnection(t *testing.T) {
+	ln, err := net.Listen("tcp", testAddr)
+	require.NoError(t, err)
+	flaky := &flakyListener{Listener: ln, failing: true}
+	l := NewTCPFromListener("t1", flaky)
+	logs := new(lockedBuffer)
+	require.NoError(t, l.Init(slog.New(slog.NewTextHandler(logs, nil))))
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		l.Serve(MockEstablisher)
+	}()
+	defer func() {
+		l.Close(MockCloser)
+		<-served
+	}()
+
+	require.Eventually(t, func() bool { return l.AcceptErrors() >= 3 }, 5*time.Second, time.Millisecond)
+	require.ErrorIs(t, l.Failing(), syscall.EMFILE)
+	flaky.setFailing(false) // and no connection comes
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "accepting connections again") },
+		5*time.Second, time.Millisecond, logs.String())
+	require.NoError(t, l.Failing())
+	require.Equal(t, 1, strings.Count(logs.String(), "accepting connections failed; retrying"), logs.String())
+}

@@ -29,7 +29,6 @@ type TCP struct { // [MQTT-4.2.0-1]
 
 	// dss: accept errors are retried (see Serve).
 	acceptErrors atomic.Int64
-	failing      atomic.Pointer[error] // the error of the burst under way, nil while accepting
 	burst        acceptBurst
 	closed       chan struct{} // closed by Close: ends a retry's wait
 	closeOnce    sync.Once
@@ -104,9 +103,9 @@ func (l *TCP) Init(log *slog.Logger) error {
 // the descriptor limit was enough). Every error but the listener's close
 // is now retried, after waits doubling from 5 ms to 1 s as net/http's
 // Server does; each is counted (AcceptErrors), a burst is logged once
-// when it starts and once when the listener has accepted for acceptQuiet
-// without an error, and Failing reports the last error until a
-// connection is accepted.
+// when it starts and once acceptQuiet after a retry that did not fail,
+// and Failing reports the last error until a connection is accepted or
+// the burst ends.
 func (l *TCP) Serve(establish EstablishFn) {
 	var wait time.Duration
 	for {
@@ -120,8 +119,7 @@ func (l *TCP) Serve(establish EstablishFn) {
 				return
 			}
 			l.acceptErrors.Add(1)
-			l.failing.Store(&err)
-			if l.burst.failed() {
+			if l.burst.failed(err) {
 				l.log.Error("accepting connections failed; retrying", "error", err)
 			}
 			if wait == 0 {
@@ -134,14 +132,14 @@ func (l *TCP) Serve(establish EstablishFn) {
 			case <-l.closed:
 				return
 			}
+			l.burst.retrying(func(errors int64) {
+				l.log.Info("accepting connections again", "errors", errors)
+			})
 			continue
 		}
 		if wait != 0 {
 			wait = 0
-			l.failing.Store(nil)
-			l.burst.accepted(func(errors int64) {
-				l.log.Info("accepting connections again", "errors", errors)
-			})
+			l.burst.accepted()
 		}
 
 		if atomic.LoadUint32(&l.end) == 0 {
@@ -166,12 +164,7 @@ func (l *TCP) AcceptErrors() int64 { return l.acceptErrors.Load() }
 
 // Failing returns the error of the burst of accept errors under way, or
 // nil while the listener accepts connections.
-func (l *TCP) Failing() error {
-	if err := l.failing.Load(); err != nil {
-		return *err
-	}
-	return nil
-}
+func (l *TCP) Failing() error { return l.burst.failing() }
 
 // Close closes the listener and any client connections.
 func (l *TCP) Close(closeClients CloseFn) {
