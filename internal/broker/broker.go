@@ -271,6 +271,7 @@ func New(cfg Config) (*Broker, error) {
 			_ = srv.Close()
 			return nil, fmt.Errorf("broker: TLS listen on %s: %w", cfg.TLSListen, err)
 		}
+		cfg.Metrics.tlsListener.Store(b.tlsLn)
 	}
 	return b, nil
 }
@@ -293,11 +294,18 @@ func readLoops(n int) int {
 // Addr returns the address the MQTT listener is bound to.
 func (b *Broker) Addr() string { return b.listener.Address() }
 
-// Accepting returns nil while the MQTT listener accepts connections, and
-// the error it meets otherwise (it retries).
+// Accepting returns nil while the MQTT listeners accept connections, and
+// the error one of them meets otherwise (it retries). Both are watched:
+// out of descriptors, a listener fails only when a client comes to it,
+// and clients may come to the TLS one alone.
 func (b *Broker) Accepting() error {
 	if err := b.listener.Failing(); err != nil {
 		return fmt.Errorf("the MQTT listener is not accepting connections: %w", err)
+	}
+	if b.tlsLn != nil {
+		if err := b.tlsLn.Failing(); err != nil {
+			return fmt.Errorf("the MQTT TLS listener is not accepting connections: %w", err)
+		}
 	}
 	return nil
 }

@@ -42,9 +42,10 @@ type Metrics struct {
 	DropsUnacknowledged prometheus.CounterFunc
 	DropsPendingWrites  prometheus.CounterFunc
 	info                atomic.Pointer[system.Info]
-	// AcceptErrors reads the bound broker's listener.
+	// AcceptErrors reads the bound broker's listeners.
 	AcceptErrors prometheus.CounterFunc
 	listener     atomic.Pointer[listeners.TCP]
+	tlsListener  atomic.Pointer[listeners.TCP] // nil without a TLS listener
 }
 
 // NewMetrics returns unregistered metrics.
@@ -96,12 +97,15 @@ func NewMetrics() *Metrics {
 		Name: "dss_mqtt_messages_dropped_total", Help: droppedHelp, ConstLabels: prometheus.Labels{"reason": "pending_writes"},
 	}, m.infoCount(func(i *system.Info) *int64 { return &i.MessagesDropped }))
 	m.AcceptErrors = prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "dss_mqtt_accept_errors_total", Help: "Errors accepting MQTT connections (each retried, after a wait of 5 ms doubling up to 1 s).",
+		Name: "dss_mqtt_accept_errors_total", Help: "Errors accepting MQTT connections, on the plain and the TLS listener (each retried, after a wait of 5 ms doubling up to 1 s).",
 	}, func() float64 {
-		if l := m.listener.Load(); l != nil {
-			return float64(l.AcceptErrors())
+		var n int64
+		for _, l := range []*listeners.TCP{m.listener.Load(), m.tlsListener.Load()} {
+			if l != nil {
+				n += l.AcceptErrors()
+			}
 		}
-		return 0
+		return float64(n)
 	})
 	return m
 }

@@ -2,7 +2,9 @@ package e2e_test
 
 import (
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -81,5 +83,67 @@ func TestTheListenerSurvivesRunningOutOfDescriptors(t *testing.T) {
 	if n := strings.Count(p.out.String(), "accepting connections failed"); n != 1 {
 		t.Fatalf("the burst was logged %d times:\n%s", n, p.out)
 	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+}
+
+// TestTheTLSListenerOutOfDescriptorsIsNotReady: clients that come only
+// to the TLS listener exhaust the descriptors there, and the plain
+// listener, to which nobody comes, never fails an accept. /readyz says
+// so all the same, naming the TLS listener, and is ready again once the
+// descriptors are back. It is asked over a connection opened before:
+// out of descriptors, the HTTP listener cannot accept either.
+func TestTheTLSListenerOutOfDescriptorsIsNotReady(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("needs sh to lower the descriptor limit of the server alone")
+	}
+	ca := dsstest.NewCA(t, "e2e")
+	cert := ca.Server("server")
+	addr, tlsAddr, httpAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+	p := runProcess(t, addr, exec.Command("sh", "-c", `ulimit -n 64 && exec "$0" "$@"`, dssBinary, "serve", "--listen", addr,
+		"--tls-listen", tlsAddr, "--tls-cert", cert.CertFile, "--tls-key", cert.KeyFile, "--http-listen", httpAddr,
+		"--in-memory", "--read-loops", "-1", "--connect-timeout", "1m"))
+	dsstest.Eventually(t, "dss serves", func() bool { return strings.Contains(p.out.String(), "dss serving") })
+
+	// One kept connection to the HTTP listener.
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}, Timeout: dsstest.Timeout}
+	defer hc.CloseIdleConnections()
+	readyz := func() (int, string) {
+		t.Helper()
+		resp, err := hc.Get("http://" + httpAddr + "/readyz")
+		if err != nil {
+			t.Fatalf("readyz: %v\n%s", err, p.out)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	dsstest.Eventually(t, "ready", func() bool { code, _ := readyz(); return code == http.StatusOK })
+
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := 0; i < 100 && !strings.Contains(p.out.String(), "accepting connections failed"); i++ {
+		c, err := net.DialTimeout("tcp", tlsAddr, time.Second)
+		if err != nil {
+			break // the backlog is full
+		}
+		conns = append(conns, c)
+		time.Sleep(5 * time.Millisecond) // paced: see TestTheListenerSurvivesRunningOutOfDescriptors
+	}
+	dsstest.Eventually(t, "the TLS listener's accept error is logged", func() bool {
+		return strings.Contains(p.out.String(), "listener=tls error=")
+	})
+	if code, body := readyz(); code != http.StatusServiceUnavailable || !strings.Contains(body, "the MQTT TLS listener is not accepting connections") {
+		t.Fatalf("readyz while the TLS listener fails: %d %q\n%s", code, body, p.out)
+	}
+
+	for _, c := range conns {
+		c.Close()
+	}
+	conns = nil
+	dsstest.Eventually(t, "ready again", func() bool { code, _ := readyz(); return code == http.StatusOK })
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 }
