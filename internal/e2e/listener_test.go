@@ -35,32 +35,14 @@ func TestTheListenerSurvivesRunningOutOfDescriptors(t *testing.T) {
 		return err == nil
 	})
 
-	var conns []net.Conn
-	defer func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
-	for i := 0; i < 100 && !strings.Contains(p.out.String(), "accepting connections failed"); i++ {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err != nil {
-			break // the backlog is full
-		}
-		conns = append(conns, c)
-		// Paced, so that the server accepts each connection and runs out
-		// of descriptors itself, rather than the backlog filling up.
-		time.Sleep(5 * time.Millisecond)
-	}
+	conns := exhaustDescriptors(t, p, addr)
 	dsstest.Eventually(t, "the accept error is logged", func() bool {
 		return strings.Contains(p.out.String(), "accepting connections failed; retrying")
 	})
 	if !strings.Contains(p.out.String(), "too many open files") {
 		t.Fatalf("the log does not name the error:\n%s", p.out)
 	}
-	for _, c := range conns {
-		c.Close()
-	}
-	conns = nil
+	closeAll(conns)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -119,20 +101,7 @@ func TestTheTLSListenerOutOfDescriptorsIsNotReady(t *testing.T) {
 	}
 	dsstest.Eventually(t, "ready", func() bool { code, _ := readyz(); return code == http.StatusOK })
 
-	var conns []net.Conn
-	defer func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
-	for i := 0; i < 100 && !strings.Contains(p.out.String(), "accepting connections failed"); i++ {
-		c, err := net.DialTimeout("tcp", tlsAddr, time.Second)
-		if err != nil {
-			break // the backlog is full
-		}
-		conns = append(conns, c)
-		time.Sleep(5 * time.Millisecond) // paced: see TestTheListenerSurvivesRunningOutOfDescriptors
-	}
+	conns := exhaustDescriptors(t, p, tlsAddr)
 	dsstest.Eventually(t, "the TLS listener's accept error is logged", func() bool {
 		return strings.Contains(p.out.String(), "listener=tls error=")
 	})
@@ -140,10 +109,33 @@ func TestTheTLSListenerOutOfDescriptorsIsNotReady(t *testing.T) {
 		t.Fatalf("readyz while the TLS listener fails: %d %q\n%s", code, body, p.out)
 	}
 
+	closeAll(conns)
+	dsstest.Eventually(t, "ready again", func() bool { code, _ := readyz(); return code == http.StatusOK })
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+}
+
+// exhaustDescriptors connects to addr until the server p, which runs with
+// a low descriptor limit, logs that accepting failed. The connections are
+// closed when the test ends, if not before (closeAll).
+func exhaustDescriptors(t *testing.T, p *process, addr string) []net.Conn {
+	t.Helper()
+	var conns []net.Conn
+	for i := 0; i < 100 && !strings.Contains(p.out.String(), "accepting connections failed"); i++ {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			break // the backlog is full
+		}
+		conns = append(conns, c)
+		// Paced, so that the server accepts each connection and runs out
+		// of descriptors itself, rather than the backlog filling up.
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Cleanup(func() { closeAll(conns) })
+	return conns
+}
+
+func closeAll(conns []net.Conn) {
 	for _, c := range conns {
 		c.Close()
 	}
-	conns = nil
-	dsstest.Eventually(t, "ready again", func() bool { code, _ := readyz(); return code == http.StatusOK })
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 }

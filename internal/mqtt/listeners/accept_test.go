@@ -76,47 +76,74 @@ func (w *lockedBuffer) String() string {
 	return w.b.String()
 }
 
-func TestTCPListenerRetriesAcceptErrorsAndServesAgain(t *testing.T) {
+// failingListener is a TCP listener over a flakyListener that fails
+// until told otherwise, serving in the background until the test ends,
+// with its log and the connections it accepts at hand.
+type failingListener struct {
+	*TCP
+	flaky       *flakyListener
+	logs        *lockedBuffer
+	established chan net.Conn
+}
+
+func serveFailing(t *testing.T) *failingListener {
+	t.Helper()
 	ln, err := net.Listen("tcp", testAddr)
 	require.NoError(t, err)
-	flaky := &flakyListener{Listener: ln, failing: true}
-	l := NewTCPFromListener("t1", flaky)
-	logs := new(lockedBuffer)
-	require.NoError(t, l.Init(slog.New(slog.NewTextHandler(logs, nil))))
-
-	established := make(chan net.Conn, 1)
+	f := &failingListener{
+		flaky:       &flakyListener{Listener: ln, failing: true},
+		logs:        new(lockedBuffer),
+		established: make(chan net.Conn, 1),
+	}
+	f.TCP = NewTCPFromListener("t1", f.flaky)
+	require.NoError(t, f.Init(slog.New(slog.NewTextHandler(f.logs, nil))))
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
-		l.Serve(func(id string, c net.Conn) error {
-			established <- c
+		f.Serve(func(id string, c net.Conn) error {
+			f.established <- c
 			return nil
 		})
 	}()
-	defer func() {
-		l.Close(MockCloser)
+	t.Cleanup(func() {
+		f.Close(MockCloser)
 		<-served
-	}()
+	})
+	return f
+}
+
+// acceptOne dials the listener and waits until it accepts.
+func (f *failingListener) acceptOne(t *testing.T) {
+	t.Helper()
+	conn, err := net.Dial("tcp", f.flaky.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	select {
+	case c := <-f.established:
+		c.Close()
+	case <-time.After(5 * time.Second):
+		t.Fatal("no connection accepted")
+	}
+}
+
+// waitLogged waits until the log holds s.
+func (f *failingListener) waitLogged(t *testing.T, s string) {
+	t.Helper()
+	require.Eventually(t, func() bool { return strings.Contains(f.logs.String(), s) }, 5*time.Second, time.Millisecond, f.logs.String())
+}
+
+func TestTCPListenerRetriesAcceptErrorsAndServesAgain(t *testing.T) {
+	l := serveFailing(t)
 
 	// A burst of errors: retried with growing waits, reported while it
 	// lasts, logged once.
 	require.Eventually(t, func() bool { return l.AcceptErrors() >= 5 }, 5*time.Second, time.Millisecond)
 	require.ErrorIs(t, l.Failing(), syscall.EMFILE)
-	flaky.setFailing(false)
-
-	conn, err := net.Dial("tcp", ln.Addr().String())
-	require.NoError(t, err)
-	defer conn.Close()
-	select {
-	case c := <-established:
-		c.Close()
-	case <-time.After(5 * time.Second):
-		t.Fatal("no connection accepted after the errors ended")
-	}
+	l.flaky.setFailing(false)
+	l.acceptOne(t)
 	require.NoError(t, l.Failing())
-	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "accepting connections again") },
-		5*time.Second, time.Millisecond, "the end of the burst is logged once the listener accepted for acceptQuiet")
-	out := logs.String()
+	l.waitLogged(t, "accepting connections again")
+	out := l.logs.String()
 	require.Equal(t, 1, strings.Count(out, "accepting connections failed; retrying"), out)
 	require.Equal(t, 1, strings.Count(out, "accepting connections again"), out)
 	require.Contains(t, out, "too many open files")
@@ -146,54 +173,21 @@ func TestTCPListenerCloseEndsARetryWait(t *testing.T) {
 // is one burst, logged when it starts and when the listener has accepted
 // for acceptQuiet without an error, with every error counted.
 func TestTCPListenerLogsAFlappingBurstOnce(t *testing.T) {
-	ln, err := net.Listen("tcp", testAddr)
-	require.NoError(t, err)
-	flaky := &flakyListener{Listener: ln, failing: true}
-	l := NewTCPFromListener("t1", flaky)
-	logs := new(lockedBuffer)
-	require.NoError(t, l.Init(slog.New(slog.NewTextHandler(logs, nil))))
-
-	established := make(chan net.Conn, 1)
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		l.Serve(func(id string, c net.Conn) error {
-			established <- c
-			return nil
-		})
-	}()
-	defer func() {
-		l.Close(MockCloser)
-		<-served
-	}()
-
-	acceptOne := func() {
-		t.Helper()
-		conn, err := net.Dial("tcp", ln.Addr().String())
-		require.NoError(t, err)
-		defer conn.Close()
-		select {
-		case c := <-established:
-			c.Close()
-		case <-time.After(5 * time.Second):
-			t.Fatal("no connection accepted")
-		}
-	}
-	flaky.setFailAfterAccept(true)
+	l := serveFailing(t)
+	l.flaky.setFailAfterAccept(true)
 	for flap := 0; flap < 3; flap++ {
 		before := l.AcceptErrors()
 		require.Eventually(t, func() bool { return l.AcceptErrors() >= before+2 }, 5*time.Second, time.Millisecond)
 		require.Error(t, l.Failing())
 		if flap == 2 {
-			flaky.setFailAfterAccept(false)
+			l.flaky.setFailAfterAccept(false)
 		}
-		flaky.setFailing(false)
-		acceptOne()
+		l.flaky.setFailing(false)
+		l.acceptOne(t)
 	}
 	require.NoError(t, l.Failing(), "accepting again clears Failing at once")
-	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "accepting connections again") },
-		5*time.Second, time.Millisecond)
-	out := logs.String()
+	l.waitLogged(t, "accepting connections again")
+	out := l.logs.String()
 	require.Equal(t, 1, strings.Count(out, "accepting connections failed; retrying"), out)
 	require.Equal(t, 1, strings.Count(out, "accepting connections again"), out)
 	require.Contains(t, out, "errors="+strconv.FormatInt(l.AcceptErrors(), 10), out)
@@ -204,27 +198,11 @@ func TestTCPListenerLogsAFlappingBurstOnce(t *testing.T) {
 // nothing to accept. It still ends (logged, Failing nil) once the
 // listener has waited acceptQuiet without an error.
 func TestTCPListenerBurstEndsWithoutAConnection(t *testing.T) {
-	ln, err := net.Listen("tcp", testAddr)
-	require.NoError(t, err)
-	flaky := &flakyListener{Listener: ln, failing: true}
-	l := NewTCPFromListener("t1", flaky)
-	logs := new(lockedBuffer)
-	require.NoError(t, l.Init(slog.New(slog.NewTextHandler(logs, nil))))
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		l.Serve(MockEstablisher)
-	}()
-	defer func() {
-		l.Close(MockCloser)
-		<-served
-	}()
-
+	l := serveFailing(t)
 	require.Eventually(t, func() bool { return l.AcceptErrors() >= 3 }, 5*time.Second, time.Millisecond)
 	require.ErrorIs(t, l.Failing(), syscall.EMFILE)
-	flaky.setFailing(false) // and no connection comes
-	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "accepting connections again") },
-		5*time.Second, time.Millisecond, logs.String())
+	l.flaky.setFailing(false) // and no connection comes
+	l.waitLogged(t, "accepting connections again")
 	require.NoError(t, l.Failing())
-	require.Equal(t, 1, strings.Count(logs.String(), "accepting connections failed; retrying"), logs.String())
+	require.Equal(t, 1, strings.Count(l.logs.String(), "accepting connections failed; retrying"), l.logs.String())
 }
