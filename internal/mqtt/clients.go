@@ -209,17 +209,25 @@ type Will struct {
 
 // ClientState tracks the state of the client.
 type ClientState struct {
-	TopicAliases  TopicAliases       // a map of topic aliases
-	stopCause     atomic.Value       // reason for stopping
-	Inflight      *Inflight          // a map of in-flight qos messages
-	Subscriptions *Subscriptions     // a map of the subscription filters a client maintains
-	disconnected  int64              // the time the client disconnected in unix time, for calculating expiry
-	outbound      outboundQueue      // queue for pending outbound packets
-	endOnce       sync.Once          // only end once
-	isTakenOver   atomic.Bool        // used to identify orphaned clients
-	packetID      uint32             // the current highest packetID
-	open          context.Context    // indicate that the client is open for packet exchange
-	cancelOpen    context.CancelFunc // cancel function for open context
+	TopicAliases  TopicAliases   // a map of topic aliases
+	stopCause     atomic.Value   // reason for stopping
+	Inflight      *Inflight      // a map of in-flight qos messages
+	Subscriptions *Subscriptions // a map of the subscription filters a client maintains
+	disconnected  int64          // the time the client disconnected in unix time, for calculating expiry
+	outbound      outboundQueue  // queue for pending outbound packets
+	endOnce       sync.Once      // only end once
+	isTakenOver   atomic.Bool    // used to identify orphaned clients
+	// dss: a delivery adds to the session's messages under handover's
+	// read lock, a takeover moves them to the new connection under its
+	// write lock; successor is that connection, and awaitingConnack is
+	// set until the new connection's CONNACK is written (its messages
+	// are queued until then, and sent after it).
+	handover        sync.RWMutex
+	successor       atomic.Pointer[Client]
+	awaitingConnack bool               // guarded by handover
+	packetID        uint32             // the current highest packetID
+	open            context.Context    // indicate that the client is open for packet exchange
+	cancelOpen      context.CancelFunc // cancel function for open context
 	// ended is set when cancelOpen cancels open. dss: Closed reads it,
 	// in the Client, rather than the context's own memory, which is out
 	// of the cache when thousands of connections take turns.
@@ -605,7 +613,15 @@ func (cl *Client) ResendInflightMessages(force bool) error {
 				if parked {
 					tk.Expiry = 0
 				}
+				// dss: marked sent before a takeover clones it, or not
+				// sent here: the new connection sends it, once.
+				cl.State.handover.RLock()
+				if cl.State.isTakenOver.Load() {
+					cl.State.handover.RUnlock()
+					return nil
+				}
 				cl.State.Inflight.Set(tk)
+				cl.State.handover.RUnlock()
 			}
 			cl.State.Inflight.DecreaseSendQuota()
 		}

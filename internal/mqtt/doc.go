@@ -35,8 +35,9 @@
 //     wait for a connection.
 //  5. The tables, each chain taken alone: Clients (the client table); the
 //     TopicsIndex's root, then a particle's lock, then its subscription
-//     and retained maps; a Client's own lock (NextPacketID), then its
-//     Inflight's.
+//     and retained maps; a Client's handover lock (read by a delivery,
+//     written by the takeover of its session), then its own lock
+//     (NextPacketID), then its Inflight's. No hook runs under them.
 //  6. A connection's write token (outboundQueue.writing, a flag, not a
 //     mutex: whoever writes the queue's bytes or past them holds it), then
 //     ClientConnection.writeMu for the write itself. WriteNow only tries

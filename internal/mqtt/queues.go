@@ -235,6 +235,12 @@ func (i *Inflight) detach() {
 // itself, are counted and logged.
 func (s *Server) queueDelivery(cl *Client, out *packets.Packet) bool {
 	dropped, refused := cl.State.Inflight.queue(out)
+	return s.queueDelivered(cl, out, dropped, refused)
+}
+
+// queueDelivered counts and logs what queueing out dropped (out itself if
+// refused) and reports whether out was queued.
+func (s *Server) queueDelivered(cl *Client, out *packets.Packet, dropped []droppedMessage, refused queueLimit) bool {
 	if refused != withinLimits {
 		d := droppedMessage{pk: *out, limit: refused}
 		d.pk.Owner = nil

@@ -44,6 +44,9 @@ var (
 	ErrInlineClientNotEnabled = errors.New("please set Options.InlineClient=true to use this feature") // inline client is not enabled by default
 	ErrOptionsUnreadable      = errors.New("unable to read options from bytes")
 	ErrServerClosing          = errors.New("the server is closing")
+	// errSessionMoved: a delivery came to a connection whose session a
+	// new connection has taken over; the session's messages are there.
+	errSessionMoved = errors.New("session taken over")
 )
 
 // Capabilities indicates the capabilities and features provided by the server.
@@ -642,6 +645,7 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 		_ = s.SendConnack(cl, packets.ErrServerUnavailable, false, nil)
 		return ErrServerClosing
 	}
+	cl.State.awaitingConnack = true // not yet reachable by a delivery
 	sessionPresent, takenOver := s.inheritClientSession(pk, cl)
 	s.Clients.Add(cl) // [MQTT-4.1.0-1]
 	s.attachMu.Unlock()
@@ -650,14 +654,20 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 		_ = s.DisconnectClient(takenOver, packets.ErrSessionTakenOver) // [MQTT-3.1.4-3]
 	}
 
+	// dss: a message routed to the connection before its CONNACK is
+	// queued, and sent after it with the session's messages; upstream
+	// could write it before the CONNACK.
 	err = s.SendConnack(cl, code, sessionPresent, nil) // [MQTT-3.1.4-5] [MQTT-3.2.0-1] [MQTT-3.2.0-2] &[MQTT-3.14.0-1]
+	cl.State.handover.Lock()
+	cl.State.awaitingConnack = false
+	cl.State.handover.Unlock()
 	if err != nil {
 		return fmt.Errorf("ack connection packet: %w", err)
 	}
 
 	s.loop.willDelayed.Delete(cl.ID) // [MQTT-3.1.3-9]
 
-	if sessionPresent {
+	if sessionPresent || cl.State.Inflight.Len() > 0 {
 		err = cl.ResendInflightMessages(true)
 		if err != nil {
 			return fmt.Errorf("resend inflight: %w", err)
@@ -819,6 +829,11 @@ func (s *Server) inheritClientSession(pk packets.Packet, cl *Client) (bool, *Cli
 			return false, existing                 // [MQTT-3.2.2-3]
 		}
 
+		// dss: no delivery adds to the old connection's messages once
+		// they are cloned: one that comes later goes to the new
+		// connection (see errSessionMoved). Upstream's could land in the
+		// old connection's messages after the clone, and was lost.
+		existing.State.handover.Lock()
 		existing.State.isTakenOver.Store(true)
 		if existing.State.Inflight.Len() > 0 {
 			cl.State.Inflight = existing.State.Inflight.Clone() // [MQTT-3.1.2-5]
@@ -827,6 +842,8 @@ func (s *Server) inheritClientSession(pk packets.Packet, cl *Client) (bool, *Cli
 				cl.State.Inflight.ResetSendQuota(int32(cl.Properties.Props.ReceiveMaximum))            // client receive max
 			}
 		}
+		existing.State.successor.Store(cl)
+		existing.State.handover.Unlock()
 
 		for _, sub := range existing.State.Subscriptions.GetAll() {
 			// dss: an inherited subscription is checked as a new one
@@ -1456,6 +1473,10 @@ func (s *Server) publishToSubscribers(pk packets.Packet) {
 	for id, subs := range subscribers.Subscriptions {
 		if cl, ok := s.Clients.Get(id); ok {
 			_, err := s.publishToClient(cl, subs, pk)
+			for errors.Is(err, errSessionMoved) && cl.State.successor.Load() != nil {
+				cl = cl.State.successor.Load() // dss: the session's connection now
+				_, err = s.publishToClient(cl, subs, pk)
+			}
 			if err != nil {
 				s.Log.Debug("failed publishing packet", "error", err, "client", cl.ID, "packet", pk)
 			}
@@ -1623,8 +1644,20 @@ func (s *Server) PrepareCheckedDelivery(cl *Client, sub packets.Subscription, ou
 			return false, s.deliveryDropped(cl, out, nil)
 		}
 
+		// dss: the session's messages do not move to a new connection
+		// while this one is added (see inheritClientSession); no hook
+		// runs under the lock.
+		cl.State.handover.RLock()
+		if cl.State.isTakenOver.Load() {
+			cl.State.handover.RUnlock()
+			return false, errSessionMoved
+		}
+		if cl.State.awaitingConnack {
+			offline, out.Queued = true, true
+		}
 		i, err := cl.NextPacketID() // [MQTT-4.3.2-1] [MQTT-4.3.3-1]
 		if err != nil {
+			cl.State.handover.RUnlock()
 			return false, s.deliveryDropped(cl, out, err)
 		}
 
@@ -1634,13 +1667,22 @@ func (s *Server) PrepareCheckedDelivery(cl *Client, sub packets.Subscription, ou
 		// dss: a message queued for a session without a connection is
 		// kept within the bounds of the queued memory (queues.go).
 		var added bool
+		var dropped []droppedMessage
+		refused := withinLimits
 		if out.Queued {
-			if !s.queueDelivery(cl, out) {
-				return false, packets.ErrQuotaExceeded
-			}
-			added = true
+			dropped, refused = cl.State.Inflight.queue(out)
+			added = refused == withinLimits
 		} else {
 			added = cl.State.Inflight.SetCopy(out) // [MQTT-4.3.2-3] [MQTT-4.3.3-3]
+		}
+		park := sentQuota == 0 && atomic.LoadInt32(&cl.State.Inflight.maximumSendQuota) > 0
+		if park {
+			out.Expiry = -1
+			cl.State.Inflight.SetCopy(out)
+		}
+		cl.State.handover.RUnlock()
+		if out.Queued && !s.queueDelivered(cl, out, dropped, refused) {
+			return false, packets.ErrQuotaExceeded
 		}
 		if added {
 			atomic.AddInt64(&s.Info.Inflight, 1)
@@ -1650,13 +1692,16 @@ func (s *Server) PrepareCheckedDelivery(cl *Client, sub packets.Subscription, ou
 			cl.State.Inflight.DecreaseSendQuota()
 		}
 
-		if sentQuota == 0 && atomic.LoadInt32(&cl.State.Inflight.maximumSendQuota) > 0 {
-			out.Expiry = -1
-			cl.State.Inflight.SetCopy(out)
+		if park {
 			return false, nil
 		}
 	}
 
+	if !offline && out.FixedHeader.Qos == 0 {
+		cl.State.handover.RLock()
+		offline = cl.State.awaitingConnack // dss: not before the CONNACK
+		cl.State.handover.RUnlock()
+	}
 	if offline {
 		return false, packets.CodeDisconnect
 	}
