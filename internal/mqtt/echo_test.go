@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -173,20 +172,8 @@ func (p *loopPeer) read() (byte, []byte) {
 }
 
 func (p *loopPeer) tryRead(wait time.Duration) (byte, []byte, error) {
-	_ = p.conn.SetReadDeadline(time.Now().Add(wait))
-	first, err := p.r.ReadByte()
-	if err != nil {
-		return 0, nil, err
-	}
-	n, err := binary.ReadUvarint(p.r)
-	if err != nil {
-		return 0, nil, err
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(p.r, body); err != nil {
-		return 0, nil, err
-	}
-	return first >> 4, body, nil
+	first, body, err := readFrame(p.conn, p.r, wait)
+	return first >> 4, body, err
 }
 
 // answer reads the PUBACK and the answer of request id and returns the

@@ -5,9 +5,7 @@ package mqtt
 import (
 	"bufio"
 	"bytes"
-	"encoding/binary"
 	"fmt"
-	"io"
 	"net"
 	"strconv"
 	"sync"
@@ -79,25 +77,16 @@ func (c *takeoverConn) send(pk packets.Packet) error {
 // read reads and decodes the next packet (CONNACK, PUBLISH, PUBACK,
 // SUBACK or DISCONNECT) within d.
 func (c *takeoverConn) read(d time.Duration) (packets.Packet, error) {
-	_ = c.conn.SetReadDeadline(time.Now().Add(d))
 	var pk packets.Packet
-	first, err := c.r.ReadByte()
+	first, body, err := readFrame(c.conn, c.r, d)
 	if err != nil {
-		return pk, err
-	}
-	n, err := binary.ReadUvarint(c.r)
-	if err != nil {
-		return pk, err
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(c.r, body); err != nil {
 		return pk, err
 	}
 	pk.ProtocolVersion = 5
 	if err := pk.FixedHeader.Decode(first); err != nil {
 		return pk, err
 	}
-	pk.FixedHeader.Remaining = int(n)
+	pk.FixedHeader.Remaining = len(body)
 	switch pk.FixedHeader.Type {
 	case packets.Connack:
 		err = pk.ConnackDecode(body)
