@@ -48,15 +48,21 @@ type Node struct {
 	rpc    *rpc.Server
 	peers  *peerClients
 	reads  *reader
+	fwd    *forwarder
 
-	mu      sync.Mutex
-	ready   bool                  // guarded by mu; a leader whose term-start entry is applied
-	nextID  uint64                // guarded by mu
-	pending map[uint64]*engine.Op // guarded by mu; proposed here, not yet applied or abandoned
-	batch   []byte                // guarded by mu; writes not yet handed to Raft
-	count   int                   // guarded by mu; writes in batch
-	ids     []uint64              // guarded by mu; the ids in batch that answer a request
-	closed  bool                  // guarded by mu
+	mu    sync.Mutex
+	ready bool // guarded by mu; a leader whose term-start entry is applied
+	// readyEpoch counts the times this node became ready: the writes a
+	// session forwards are taken within one (see forwardSession).
+	readyEpoch uint64                     // guarded by mu
+	readyWait  chan struct{}              // guarded by mu; closed when the node is ready next
+	sessions   map[string]*forwardSession // guarded by mu; the newest stream of forwarded writes of each node
+	nextID     uint64                     // guarded by mu
+	pending    map[uint64]*engine.Op      // guarded by mu; proposed here, not yet applied or abandoned
+	batch      []byte                     // guarded by mu; writes not yet handed to Raft
+	count      int                        // guarded by mu; writes in batch
+	ids        []uint64                   // guarded by mu; the ids in batch that answer a request
+	closed     bool                       // guarded by mu
 
 	// inflight counts requests forwarded to the leader or waiting for a
 	// read index.
@@ -100,6 +106,7 @@ func New(cfg Config) (*Node, error) {
 		cfg:      cfg,
 		log:      cfg.Logger.With("component", "cluster"),
 		pending:  make(map[uint64]*engine.Op),
+		sessions: make(map[string]*forwardSession),
 		wake:     make(chan struct{}, 1),
 		futures:  make(chan proposal, 256),
 		leaderCh: make(chan bool, 16),
@@ -129,6 +136,7 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	n.mux = newMux(ln, tlsCfg, n.log, func(c net.Conn) { n.rpc.ServeConn(c) })
+	n.mux.forward = n.serveForward
 	n.peers = newPeerClients(n.mux)
 	return n, nil
 }
@@ -142,6 +150,7 @@ func (n *Node) Start(e *engine.Node) error {
 	n.engine = e
 	n.fsm = &fsm{n: n, engine: e, dedupe: newDedupe(n.cfg.DedupeWindow.Milliseconds())}
 	n.reads = newReader(n)
+	n.fwd = newForwarder(n)
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  raftLayer{n.mux},
 		MaxPool: 4,
@@ -193,6 +202,7 @@ func (n *Node) Start(e *engine.Node) error {
 	go n.propose()
 	go n.awaitProposals()
 	n.reads.start()
+	n.fwd.start()
 	return nil
 }
 
@@ -276,6 +286,11 @@ func (n *Node) Propose(w *engine.Write) engine.Proposed {
 	if !n.ready {
 		return engine.Refused
 	}
+	if w.Op != nil {
+		if fo, ok := w.Op.Caller.(*forwardOp); ok && !n.takesForwardedLocked(fo.s) {
+			return engine.Refused
+		}
+	}
 	n.nextID++
 	id := n.nextID
 	if w.Op != nil {
@@ -320,7 +335,11 @@ func (n *Node) propose() {
 		entry = append(entry, entryWrites)
 		entry = binary.AppendUvarint(entry, uint64(count))
 		entry = append(entry, body...)
-		f := n.raft.Apply(entry, applyTimeout)
+		// No timeout: a batch that Raft did not take while a later one
+		// was taken would let a client's write overtake an earlier one.
+		// Raft takes or refuses every batch (it refuses them all once it
+		// no longer leads or shuts down), in order.
+		f := n.raft.Apply(entry, 0)
 		select {
 		case n.futures <- proposal{f: f, ids: ids}:
 		case <-n.stop:
@@ -341,6 +360,7 @@ func (n *Node) awaitProposals() {
 			if err := p.f.Error(); err != nil {
 				n.log.Debug("writes not committed", "err", err, "requests", len(p.ids))
 				n.abandon(p.ids)
+				n.endEpoch()
 			}
 		case <-n.stop:
 			// Raft is shut down: every future left fails at once.
@@ -440,12 +460,77 @@ func (n *Node) startTerm() {
 
 func (n *Node) setReady(ready bool) {
 	n.mu.Lock()
-	n.ready = ready && !n.closed
+	ready = ready && !n.closed
+	if ready && !n.ready {
+		n.readyEpoch++
+		if n.readyWait != nil {
+			close(n.readyWait)
+			n.readyWait = nil
+		}
+	}
+	n.ready = ready
 	n.mu.Unlock()
 	if !ready {
 		select {
 		case n.wake <- struct{}{}: // the proposer abandons what is batched
 		default:
+		}
+	}
+}
+
+// endEpoch ends this node's leadership epoch after Raft failed to commit
+// a batch of its writes: the writes decided after that batch are refused
+// (so a client's later write cannot be committed without its earlier
+// one), and a leader starts again with a new term-start entry.
+func (n *Node) endEpoch() {
+	if !n.isReady() {
+		return
+	}
+	n.setReady(false)
+	if n.raft.State() == raft.Leader {
+		n.log.Warn("writes were not committed; the leader takes writes again once a new entry is committed")
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			n.startTerm()
+		}()
+	}
+}
+
+// currentReadyEpoch returns the ready epoch, 0 while not ready.
+func (n *Node) currentReadyEpoch() uint64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.ready {
+		return 0
+	}
+	return n.readyEpoch
+}
+
+// awaitReadyEpoch returns the ready epoch once this node is ready, or 0
+// if it is not by deadline.
+func (n *Node) awaitReadyEpoch(deadline time.Time) uint64 {
+	for {
+		n.mu.Lock()
+		if n.ready {
+			e := n.readyEpoch
+			n.mu.Unlock()
+			return e
+		}
+		if n.readyWait == nil {
+			n.readyWait = make(chan struct{})
+		}
+		ch := n.readyWait
+		n.mu.Unlock()
+		t := time.NewTimer(time.Until(deadline))
+		select {
+		case <-ch:
+			t.Stop()
+		case <-t.C:
+			return 0
+		case <-n.stop:
+			t.Stop()
+			return 0
 		}
 	}
 }
@@ -514,11 +599,12 @@ func (n *Node) Ready() error {
 func (n *Node) Submit(ctx context.Context, op *engine.Op) bool {
 	switch op.Request.Verb {
 	case wire.VerbSet, wire.VerbDel, wire.VerbVDel:
-		if n.isReady() {
+		if n.isReady() && n.fwd.idle() {
 			return n.engine.Submit(ctx, op)
 		}
-		// A follower, or a leader that is not ready yet: the write goes
-		// to the leader once there is one.
+		// A follower, a leader that is not ready yet, or one whose
+		// forwarded writes of before it led are not all answered: the
+		// write goes to the leader behind them once there is one.
 		return n.forward(ctx, op)
 	case wire.VerbGet:
 		if op.Stale {
