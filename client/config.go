@@ -45,9 +45,18 @@ type Config struct {
 	// server with a users file checks them.
 	Username string
 	Password []byte
-	// KeepAlive is the MQTT keep alive interval; it bounds how long a dead
-	// connection goes unnoticed. Default 30 s.
+	// KeepAlive is the MQTT keep alive interval the client asks for: the
+	// server drops the connection after one and a half times it without a
+	// packet from the client. Default 30 s.
 	KeepAlive time.Duration
+	// PingTimeout bounds how long a server that stopped answering (a hung
+	// process, a machine gone without closing its connections) goes
+	// unnoticed: after PingTimeout without a packet from the server the
+	// client sends a PINGREQ, and when nothing comes within another
+	// PingTimeout it drops the connection and reconnects, to the next
+	// server of the list, and its watches resync. A dead connection is so
+	// noticed within about twice PingTimeout. Default 5 s.
+	PingTimeout time.Duration
 	// ConnectTimeout bounds one connection attempt to one server.
 	// Default 5 s.
 	ConnectTimeout time.Duration
@@ -106,6 +115,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.KeepAlive < time.Second || c.KeepAlive > 65535*time.Second {
 		return c, fmt.Errorf("dss client: keep alive %v: want between 1s and 65535s", c.KeepAlive)
+	}
+	if c.PingTimeout <= 0 {
+		c.PingTimeout = 5 * time.Second
 	}
 	if c.ConnectTimeout <= 0 {
 		c.ConnectTimeout = 5 * time.Second

@@ -130,6 +130,7 @@ func (c *Client) connect(addr string) (*conn, error) {
 			cn.cancel()
 		},
 		PublishHook: c.publishHook,
+		PingHandler: newPinger(c.cfg.PingTimeout),
 	})
 	connect := &paho.Connect{
 		ClientID:   c.cfg.ClientID,
