@@ -93,16 +93,13 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			done := make(chan *rpc.Call, 1)
-			n.peers.call(m.Addr, "Cluster.Local", struct{}{}, &m.Local, done)
-			select {
-			case call := <-done:
-				if call.Error != nil {
-					n.peers.failed(m.Addr, call.Error)
-					m.Err = call.Error.Error()
-				}
-			case <-ctx.Done():
-				m.Err = ctx.Err().Error()
+			// A reply that comes after ctx ended is written into local,
+			// which nobody reads any more.
+			var local LocalStatus
+			if err := n.peers.do(ctx, m.Addr, "Cluster.Local", struct{}{}, &local); err != nil {
+				m.Err = err.Error()
+			} else {
+				m.Local = local
 			}
 		}()
 	}

@@ -49,6 +49,7 @@ type Node struct {
 	peers  *peerClients
 	reads  *reader
 	fwd    *forwarder
+	health *peerHealth
 
 	mu    sync.Mutex
 	ready bool // guarded by mu; a leader whose term-start entry is applied
@@ -115,11 +116,12 @@ func New(cfg Config) (*Node, error) {
 	var e [8]byte
 	_, _ = rand.Read(e[:])
 	n.epoch = binary.LittleEndian.Uint64(e[:])
+	n.health = newPeerHealth(n.log, n.memberID)
 	if err := n.openLogStores(dir); err != nil {
 		return nil, err
 	}
 	var err error
-	n.snaps, err = raft.NewFileSnapshotStoreWithLogger(dir, 2, newHCLogger(n.log))
+	n.snaps, err = raft.NewFileSnapshotStoreWithLogger(dir, 2, newRaftLogger(n.log, n.health))
 	if err != nil {
 		n.closeStores()
 		return nil, fmt.Errorf("cluster: %w", err)
@@ -155,7 +157,7 @@ func (n *Node) Start(e *engine.Node) error {
 		Stream:  raftLayer{n.mux},
 		MaxPool: 4,
 		Timeout: 2 * time.Second,
-		Logger:  newHCLogger(n.log),
+		Logger:  newRaftLogger(n.log, n.health),
 	})
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(n.cfg.NodeID)
@@ -170,7 +172,7 @@ func (n *Node) Start(e *engine.Node) error {
 	// down is never answered. The proposer batches writes itself.
 	rc.BatchApplyCh = false
 	rc.NotifyCh = n.leaderCh
-	rc.Logger = newHCLogger(n.log)
+	rc.Logger = newRaftLogger(n.log, n.health)
 	has, err := raft.HasExistingState(n.logs, n.stable, n.snaps)
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
@@ -197,6 +199,7 @@ func (n *Node) Start(e *engine.Node) error {
 			n.log.Info("not among the initial peers: waiting to be added with `dss cluster add`", "node", n.cfg.NodeID)
 		}
 	}
+	n.watchPeers()
 	n.wg.Add(3)
 	go n.watchLeadership()
 	go n.propose()
@@ -204,6 +207,57 @@ func (n *Node) Start(e *engine.Node) error {
 	n.reads.start()
 	n.fwd.start()
 	return nil
+}
+
+// memberID returns the id of the member at addr, "" when none is.
+func (n *Node) memberID(addr string) string {
+	if n.raft == nil {
+		return ""
+	}
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return ""
+	}
+	for _, s := range f.Configuration().Servers {
+		if string(s.Address) == addr {
+			return string(s.ID)
+		}
+	}
+	return ""
+}
+
+// watchPeers tells the peer health of peers that answer again and of
+// elections that end.
+func (n *Node) watchPeers() {
+	ch := make(chan raft.Observation, 16)
+	obs := raft.NewObserver(ch, false, func(o *raft.Observation) bool {
+		switch o.Data.(type) {
+		case raft.ResumedHeartbeatObservation, raft.LeaderObservation:
+			return true
+		}
+		return false
+	})
+	n.raft.RegisterObserver(obs)
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		defer n.raft.DeregisterObserver(obs)
+		for {
+			select {
+			case o := <-ch:
+				switch d := o.Data.(type) {
+				case raft.ResumedHeartbeatObservation:
+					n.health.reachable(string(d.PeerID))
+				case raft.LeaderObservation:
+					if d.LeaderID != "" {
+						n.health.electionOver()
+					}
+				}
+			case <-n.stop:
+				return
+			}
+		}
+	}()
 }
 
 // bootstraps reports whether this node is one of the initial peers.

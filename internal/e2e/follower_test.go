@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -116,5 +117,51 @@ func TestClusterPipelinedRequestsThroughAFollower(t *testing.T) {
 	}
 	if checked < 20 {
 		t.Fatalf("only %d of 40 rounds ran without an election", checked)
+	}
+}
+
+// TestClusterAPeerDownIsLoggedOnce stops a follower: the leader logs
+// that it cannot reach it once, not a line per failed heartbeat (raft
+// writes five a second); when the follower is back, the leader says so
+// with the count, and the first `dss cluster status` shows it reachable.
+func TestClusterAPeerDownIsLoggedOnce(t *testing.T) {
+	tc := startCluster(t, 3)
+	leader := tc.leader()
+	follower := tc.others(leader)[0]
+	follower.proc.kill()
+	mark := len(leader.proc.out.String())
+	// Three seconds of a peer down: fifteen heartbeats, and more appends.
+	time.Sleep(3 * time.Second)
+	var noise []string
+	for _, line := range strings.Split(leader.proc.out.String()[mark:], "\n") {
+		if (strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR")) &&
+			(strings.Contains(line, "="+follower.id+" ") || strings.Contains(line, follower.cluster)) {
+			noise = append(noise, line)
+		}
+	}
+	if len(noise) > 2 {
+		t.Fatalf("%d warnings and errors about %s in 3 s with it down, want one:\n%s", len(noise), follower.id, strings.Join(noise, "\n"))
+	}
+	if !strings.Contains(strings.Join(noise, "\n"), "cluster peer unreachable") {
+		t.Fatalf("the leader did not log %s unreachable:\n%s", follower.id, leader.proc.out.String()[mark:])
+	}
+
+	tc.start(follower)
+	st, err := tc.status(leader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range st.Members {
+		if m.ID == follower.id && m.Err != "" {
+			t.Fatalf("the first status after %s restarted says %q", m.ID, m.Err)
+		}
+	}
+	dsstest.EventuallyWithin(t, writeLimit, "the leader to log the follower reachable again", func() bool {
+		return strings.Contains(leader.proc.out.String()[mark:], "cluster peer reachable again")
+	})
+	for _, line := range strings.Split(leader.proc.out.String()[mark:], "\n") {
+		if strings.Contains(line, "cluster peer") {
+			t.Log(line)
+		}
 	}
 }
