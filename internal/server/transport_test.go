@@ -46,7 +46,7 @@ func TestRequestIsAcknowledgedWithSuccess(t *testing.T) {
 }
 
 func TestRequestsThatBreakTheTransportRules(t *testing.T) {
-	s := dsstest.StartServer(t, server.Config{HTTPListen: "127.0.0.1:0"})
+	s := startServer(t, server.Config{HTTPListen: "127.0.0.1:0"})
 	c := dsstest.Dial(t, s.Addr(), "rules")
 	set := func(key string) []byte { return dsstest.Cmd("SET", key, "v") }
 	now := ts(dsstest.Now())
@@ -85,7 +85,7 @@ func TestForbiddenResponseTopicDisconnects(t *testing.T) {
 		wire.ReservedPrefix + "/636C69656E74/command/notify/41",
 	} {
 		t.Run(topic, func(t *testing.T) {
-			s := dsstest.StartServer(t, server.Config{})
+			s := startServer(t, server.Config{})
 			bystander := dsstest.Dial(t, s.Addr(), "bystander")
 			bad := dsstest.DialNoSubscribe(t, s.Addr(), "bad")
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -181,7 +181,7 @@ func TestNotificationTopicsAreTheServers(t *testing.T) {
 // the end of each connection must not take the next one's subscriptions
 // with it (the response would never arrive).
 func TestReconnectWithTheSameClientID(t *testing.T) {
-	s := dsstest.StartServer(t, server.Config{})
+	s := startServer(t, server.Config{})
 	for i := 0; i < dsstest.Rounds(300, 5000); i++ {
 		c := dsstest.Dial(t, s.Addr(), "same")
 		expect(t, "GET", c.Request(dsstest.Cmd("GET", "k")), "$-1\r\n", "")
