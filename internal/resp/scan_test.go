@@ -37,17 +37,17 @@ func TestParseScanPage(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{
-		"*0\r\n",                                // outer array of 0
-		"*3\r\n*0\r\n$1\r\na\r\n$1\r\nb\r\n",    // of 3
-		"*1\r\n*-1\r\n",                         // null keys array
-		"*1\r\n*1\r\n$-1\r\n",                   // null key
-		"*2\r\n*0\r\n",                          // missing token
-		"*2\r\n*0\r\n$-1\r\n",                   // null token
-		"*1\r\n*0\r\nx",                         // trailing bytes
-		"*2\r\n*0\r\n$1\r\nt\r\n$1\r\nu\r\n",    // trailing element
-		"*1\r\n*2\r\n$4\r\nkey1\r\n",            // fewer keys than announced
-		"*1\r\n$4\r\nkey1\r\n",                  // keys not in an array
-		"*1\r\n*1\r\n:1\r\n",                    // a key that is not a bulk string
+		"*0\r\n",                             // outer array of 0
+		"*3\r\n*0\r\n$1\r\na\r\n$1\r\nb\r\n", // of 3
+		"*1\r\n*-1\r\n",                      // null keys array
+		"*1\r\n*1\r\n$-1\r\n",                // null key
+		"*2\r\n*0\r\n",                       // missing token
+		"*2\r\n*0\r\n$-1\r\n",                // null token
+		"*1\r\n*0\r\nx",                      // trailing bytes
+		"*2\r\n*0\r\n$1\r\nt\r\n$1\r\nu\r\n", // trailing element
+		"*1\r\n*2\r\n$4\r\nkey1\r\n",         // fewer keys than announced
+		"*1\r\n$4\r\nkey1\r\n",               // keys not in an array
+		"*1\r\n*1\r\n:1\r\n",                 // a key that is not a bulk string
 		"",
 	} {
 		if _, _, _, err := ParseScanPage([]byte(bad)); err == nil {
