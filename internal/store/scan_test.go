@@ -103,7 +103,7 @@ func TestScanAgainstAModel(t *testing.T) {
 	}
 	t.Logf("seed %d (DSS_SCAN_SEED=%d to repeat)", seed, seed)
 	r := rand.New(rand.NewPCG(seed, seed))
-	for round := range 20 {
+	for round := range 8 {
 		m := New()
 		const space = 5000
 		now := int64(1000)
@@ -217,7 +217,7 @@ func TestScanOverflow(t *testing.T) {
 // TestScanBoundedWork: a page over a million keys looks at no more than
 // its budget, and a full scan's memory does not grow with the keys.
 func TestScanBoundedWork(t *testing.T) {
-	n := 100_000
+	n := 30_000
 	if os.Getenv("DSS_SCAN_MILLION") != "" {
 		n = 1_000_000
 	}
