@@ -86,7 +86,7 @@ var serverErrors = func() map[string]*ServerError {
 		ErrFencingTokenLowerVersion, ErrQuotaExceeded, ErrSyntax,
 		ErrNotAuthorized, ErrUnknownCommand, ErrWrongNumberOfArguments,
 		ErrMissingTimestamp, ErrMalformedTimestamp, ErrKeyLengthZero,
-		ErrUnavailable, ErrBusy, ErrKeyTooLong, ErrValueTooLong,
+		ErrUnavailable, ErrBusy, ErrKeyTooLong, ErrValueTooLong, ErrBadScanToken,
 	} {
 		m[e.Text] = e
 	}

@@ -60,19 +60,21 @@ func (a *access) mayRequest(req *wire.Request) bool {
 	if g == nil {
 		return true
 	}
-	switch req.Verb {
-	case wire.VerbGet, wire.VerbKeyNotify:
-		return g.Read(req.Key)
-	case wire.VerbKeys:
-		// Its key is a pattern, not a key: the listing leaves out every
-		// key the client may not read (readable).
+	switch {
+	case req.Verb == wire.VerbScan, req.Verb == wire.VerbKeyNotify && req.Pattern:
+		// Its key is a pattern, not a key: the listing, or the
+		// notifications, leave out every key the client may not read
+		// (readable).
 		return true
+	case req.Verb == wire.VerbGet, req.Verb == wire.VerbKeyNotify:
+		return g.Read(req.Key)
 	}
 	return g.Write(req.Key)
 }
 
 // readable returns the test of whether the client may read a key, for a
-// listing of keys: nil when every key may be read.
+// listing of keys or a pattern's notifications: nil when every key may be
+// read. It reads the grants in force when it is called.
 func (a *access) readable() func(key string) bool {
 	g := a.grants.Load()
 	if g == nil {

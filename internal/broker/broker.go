@@ -132,10 +132,6 @@ type Broker struct {
 	watches  *registry
 	routes   *routes
 	store    Store
-	// listingSlots holds a token for every KEYS listing under way, and
-	// listings counts their goroutines for Close.
-	listingSlots chan struct{}
-	listings     sync.WaitGroup
 	// completeFn is complete as a func value, bound once: a method value
 	// taken per request would allocate.
 	completeFn func(*engine.Op)
@@ -238,8 +234,6 @@ func New(cfg Config) (*Broker, error) {
 		refuseLog: rate.NewLimiter(rate.Every(time.Second), 10),
 		loginLog:  rate.NewLimiter(rate.Every(time.Second), 10),
 		throttle:  auth.NewThrottle(cfg.LoginDelay, 32*cfg.LoginDelay),
-
-		listingSlots: make(chan struct{}, maxListings),
 	}
 	b.loginCtx, b.stopLogins = context.WithCancel(context.Background())
 	b.watches = newRegistry(cfg.Metrics, b.notify)
@@ -353,7 +347,6 @@ func (b *Broker) Close(grace time.Duration) error {
 	b.closeOnce.Do(func() {
 		err = b.srv.Close()
 		b.cancel()
-		b.listings.Wait()
 	})
 	return err
 }

@@ -1,90 +1,60 @@
 package broker
 
 import (
-	"context"
-	"errors"
-	"slices"
-
 	"github.com/dssio/dss/internal/engine"
 	"github.com/dssio/dss/internal/resp"
 	"github.com/dssio/dss/internal/wire"
 )
 
-// KeyLister lists keys for dss's extension KEYS; *engine.Node is one. A
-// Store that is not one answers KEYS "unknown command".
-type KeyLister interface {
-	Keys(ctx context.Context, q engine.KeysQuery) ([]string, error)
-}
+// scanReplyRoom is what a SCAN response takes beyond its keys' bytes, and
+// keeps the page within the client's Maximum Packet Size: the fixed and
+// variable headers, the response topic, correlation data and user
+// properties of a response are well within it.
+const scanReplyRoom = 8 << 10
 
-// maxListings bounds the KEYS requests served at once: each reads the
-// whole keyspace. Beyond, KEYS is answered "busy".
-const maxListings = 2
-
-// listKeys answers a KEYS request on a goroutine of its own: the listing
-// reads every key, and the caller is a connection's reader that may serve
-// many connections. The response may overtake the responses to the
-// client's earlier requests; each carries its own correlation data.
-func (b *Broker) listKeys(c *call) {
-	req := &c.op.Request
-	kl, ok := b.store.(KeyLister)
-	if !ok {
-		b.answerNow(c, wire.ErrUnknownCommand)
-		return
-	}
-	select {
-	case b.listingSlots <- struct{}{}:
-	default:
-		b.answerNow(c, wire.ErrBusy)
-		return
-	}
-	// The request aliases the connection's read buffer, which the next
-	// packet reuses.
-	pattern := slices.Clone(req.Key)
-	match := func(key string) bool { return wire.MatchGlob(pattern, key) }
+// prepareScan fills in what the engine needs of a SCAN that the request
+// does not say: under a policy, which keys the client may read (the page
+// leaves out the others, and SCAN needs no grant of its own); and how
+// large a page the client can receive.
+func prepareScan(c *call) {
 	if a := accessOf(c.client); a != nil {
-		// Under a policy, only the keys the client may read.
-		if mayRead := a.readable(); mayRead != nil {
-			match = func(key string) bool { return wire.MatchGlob(pattern, key) && mayRead(key) }
-		}
+		c.op.Readable = a.readable()
 	}
-	q := engine.KeysQuery{
-		Match:    match,
-		After:    string(req.After),
-		HasAfter: req.HasAfter,
-		Limit:    req.Limit,
-		MaxBytes: wire.KeysReplyBytes,
+	if limit := int(c.client.Properties.Props.MaximumPacketSize); limit > 0 {
+		// A response larger than the client's Maximum Packet Size would
+		// never reach it (MQTT 5, 3.1.2.11.4).
+		c.op.MaxReplyBytes = min(engine.ScanReplyBytes, max(limit-scanReplyRoom-len(c.responseTopic)-len(c.correlation), limit/2))
 	}
-	c.op.Request = wire.Request{Verb: wire.VerbKeys}
-	b.listings.Add(1)
-	go func() {
-		defer b.listings.Done()
-		defer func() { <-b.listingSlots }()
-		keys, err := kl.Keys(b.ctx, q)
-		if err != nil {
-			var werr *wire.Error
-			if !errors.As(err, &werr) {
-				werr = wire.ErrUnavailable
-			}
-			c.op.Result.Err = werr
-			b.complete(&c.op)
-			return
-		}
-		size := 16
-		for _, k := range keys {
-			size += len(k) + 16
-		}
-		payload := resp.AppendArrayHeader(make([]byte, 0, size), len(keys))
-		for _, k := range keys {
-			payload = resp.AppendBulkString(payload, k)
-		}
-		b.respond(c, payload, okNoVersion, false)
-		c.release()
-	}()
 }
 
-// answerNow answers c with a protocol error on the reader's goroutine.
-func (b *Broker) answerNow(c *call, err *wire.Error) {
-	c.op.Result.Err = err
-	c.op.Inline = true
-	b.complete(&c.op)
+// appendScanReply appends the payload of a SCAN page: an array of the
+// keys alone when it is the last page, or of the keys and the token of
+// the next one.
+//
+//	*1\r\n*<N>\r\n<N bulk strings>                    last page
+//	*2\r\n*<N>\r\n<N bulk strings>$<n>\r\n<token>\r\n   more follow
+func appendScanReply(b []byte, r *engine.Result) []byte {
+	if r.More {
+		b = resp.AppendArrayHeader(b, 2)
+	} else {
+		b = resp.AppendArrayHeader(b, 1)
+	}
+	b = resp.AppendArrayHeader(b, len(r.Keys))
+	for _, k := range r.Keys {
+		b = resp.AppendBulkString(b, k)
+	}
+	if r.More {
+		var tok [32]byte
+		b = resp.AppendBulk(b, wire.AppendScanToken(tok[:0], r.Position))
+	}
+	return b
+}
+
+// scanReplySize is the length of the payload appendScanReply makes.
+func scanReplySize(r *engine.Result) int {
+	n := 64
+	for _, k := range r.Keys {
+		n += len(k) + 16
+	}
+	return n
 }

@@ -30,6 +30,9 @@ type registry struct {
 	mu     sync.Mutex
 	byKey  map[string]map[*mqtt.Client]struct{} // guarded by mu
 	byConn map[*mqtt.Client]map[string]struct{} // guarded by mu
+	// pats holds the registrations for patterns (KEYNOTIFY pattern
+	// PATTERN); guarded by mu.
+	pats patterns
 }
 
 var _ engine.Notifier = (*registry)(nil)
@@ -40,6 +43,7 @@ func newRegistry(m *Metrics, send func(*mqtt.Client, *packets.Packet)) *registry
 		send:    send,
 		byKey:   make(map[string]map[*mqtt.Client]struct{}),
 		byConn:  make(map[*mqtt.Client]map[string]struct{}),
+		pats:    newPatterns(),
 	}
 }
 
@@ -49,6 +53,10 @@ func (r *registry) KeyNotify(op *engine.Op) {
 	key := string(op.Request.Key)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if op.Request.Pattern {
+		r.patternNotifyLocked(op, cl, key)
+		return
+	}
 	if op.Request.Stop {
 		_, op.Result.Watched = r.byKey[key][cl]
 		r.removeLocked(cl, key)
@@ -66,7 +74,7 @@ func (r *registry) KeyNotify(op *engine.Op) {
 		return
 	}
 	keys := r.byConn[cl]
-	if r.maxPerConn > 0 && len(keys) >= r.maxPerConn {
+	if r.fullLocked(cl) {
 		if len(watchers) == 0 {
 			delete(r.byKey, key)
 		}
@@ -88,6 +96,33 @@ func (r *registry) KeyNotify(op *engine.Op) {
 		r.byConn[cl] = keys
 	}
 	keys[key] = struct{}{}
+	r.metrics.Watches.Inc()
+}
+
+// fullLocked reports whether cl has as many registrations, for keys and
+// patterns together, as it may.
+func (r *registry) fullLocked(cl *mqtt.Client) bool {
+	return r.maxPerConn > 0 && len(r.byConn[cl])+r.pats.count(cl) >= r.maxPerConn
+}
+
+// patternNotifyLocked carries out KEYNOTIFY pattern PATTERN [STOP]. The
+// registration needs no grant: under a policy, the notifications leave
+// out the keys the client may not read.
+func (r *registry) patternNotifyLocked(op *engine.Op, cl *mqtt.Client, pattern string) {
+	if op.Request.Stop {
+		if op.Result.Watched = r.pats.remove(cl, pattern); op.Result.Watched {
+			r.metrics.Watches.Dec()
+		}
+		return
+	}
+	if cl.Closed() || r.pats.has(cl, pattern) {
+		return
+	}
+	if r.fullLocked(cl) {
+		op.Result.Err = wire.ErrQuotaExceeded
+		return
+	}
+	r.pats.add(cl, pattern)
 	r.metrics.Watches.Inc()
 }
 
@@ -128,6 +163,10 @@ func (r *registry) dropConnection(cl *mqtt.Client) {
 	for key := range r.byConn[cl] {
 		r.removeLocked(cl, key)
 	}
+	for _, pattern := range r.pats.of(cl) {
+		r.pats.remove(cl, pattern)
+		r.metrics.Watches.Dec()
+	}
 }
 
 // Watched returns the keys that have a watcher.
@@ -141,20 +180,49 @@ func (r *registry) Watched() []string {
 	return keys
 }
 
+// WatchesPatterns reports whether a connection is registered for a
+// pattern now.
+func (r *registry) WatchesPatterns() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.pats.byText) > 0
+}
+
 // Changed returns the delivery of c to the connections watching its key
-// now.
+// now, by the key itself or by a pattern it matches: once to each, however
+// many of its registrations match.
 func (r *registry) Changed(c *store.Change) func() {
 	r.mu.Lock()
 	watchers := r.byKey[c.Key]
-	if len(watchers) == 0 {
-		r.mu.Unlock()
-		return nil
-	}
 	conns := make([]*mqtt.Client, 0, len(watchers))
 	for cl := range watchers {
 		conns = append(conns, cl)
 	}
+	var seen map[*mqtt.Client]struct{}
+	r.pats.matching(c.Key, func(cl *mqtt.Client) {
+		if seen == nil {
+			seen = make(map[*mqtt.Client]struct{}, len(conns)+1)
+			for _, w := range conns {
+				seen[w] = struct{}{}
+			}
+		}
+		if _, dup := seen[cl]; dup {
+			return
+		}
+		seen[cl] = struct{}{}
+		// Under a policy, a pattern hears only of keys the client may
+		// read, by the grants in force now.
+		if a := accessOf(cl); a != nil {
+			if mayRead := a.readable(); mayRead != nil && !mayRead(c.Key) {
+				return
+			}
+		}
+		conns = append(conns, cl)
+	})
 	r.mu.Unlock()
+	if len(conns) == 0 {
+		return nil
+	}
 	change := *c
 	return func() { r.deliver(&change, conns) }
 }
@@ -173,6 +241,13 @@ func (r *registry) deliver(c *store.Change, conns []*mqtt.Client) {
 		// (its registrations go with it); the new connection registers
 		// for itself.
 		if cl.Closed() || cl.IsTakenOver() {
+			continue
+		}
+		if wire.NotifyTopicLen(len(cl.ID), len(key)) > wire.MaxTopicLen {
+			// Only a pattern's key can make a topic MQTT cannot carry (a
+			// registration for the key itself is refused), and only past
+			// the default --max-key-size, with which every client id a
+			// CONNECT may carry fits.
 			continue
 		}
 		r.send(cl, &packets.Packet{

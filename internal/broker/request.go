@@ -164,9 +164,8 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 	// long as the call.
 	c.op.Client, c.op.Correlation = cl.ID, c.correlation
 	b.metrics.Requests.WithLabelValues(req.Verb.String()).Inc()
-	if req.Verb == wire.VerbKeys {
-		b.listKeys(c)
-		return
+	if req.Verb == wire.VerbScan {
+		prepareScan(c)
 	}
 	// When the result is not ready at once (it waits for the journal, or
 	// for earlier deliveries), the PUBACK goes out later with the response.

@@ -27,6 +27,8 @@ func (b *Broker) complete(op *engine.Op) {
 		} else {
 			payload = replyNull
 		}
+	case op.Request.Verb == wire.VerbScan:
+		payload = appendScanReply(make([]byte, 0, scanReplySize(r)), r)
 	case op.Request.Verb == wire.VerbKeyNotify:
 		if op.Request.Stop && !r.Watched {
 			payload = replyZero

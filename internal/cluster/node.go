@@ -648,8 +648,9 @@ func (n *Node) Ready() error {
 
 // Submit carries out op, as broker.Store asks: KEYNOTIFY and stale reads
 // on this node's engine at once; writes on the leader's engine, forwarded
-// there when this node is a follower; linearizable reads once this node's
-// machine has applied the leader's commit index. It never blocks.
+// there when this node is a follower; linearizable reads (GET, and each
+// page of a SCAN) once this node's machine has applied the leader's commit
+// index. It never blocks.
 func (n *Node) Submit(ctx context.Context, op *engine.Op) bool {
 	switch op.Request.Verb {
 	case wire.VerbSet, wire.VerbDel, wire.VerbVDel:
@@ -660,7 +661,7 @@ func (n *Node) Submit(ctx context.Context, op *engine.Op) bool {
 		// forwarded writes of before it led are not all answered: the
 		// write goes to the leader behind them once there is one.
 		return n.forward(ctx, op)
-	case wire.VerbGet:
+	case wire.VerbGet, wire.VerbScan:
 		if op.Stale {
 			return n.engine.Submit(ctx, op)
 		}

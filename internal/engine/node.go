@@ -209,6 +209,8 @@ func (n *Node) Submit(ctx context.Context, op *Op) (inline bool) {
 		op.Result.Err = err
 	case op.Request.Verb == wire.VerbGet:
 		n.readLocked(op, now)
+	case op.Request.Verb == wire.VerbScan:
+		n.scanLocked(op, now)
 	case op.Request.Verb == wire.VerbKeyNotify:
 		if n.notifier != nil {
 			n.notifier.KeyNotify(op)

@@ -22,6 +22,13 @@ type Op struct {
 	// Stale asks a cluster node to answer a GET from its own machine at
 	// once, without confirming with the leader that it is current.
 	Stale bool
+	// Readable, for a SCAN, says which keys the client may read; nil:
+	// every key. It is called under the engine lock and must take no lock
+	// of the binding.
+	Readable func(key string) bool
+	// MaxReplyBytes bounds the total length of the keys a SCAN page
+	// answers; 0 means ScanReplyBytes.
+	MaxReplyBytes int
 	// Caller identifies the requesting connection to the Notifier.
 	Caller any
 	// Client and Correlation identify the request among those a client
@@ -58,6 +65,11 @@ type Result struct {
 	HasVersion bool
 	// Watched reports for KEYNOTIFY STOP whether a registration existed.
 	Watched bool
+	// Keys are the keys of a SCAN page; they stay valid after the machine
+	// changes. More reports that another page follows, from Position.
+	Keys     []string
+	More     bool
+	Position wire.ScanPosition
 }
 
 func (r *Result) setVersion(v hlc.Timestamp) {

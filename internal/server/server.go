@@ -89,6 +89,8 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.cluster = cn
 		ecfg.Log = cn
+		// Every node hashes keys alike, so that scans go on anywhere.
+		ecfg.Machine = store.NewKeyed(cn.HashKey())
 		reg.MustRegister(cn.Collectors()...)
 		s.readiness = append(s.readiness, cn)
 	} else if cfg.DataDir != "" {

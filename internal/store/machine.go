@@ -28,12 +28,20 @@ type Machine struct {
 	dataBytes  int64  // sum of key and value lengths
 	seq        uint64 // Seq of the last change
 	limits     Limits
+	// scratch holds the keys of one segment for Scan.
+	scratch []scanEntry
 }
 
-// New returns an empty machine.
-func New() *Machine {
+// New returns an empty machine whose index hashes keys under a random
+// key.
+func New() *Machine { return NewKeyed(RandomHashKey()) }
+
+// NewKeyed returns an empty machine whose index hashes keys under k: the
+// machines of the nodes of a cluster share k, so that a scan one of them
+// began continues on another.
+func NewKeyed(k HashKey) *Machine {
 	return &Machine{
-		keys:       newIndex(),
+		keys:       newIndex(k),
 		fences:     make(map[string]hlc.Timestamp),
 		deadlineOf: make(map[string]*deadline),
 		nodeIndex:  make(map[string]uint32),

@@ -42,6 +42,12 @@ var (
 	// --max-value-size.
 	ErrKeyTooLong   = &Error{"the key is longer than the maximum key size"}
 	ErrValueTooLong = &Error{"the value is longer than the maximum value size"}
+
+	// ErrBadScanToken is not in the vendor's table: a SCAN's continuation
+	// token is not one this server made, or was made by a server whose
+	// keys are ordered by another hash (a single node that restarted
+	// since, another cluster). The scan must start again without a token.
+	ErrBadScanToken = &Error{"the SCAN continuation token is not valid here; start the scan again without a token"}
 )
 
 // Errors lists every protocol error.
@@ -49,7 +55,7 @@ var Errors = []*Error{
 	ErrTimestampSkew, ErrFencingRequired, ErrFencingSkew, ErrFencingLower,
 	ErrQuotaExceeded, ErrSyntax, ErrNotAuthorized, ErrUnknownCommand,
 	ErrWrongArgs, ErrMissingTimestamp, ErrMalformedTimestamp, ErrEmptyKey,
-	ErrUnavailable, ErrBusy, ErrKeyTooLong, ErrValueTooLong,
+	ErrUnavailable, ErrBusy, ErrKeyTooLong, ErrValueTooLong, ErrBadScanToken,
 }
 
 // ErrorByText returns the protocol error with the given text, or nil when
