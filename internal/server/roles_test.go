@@ -27,6 +27,8 @@ var protocolTests = []string{
 	"TestTimestampAheadWithinSkewIsAccepted", "TestTimestampBehindTakesTheServerClock",
 	"TestTimestampOnlyWhenAVersionExists", "TestUnsupportedProtocolVersion", "TestVDel",
 	"TestVersionsIncreaseAndExceedTheRequest",
+	"TestPatternNotifications", "TestPatternRegistrationsEndWithTheConnection",
+	"TestScanBytes", "TestScanLeavesOutExpiredKeys", "TestScanPatternsAndBinaryKeys",
 }
 
 // TestProtocolThroughEveryClusterRole runs the protocol tests again
