@@ -27,6 +27,13 @@ const forwardDialTimeout = 500 * time.Millisecond
 // leader refused its writes or could not be reached.
 const forwardRetry = 10 * time.Millisecond
 
+// answerWait bounds how long a write sent to the leader waits for its
+// answer while that node stays the leader and its stream works: a large
+// value on a slow disk may take seconds, and the leader answers its own
+// clients however long its log takes; a leader that hangs is replaced
+// by an election, which sends the write to the next one long before.
+const answerWait = 10 * time.Second
+
 // forwarder carries the writes that reach a node which does not lead to
 // the leader, in the order they arrived, over one stream at a time:
 // the leader submits them in that order, so that a client's writes are
@@ -34,8 +41,10 @@ const forwardRetry = 10 * time.Millisecond
 // of all clients share each network write and Raft entry.
 //
 // A write is answered once the leader has applied it and this node's
-// machine has too, or "the state store is unavailable" once leaderWait
-// has passed since it arrived. When the leader refuses writes (it lost
+// machine has too, or "the state store is unavailable" when no leader
+// took it within leaderWait of its arrival (none was known, or none
+// could be reached), or the leader it went to did not answer within
+// answerWait. When the leader refuses writes (it lost
 // its leadership), its stream breaks, or another node is elected, the
 // forwarder sends every write not yet answered again, in order, on a new
 // stream to the leader it knows then: the log recognises a write it
@@ -64,8 +73,9 @@ type forwarder struct {
 type pendingWrite struct {
 	id       uint64
 	op       *engine.Op
-	item     []byte // the encoded write: a copy of everything it needs
-	deadline time.Time
+	item     []byte    // the encoded write: a copy of everything it needs
+	deadline time.Time // while not sent: its arrival and leaderWait
+	sentAt   time.Time
 	stream   *forwardStream // the stream it was last sent on; nil: to send
 	answered bool
 }
@@ -98,6 +108,7 @@ func (n *Node) forward(_ context.Context, op *engine.Op) bool {
 	f.byID[w.id] = w
 	f.waiting.Add(1)
 	f.mu.Unlock()
+	n.order.begin(op.Client)
 	f.signal()
 	return false
 }
@@ -116,7 +127,6 @@ func (f *forwarder) start() {
 		return ok
 	})
 	f.n.raft.RegisterObserver(f.obs)
-	f.frame.reset()
 	f.n.wg.Add(1)
 	go f.run()
 }
@@ -195,42 +205,23 @@ func (f *forwarder) send(s *forwardStream, ws []*pendingWrite) {
 		f.signal()
 		return
 	}
+	now := time.Now()
 	for _, w := range ws {
 		if !w.answered {
-			w.stream = s
+			w.stream, w.sentAt = s, now
 		}
 	}
 	f.mu.Unlock()
-	if s.local {
-		for _, w := range ws {
+	for _, w := range ws {
+		if s.local {
 			d := decoder{b: w.item}
 			fw := decodeForwardedWrite(&d)
 			s.session.submit(&fw)
+			continue
 		}
-		return
+		item := w.item
+		s.out.append(func(b []byte) []byte { return append(b, item...) })
 	}
-	fr := &f.frame
-	flush := func() bool {
-		if fr.count == 0 {
-			return true
-		}
-		_ = s.conn.SetWriteDeadline(time.Now().Add(leaderWait / 4))
-		_, err := s.conn.Write(fr.bytes())
-		fr.reset()
-		if err != nil {
-			f.broken(s, err)
-			return false
-		}
-		return true
-	}
-	for _, w := range ws {
-		fr.buf = append(fr.buf, w.item...)
-		fr.count++
-		if len(fr.buf) >= forwardFrameTarget && !flush() {
-			return
-		}
-	}
-	flush()
 }
 
 // open starts a stream to the leader: a connection to target, or this
@@ -258,6 +249,7 @@ func (f *forwarder) open(target string, local bool) (*forwardStream, error) {
 			return nil, err
 		}
 		s.conn = c
+		s.out = newFrameWriter(c, answerWait, func(err error) { f.broken(s, err) })
 	}
 	f.mu.Lock()
 	if f.cur != nil {
@@ -266,8 +258,12 @@ func (f *forwarder) open(target string, local bool) (*forwardStream, error) {
 	f.cur = s
 	if !local {
 		f.streams[s] = true
-		f.wg.Add(1)
+		f.wg.Add(2)
 		go f.read(s)
+		go func() {
+			defer f.wg.Done()
+			s.out.run()
+		}()
 	}
 	f.mu.Unlock()
 	return s, nil
@@ -319,11 +315,11 @@ func (f *forwarder) result(s *forwardStream, r forwardResult) {
 	f.mu.Unlock()
 	op := w.op
 	op.Result = r.result()
-	f.n.fsm.afterApplied(r.index, func() { f.n.finish(op) }, func() {
+	f.n.fsm.afterApplied(r.index, func() { f.done(op) }, func() {
 		// Applied by the leader, but this node stops before its copy
 		// has it: what the client may assume is unknown.
 		op.Result = engine.Result{Err: wire.ErrUnavailable}
-		f.n.finish(op)
+		f.done(op)
 	})
 }
 
@@ -367,24 +363,26 @@ func (f *forwarder) answerLocked(w *pendingWrite) {
 	}
 }
 
-// expire answers "the state store is unavailable" to the writes that
-// waited leaderWait for the leader. Deadlines grow along the queue.
+// expire answers "the state store is unavailable" to the writes that no
+// leader took within leaderWait of their arrival, and to those the leader
+// did not answer within answerWait.
 func (f *forwarder) expire(now time.Time) {
-	var due []*engine.Op
+	var late []*pendingWrite
 	f.mu.Lock()
 	for _, w := range f.queue {
-		if now.Before(w.deadline) {
-			break
+		if !w.answered && (w.stream == nil && !now.Before(w.deadline) || w.stream != nil && now.Sub(w.sentAt) >= answerWait) {
+			late = append(late, w)
 		}
-		if !w.answered {
-			due = append(due, w.op)
-			f.answerLocked(w)
-		}
+	}
+	due := make([]*engine.Op, len(late))
+	for i, w := range late {
+		due[i] = w.op
+		f.answerLocked(w)
 	}
 	f.mu.Unlock()
 	for _, op := range due {
 		op.Result = engine.Result{Err: wire.ErrUnavailable}
-		f.n.finish(op)
+		f.done(op)
 	}
 }
 
@@ -412,8 +410,16 @@ func (f *forwarder) shutdown() {
 	f.wg.Wait()
 	for _, op := range due {
 		op.Result = engine.Result{Err: wire.ErrUnavailable}
-		f.n.finish(op)
+		f.done(op)
 	}
+}
+
+// done answers a forwarded write, whose result is in, once this node's
+// machine has it; the client's reads that waited for it go on.
+func (f *forwarder) done(op *engine.Op) {
+	client := op.Client
+	f.n.finish(op)
+	f.n.order.end(client)
 }
 
 // forwardStream is one stream of writes to the leader: a connection, or
@@ -422,6 +428,7 @@ type forwardStream struct {
 	target  string
 	local   bool
 	conn    net.Conn        // remote
+	out     *frameWriter    // remote: writes conn
 	session *forwardSession // local
 	once    sync.Once
 }
@@ -429,6 +436,7 @@ type forwardStream struct {
 func (s *forwardStream) close(n *Node) {
 	s.once.Do(func() {
 		if s.conn != nil {
+			s.out.close()
 			s.conn.Close()
 		}
 		if s.session != nil {

@@ -28,10 +28,6 @@ const forwardMagic = "dss-forward-1\n"
 // packet the broker took, and a follower cuts its frames well below.
 const maxForwardFrame = 1 << 30
 
-// forwardFrameTarget is the size past which a follower starts a new
-// frame.
-const forwardFrameTarget = 256 << 10
-
 // forwardedWrite is a write as a follower forwards it: the request as the
 // client sent it, so that the leader decides its time and version.
 type forwardedWrite struct {

@@ -76,8 +76,10 @@ func (n *Node) serveForward(c net.Conn) {
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})
-	out := newResultWriter(c)
-	s := n.openSession(h, out.add)
+	out := newFrameWriter(c, leaderWait, func(error) { c.Close() })
+	s := n.openSession(h, func(r forwardResult) {
+		out.append(func(b []byte) []byte { return appendForwardResult(b, &r) })
+	})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -87,6 +89,7 @@ func (n *Node) serveForward(c net.Conn) {
 	defer func() {
 		n.closeSession(s)
 		out.close()
+		c.Close() // a write under way ends
 		wg.Wait()
 	}()
 	for {
@@ -147,73 +150,4 @@ func (n *Node) takesForwardedLocked(s *forwardSession) bool {
 		return false
 	}
 	return true
-}
-
-// resultWriter sends the results of a session back to its sender, as
-// many per write as have come meanwhile.
-type resultWriter struct {
-	c net.Conn
-
-	mu     sync.Mutex
-	f      frame // guarded by mu; results not yet sent
-	closed bool  // guarded by mu
-
-	wake chan struct{}
-	done chan struct{}
-}
-
-func newResultWriter(c net.Conn) *resultWriter {
-	w := &resultWriter{c: c, wake: make(chan struct{}, 1), done: make(chan struct{})}
-	w.f.reset()
-	return w
-}
-
-// add queues a result. It does not block: it runs on the engine's
-// delivery goroutine.
-func (w *resultWriter) add(r forwardResult) {
-	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
-		return
-	}
-	w.f.buf = appendForwardResult(w.f.buf, &r)
-	w.f.count++
-	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
-}
-
-// run writes the queued results until close.
-func (w *resultWriter) run() {
-	var spare frame
-	spare.reset()
-	for {
-		select {
-		case <-w.wake:
-		case <-w.done:
-			return
-		}
-		w.mu.Lock()
-		f := w.f
-		w.f = spare
-		w.mu.Unlock()
-		if f.count > 0 {
-			_ = w.c.SetWriteDeadline(time.Now().Add(leaderWait))
-			if _, err := w.c.Write(f.bytes()); err != nil {
-				w.c.Close()
-			}
-		}
-		f.reset()
-		spare = f
-	}
-}
-
-func (w *resultWriter) close() {
-	w.mu.Lock()
-	w.closed = true
-	w.mu.Unlock()
-	close(w.done)
-	w.c.Close()
 }

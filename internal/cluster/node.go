@@ -50,6 +50,7 @@ type Node struct {
 	reads  *reader
 	fwd    *forwarder
 	health *peerHealth
+	order  *writeOrder
 
 	mu    sync.Mutex
 	ready bool // guarded by mu; a leader whose term-start entry is applied
@@ -117,6 +118,7 @@ func New(cfg Config) (*Node, error) {
 	_, _ = rand.Read(e[:])
 	n.epoch = binary.LittleEndian.Uint64(e[:])
 	n.health = newPeerHealth(n.log, n.memberID)
+	n.order = newWriteOrder()
 	if err := n.openLogStores(dir); err != nil {
 		return nil, err
 	}
@@ -321,6 +323,9 @@ func (n *Node) Close() error {
 	n.batch, n.count, n.ids = nil, 0, nil
 	n.mu.Unlock()
 	if len(ops) > 0 {
+		for _, op := range ops {
+			n.endWrite(op)
+		}
 		n.engine.Abandon(ops)
 	}
 	n.peers.close()
@@ -350,6 +355,7 @@ func (n *Node) Propose(w *engine.Write) engine.Proposed {
 	if w.Op != nil {
 		n.pending[id] = w.Op
 		n.ids = append(n.ids, id)
+		n.beginWrite(w.Op)
 	}
 	if n.batch == nil {
 		n.batch = make([]byte, 0, 4096)
@@ -444,7 +450,27 @@ func (n *Node) abandon(ids []uint64) {
 	}
 	n.mu.Unlock()
 	if len(ops) > 0 {
+		// Before Abandon: once answered, an op may be reused.
+		for _, op := range ops {
+			n.endWrite(op)
+		}
 		n.engine.Abandon(ops)
+	}
+}
+
+// beginWrite counts a write a client of this node sent to its engine as
+// under way, so that the client's later reads wait for it (writeOrder).
+// A forwarded write is counted on the node that forwarded it.
+func (n *Node) beginWrite(op *engine.Op) {
+	if _, forwarded := op.Caller.(*forwardOp); !forwarded {
+		n.order.begin(op.Client)
+	}
+}
+
+// endWrite counts a write that beginWrite counted as answered.
+func (n *Node) endWrite(op *engine.Op) {
+	if _, forwarded := op.Caller.(*forwardOp); !forwarded {
+		n.order.end(op.Client)
 	}
 }
 
@@ -455,10 +481,15 @@ func (n *Node) takeOp(o origin) *engine.Op {
 		return nil
 	}
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	op, ok := n.pending[o.id]
 	if ok {
 		delete(n.pending, o.id)
+	}
+	n.mu.Unlock()
+	if op != nil {
+		// Applied from here on: a read of its client that starts now
+		// takes an index at or past it.
+		n.endWrite(op)
 	}
 	return op
 }
