@@ -24,6 +24,8 @@ type request struct {
 	readOnly bool
 	// stale asks a cluster node for its own copy at once (a GET).
 	stale bool
+	// persist asks for the key to survive a restart (a SET).
+	persist bool
 }
 
 // errNotSent marks a failure that happened before the request left the
@@ -172,6 +174,9 @@ func (c *Client) envelope(ctx context.Context, r *request, corr []byte) *paho.Pu
 	}
 	if r.stale {
 		user = append(user, paho.UserProperty{Key: wire.PropConsistency, Value: wire.ConsistencyStale})
+	}
+	if r.persist {
+		user = append(user, paho.UserProperty{Key: wire.PropPersistence, Value: "true"})
 	}
 	props := &paho.PublishProperties{
 		ContentType:     wire.ContentType,

@@ -15,6 +15,7 @@ func newSetCmd(stdio Stdio) *cobra.Command {
 		f       clientFlags
 		nx, nex bool
 		px      int64
+		persist bool
 		fencing fencingFlag
 	)
 	cmd := &cobra.Command{
@@ -28,7 +29,9 @@ with '-' goes after --: dss set temp -- -5.
 or already holds VALUE. --px gives the key a time to live in milliseconds.
 --fencing-token writes a key that a lock protects (see dss lock, which
 passes the token to its command in DSS_FENCING_TOKEN, where this flag
-picks it up).
+picks it up). --persist asks for the key to survive a restart (the user
+property aio-persistence: true): a server run with --persistence flagged
+keeps only the keys whose last SET carried it.
 
 Exit status: 0 stored, 1 not stored because of --nx or --nex, 2 error.`,
 		Example: `  dss set greeting hello
@@ -66,6 +69,9 @@ Exit status: 0 stored, 1 not stored because of --nx or --nex, 2 error.`,
 			if !fence.IsZero() {
 				opts = append(opts, client.FencingToken(fence))
 			}
+			if persist {
+				opts = append(opts, client.Persist)
+			}
 			key := args[0]
 			return f.runClient(cmd.Context(), func(ctx context.Context, c *client.Client) error {
 				res, err := c.Set(ctx, key, value, opts...)
@@ -88,6 +94,7 @@ Exit status: 0 stored, 1 not stored because of --nx or --nex, 2 error.`,
 	cmd.Flags().BoolVar(&nx, "nx", false, "store only if the key does not exist")
 	cmd.Flags().BoolVar(&nex, "nex", false, "store only if the key does not exist or already holds VALUE")
 	cmd.Flags().Int64Var(&px, "px", 0, "time to live in milliseconds (0: none; removes an earlier one)")
+	cmd.Flags().BoolVar(&persist, "persist", false, "ask for the key to survive a restart (aio-persistence: true; matters with dss serve --persistence flagged)")
 	fencing.add(cmd)
 	return cmd
 }
