@@ -66,6 +66,7 @@ var (
 	codeMissingCorrelation   = packets.Code{Code: 0x83, Reason: "state store request without Correlation Data"}
 	codeWildcardResponse     = packets.Code{Code: 0x83, Reason: "state store request with a wildcard in its Response Topic"}
 	codeNeedsQoS1            = packets.Code{Code: 0x83, Reason: "state store requests must be sent with QoS 1"}
+	codeNeedsQoS1Correlation = packets.Code{Code: 0x83, Reason: "state store requests must be sent with QoS 1 and carry Correlation Data"}
 	codeDraining             = packets.Code{Code: 0x80, Reason: "the state store is shutting down"}
 	codeForbiddenResponse    = packets.Code{Code: 0x83, Reason: "the Response Topic of a state store request may not be the request topic or under " + wire.ReservedPrefix}
 )
@@ -76,12 +77,15 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 	props := &pk.Properties
 	switch {
 	case pk.FixedHeader.Qos == 0:
-		// There is nothing to acknowledge and nobody to tell: count and log.
+		// There is nothing to acknowledge: count, log, and answer on the
+		// Response Topic if there is one (see tellRefused).
 		b.refuse(cl, "qos 0", codeNeedsQoS1)
+		b.tellRefused(cl, pk, needsQoS1(props))
 		return
 	case pk.FixedHeader.Qos == 2:
 		b.refuse(cl, "qos 2", codeNeedsQoS1)
-		b.ack(cl, pk, packets.Pubrec, codeNeedsQoS1)
+		b.ack(cl, pk, packets.Pubrec, needsQoS1(props))
+		b.tellRefused(cl, pk, needsQoS1(props))
 		return
 	case props.ResponseTopic == "":
 		b.refuse(cl, "no response topic", codeMissingResponseTopic)
@@ -90,6 +94,7 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 	case len(props.CorrelationData) == 0:
 		b.refuse(cl, "no correlation data", codeMissingCorrelation)
 		b.ack(cl, pk, packets.Puback, codeMissingCorrelation)
+		b.tellRefused(cl, pk, codeMissingCorrelation)
 		return
 	case wire.ForbiddenResponseTopic(props.ResponseTopic):
 		b.refuse(cl, "forbidden response topic", codeForbiddenResponse)

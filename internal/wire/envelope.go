@@ -45,6 +45,10 @@ const (
 	StatusOK = "200"
 	// StatusVersionNotSupported answers a request of another major version.
 	StatusVersionNotSupported = "505"
+	// StatusBadRequest is dss's answer, on the Response Topic, to a
+	// request the store refused without executing it because of its
+	// envelope (QoS other than 1, no Correlation Data); __stMsg says why.
+	StatusBadRequest = "400"
 )
 
 // SupportedVersion reports whether a request's __protVer value is one the
