@@ -14,6 +14,15 @@ import (
 )
 
 func newServeCmd(stdio Stdio) *cobra.Command {
+	cmd, _ := newServeCommand(stdio)
+	return cmd
+}
+
+// newServeCommand returns dss serve and the function that resolves its
+// settings into the server's configuration, refusing what serve refuses
+// before it starts anything.
+func newServeCommand(stdio Stdio) (*cobra.Command, func(*cobra.Command) (server.Config, *settings, error)) {
+	var build func(*cobra.Command) (server.Config, *settings, error)
 	var cfg server.Config
 	var logLevel, logFormat, fsync, persistence, adminTokenFile string
 	var inMemory bool
@@ -42,40 +51,15 @@ TLS files (which are also re-read when they change).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			stopWithGoRun()
-			st, err := resolveSettings(cmd)
+			cfg, _, err := build(cmd)
 			if err != nil {
-				return err
-			}
-			if err := validateServe(cmd.Flags(), st); err != nil {
-				return err
-			}
-			logger, err := newLogger(stdio, logLevel, logFormat)
-			if err != nil {
-				return err
-			}
-			cfg.Logger = logger
-			if cfg.Fsync, err = journal.ParseFsync(fsync); err != nil {
-				return fmt.Errorf("--fsync: %w", err)
-			}
-			if cfg.Persistence, err = server.ParsePersistence(persistence); err != nil {
-				return fmt.Errorf("--persistence: %w", err)
-			}
-			if inMemory {
-				cfg.DataDir = ""
-			} else if cfg.DataDir == "" {
-				return fmt.Errorf("--data: a data directory is required unless --in-memory is given")
-			}
-			if err := cf.apply(&cfg); err != nil {
-				return err
-			}
-			if cfg.AdminToken, err = readAdminToken("--admin-token-file", adminTokenFile); err != nil {
 				return err
 			}
 			// The process is the server's: tune the Go runtime for it
 			// (package tuning says what and why).
 			defer tuning.ForServer(tuning.Options{
 				SyncEveryWrite: cfg.DataDir != "" && cfg.Fsync == journal.FsyncAlways,
-				Logger:         logger,
+				Logger:         cfg.Logger,
 			})()
 			srv, err := server.New(cfg)
 			if err != nil {
@@ -85,6 +69,47 @@ TLS files (which are also re-read when they change).`,
 			defer stopReload()
 			return srv.Run(cmd.Context())
 		},
+	}
+	// serveConfig is cfg, which the flags fill in, completed: a copy, so
+	// that the flags keep the values given.
+	serveConfig := func(st *settings) (server.Config, error) {
+		cfg := cfg
+		if err := validateServe(cmd.Flags(), st); err != nil {
+			return cfg, err
+		}
+		logger, err := newLogger(stdio, logLevel, logFormat)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Logger = logger
+		if cfg.Fsync, err = journal.ParseFsync(fsync); err != nil {
+			return cfg, fmt.Errorf("--fsync: %w", err)
+		}
+		if cfg.Persistence, err = server.ParsePersistence(persistence); err != nil {
+			return cfg, fmt.Errorf("--persistence: %w", err)
+		}
+		if inMemory {
+			cfg.DataDir = ""
+		} else if cfg.DataDir == "" {
+			return cfg, fmt.Errorf("--data: a data directory is required unless --in-memory is given")
+		}
+		if err := cf.apply(&cfg); err != nil {
+			return cfg, err
+		}
+		if cfg.AdminToken, err = readAdminToken("--admin-token-file", adminTokenFile); err != nil {
+			return cfg, err
+		}
+		return cfg, nil
+	}
+	// build resolves and checks the settings and returns the server's
+	// configuration: dss serve runs it, dss config print checks it.
+	build = func(cmd *cobra.Command) (server.Config, *settings, error) {
+		st, err := resolveSettings(cmd)
+		if err != nil {
+			return server.Config{}, nil, err
+		}
+		cfg, err := serveConfig(st)
+		return cfg, st, err
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Listen, "listen", "", "MQTT listener address HOST:PORT (default 127.0.0.1:1883, loopback only, while no authentication is configured; :1883 with --users and no TLS)")
@@ -130,7 +155,7 @@ TLS files (which are also re-read when they change).`,
 	enumFlag(f, &logLevel, "log-level", "info", []string{"debug", "info", "warn", "error"}, "log level: debug, info, warn or error")
 	enumFlag(f, &logFormat, "log-format", "text", []string{"text", "json"}, "log format: text or json")
 	addConfigFlag(cmd)
-	return cmd
+	return cmd, build
 }
 
 func newLogger(stdio Stdio, level, format string) (*slog.Logger, error) {

@@ -73,6 +73,13 @@ func TestSettingsPrecedence(t *testing.T) {
 // value the server puts in its place in the comment.
 func TestConfigPrintNamesTheServersDefaults(t *testing.T) {
 	host := server.DefaultNodeID()
+	// The files must be there: config print reads them as serve does.
+	dir := t.TempDir()
+	users := filepath.Join(dir, "users")
+	if code, e := runWithInput(t, "pw\n", "passwd", users, "alice"); code != ExitOK {
+		t.Fatalf("passwd: %s", e)
+	}
+	cert := dsstest.NewCA(t, "ca").Server("localhost")
 	for _, tc := range []struct {
 		args []string
 		want map[string][2]string
@@ -82,10 +89,10 @@ func TestConfigPrintNamesTheServersDefaults(t *testing.T) {
 			"tls-listen": {"", "# default"},
 			"node-id":    {"", "# default: the server uses " + host},
 		}},
-		{[]string{"--users", "users"}, map[string][2]string{
+		{[]string{"--users", users}, map[string][2]string{
 			"listen": {"", "# default: the server uses :1883"},
 		}},
-		{[]string{"--users", "users", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--listen", "127.0.0.1:1"}, map[string][2]string{
+		{[]string{"--users", users, "--tls-cert", cert.CertFile, "--tls-key", cert.KeyFile, "--listen", "127.0.0.1:1"}, map[string][2]string{
 			"listen":     {"127.0.0.1:1", "# from --listen"},
 			"tls-listen": {"", "# default: the server uses :8883"},
 		}},
@@ -282,5 +289,29 @@ func TestSettingsCoverEveryFlag(t *testing.T) {
 	}
 	if list, _ = cmd.Flags().GetStringSlice("peers"); strings.Join(list, ",") != "c=3" {
 		t.Fatalf("peers from the environment %q", list)
+	}
+}
+
+// dss config print fails, with serve's message, wherever serve would
+// refuse to start.
+func TestConfigPrintRefusesWhatServeRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--listen", "0.0.0.0:1883"}, "no authentication is configured"},
+		{[]string{"--in-memory", "--cluster-listen", "127.0.0.1:7946", "--peers", "n1=127.0.0.1:7946"}, "not --in-memory"},
+		{[]string{"--users", filepath.Join(t.TempDir(), "missing")}, "no such file"},
+		{[]string{"--policy", "p.yaml"}, "only authentication establishes"},
+		{[]string{"--cluster-listen", "10.0.0.1:7946", "--peers", "n1=10.0.0.1:7946"}, "secret"},
+	} {
+		r := runCLI(t, "", append([]string{"config", "print"}, tc.args...)...)
+		if r.code != ExitError || !strings.Contains(r.err, tc.want) {
+			t.Errorf("config print %v: exit %d, stderr %q; want exit 2 and %q", tc.args, r.code, r.err, tc.want)
+		}
+		s := runCLI(t, "", append([]string{"serve", "--data", t.TempDir()}, tc.args...)...)
+		if s.code != ExitError || !strings.Contains(s.err, tc.want) {
+			t.Errorf("serve %v: exit %d, stderr %q; want exit 2 and %q", tc.args, s.code, s.err, tc.want)
+		}
 	}
 }

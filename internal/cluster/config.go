@@ -95,6 +95,10 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// Check reports the first setting that New would refuse, without
+// starting anything.
+func (c Config) Check() error { return c.setDefaults() }
+
 func (c *Config) setDefaults() error {
 	if c.NodeID == "" {
 		return errors.New("cluster: a node id is required")

@@ -10,7 +10,12 @@ import (
 // newClusterNode opens the cluster node of cfg: its listener and its Raft
 // log and snapshots under the data directory.
 func newClusterNode(cfg Config) (*cluster.Node, error) {
-	return cluster.New(cluster.Config{
+	return cluster.New(clusterConfig(cfg))
+}
+
+// clusterConfig is the cluster node's configuration in cfg.
+func clusterConfig(cfg Config) cluster.Config {
+	return cluster.Config{
 		NodeID:            cfg.NodeID,
 		Listen:            cfg.Cluster.Listen,
 		Peers:             cfg.Cluster.Peers,
@@ -23,7 +28,7 @@ func newClusterNode(cfg Config) (*cluster.Node, error) {
 		SnapshotInterval:  cfg.Cluster.SnapshotInterval,
 		TrailingLogs:      cfg.Cluster.TrailingLogs,
 		Logger:            cfg.Logger,
-	})
+	}
 }
 
 // ClusterAddr returns the address of the cluster listener, or "" for a
