@@ -93,7 +93,7 @@ The exit status is 1 when any request failed validation or timed out.`,
 				return err
 			}
 			if rep.Errors > 0 || rep.Timeouts > 0 {
-				return &exitError{code: ExitFalse}
+				return &exitError{code: ExitFalse, err: fmt.Errorf("%d requests failed and %d timed out", rep.Errors, rep.Timeouts), quiet: true}
 			}
 			return nil
 		},

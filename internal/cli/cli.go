@@ -33,6 +33,11 @@ const (
 type exitError struct {
 	code int
 	err  error // nil: nothing to print
+	// quiet shows err only when standard output is a terminal: a
+	// condition a script reads from the exit status (a missing key, a
+	// condition not met) is explained to a person, and a pipe gets the
+	// same bytes as ever.
+	quiet bool
 }
 
 func (e *exitError) Error() string {
@@ -58,7 +63,7 @@ func Run(ctx context.Context, args []string, stdio Stdio) int {
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.err != nil {
+		if ee.err != nil && (!ee.quiet || isTerminal(stdio.Out)) {
 			fmt.Fprintln(stdio.Err, "dss:", ee.err)
 		}
 		return ee.code

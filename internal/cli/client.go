@@ -208,6 +208,9 @@ const (
 	encodingBase64 = "base64"
 )
 
-// errFalse is the exit status 1 without a message: the key is missing or a
-// condition was not met.
-var errFalse = &exitError{code: ExitFalse}
+// notMet is the exit status 1: the key is missing or a condition was not
+// met. The reason goes to standard error when standard output is a
+// terminal; a pipe gets nothing (see exitError.quiet).
+func notMet(format string, args ...any) error {
+	return &exitError{code: ExitFalse, err: fmt.Errorf(format, args...), quiet: true}
+}

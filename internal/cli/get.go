@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -68,10 +67,7 @@ Exit status: 0 found, 1 no such key, 2 error.`,
 					return err
 				}
 				if !found {
-					if tty && !f.json {
-						return &exitError{code: ExitFalse, err: fmt.Errorf("no key %q", key)}
-					}
-					return errFalse
+					return notMet("no key %q", key)
 				}
 				return nil
 			})

@@ -83,8 +83,11 @@ Exit status: 0 stored, 1 not stored because of --nx or --nex, 2 error.`,
 						return err
 					}
 				}
-				if !res.Applied {
-					return errFalse
+				switch {
+				case !res.Applied && nx:
+					return notMet("not set: key %q exists", key)
+				case !res.Applied:
+					return notMet("not set: key %q holds another value", key)
 				}
 				return nil
 			})
