@@ -53,7 +53,7 @@ func (e *exitError) Unwrap() error { return e.err }
 // returns the process exit status.
 func Run(ctx context.Context, args []string, stdio Stdio) int {
 	root := newRoot(stdio)
-	root.SetArgs(args)
+	root.SetArgs(negativeArgs(root, args))
 	root.SetIn(stdio.In)
 	root.SetOut(stdio.Out)
 	root.SetErr(stdio.Err)

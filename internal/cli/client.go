@@ -31,7 +31,7 @@ type clientFlags struct {
 // withJSON is set. timeoutUsage says what the timeout bounds.
 func addClientFlags(cmd *cobra.Command, f *clientFlags, withJSON bool, timeoutUsage string) {
 	cmd.Flags().StringVar(&f.server, "server", "localhost:1883", "server address HOST:PORT, or a comma-separated list to fail over between")
-	cmd.Flags().DurationVar(&f.timeout, "timeout", 10*time.Second, timeoutUsage+" (0: no limit)")
+	durationFlag(cmd.Flags(), &f.timeout, "timeout", 10*time.Second, timeoutUsage+" (0: no limit)")
 	if withJSON {
 		cmd.Flags().BoolVar(&f.json, "json", false, "print the result as JSON, with the version")
 	}

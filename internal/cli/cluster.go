@@ -34,7 +34,7 @@ func (c *clusterFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&c.peers, "peers", "", "initial cluster members ID=HOST:PORT,ID=HOST:PORT,... (their --cluster-listen addresses; the same list on every node)")
 	f.StringVar(&c.secretFile, "cluster-secret-file", "", "file holding the cluster secret (or set "+secretEnv+"); required unless --cluster-listen is a loopback address")
 	f.Uint64Var(&c.snapThreshold, "cluster-snapshot-threshold", 0, "Raft log entries that make a snapshot due (0: 8192)")
-	f.DurationVar(&c.snapInterval, "cluster-snapshot-interval", 0, "how often Raft checks whether a snapshot is due (0: 10s)")
+	durationFlag(f, &c.snapInterval, "cluster-snapshot-interval", 0, "how often Raft checks whether a snapshot is due (0: 10s)")
 	f.Uint64Var(&c.trailingLogs, "cluster-trailing-logs", 0, "Raft log entries a snapshot leaves in the log (0: 10240)")
 	for _, name := range []string{"cluster-snapshot-threshold", "cluster-snapshot-interval", "cluster-trailing-logs"} {
 		_ = f.MarkHidden(name)

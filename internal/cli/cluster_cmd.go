@@ -35,7 +35,7 @@ secret, like the nodes' own (` + secretEnv + ` or --cluster-secret-file).`,
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&addr, "cluster-addr", "127.0.0.1:7946", "cluster listener HOST:PORT of any member (its --cluster-listen)")
 	pf.StringVar(&secretFile, "cluster-secret-file", "", "file holding the cluster secret (or set "+secretEnv+")")
-	pf.DurationVar(&timeout, "timeout", 15*time.Second, "how long to wait for the cluster")
+	durationFlag(pf, &timeout, "timeout", 15*time.Second, "how long to wait for the cluster")
 	dial := func(ctx context.Context) (*cluster.Admin, []byte, error) {
 		secret, err := readSecret(secretFile)
 		if err != nil {
