@@ -26,6 +26,8 @@ type request struct {
 	stale bool
 	// persist asks for the key to survive a restart (a SET).
 	persist bool
+	// ttl asks for the time the key has left (a GET).
+	ttl bool
 }
 
 // errNotSent marks a failure that happened before the request left the
@@ -187,6 +189,9 @@ func (c *Client) envelope(ctx context.Context, r *request, corr []byte) *paho.Pu
 	}
 	if r.persist {
 		user = append(user, paho.UserProperty{Key: wire.PropPersistence, Value: "true"})
+	}
+	if r.ttl {
+		user = append(user, paho.UserProperty{Key: wire.PropTTL, Value: "true"})
 	}
 	props := &paho.PublishProperties{
 		ContentType:     wire.ContentType,

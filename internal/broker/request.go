@@ -135,6 +135,8 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 			c.op.Volatile = !strings.EqualFold(u.Val, "true")
 		case wire.PropConsistency:
 			c.op.Stale = strings.EqualFold(u.Val, wire.ConsistencyStale)
+		case wire.PropTTL:
+			c.op.WithTTL = strings.EqualFold(u.Val, "true")
 		}
 	}
 	if !wire.SupportedVersion(version) {

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"slices"
+	"strconv"
 
 	"github.com/dssio/dss/internal/mqtt/packets"
 
@@ -45,6 +46,11 @@ func (b *Broker) complete(op *engine.Op) {
 	user := okNoVersion
 	if r.HasVersion && r.Err == nil {
 		user = c.versioned(r.Version)
+	}
+	if r.TTL > 0 && r.Err == nil {
+		// Rare (asked for, and a key that expires): its own slice, not
+		// the reply's.
+		user = append(slices.Clip(user), packets.UserProperty{Key: wire.PropTTL, Val: strconv.FormatInt(r.TTL, 10)})
 	}
 	b.respond(c, payload, user, op.Inline)
 	c.release()

@@ -22,6 +22,8 @@ type Op struct {
 	// Stale asks a cluster node to answer a GET from its own machine at
 	// once, without confirming with the leader that it is current.
 	Stale bool
+	// WithTTL asks a GET for the time its key has left (Result.TTL).
+	WithTTL bool
 	// Caller identifies the requesting connection to the Notifier.
 	Caller any
 	// Client and Correlation identify the request among those a client
@@ -58,6 +60,9 @@ type Result struct {
 	HasVersion bool
 	// Watched reports for KEYNOTIFY STOP whether a registration existed.
 	Watched bool
+	// TTL is the time a key found by a GET with Op.WithTTL has left, in
+	// milliseconds (at least 1); 0 when it does not expire.
+	TTL int64
 }
 
 func (r *Result) setVersion(v hlc.Timestamp) {

@@ -32,6 +32,11 @@ const (
 	PropConsistency = "dss-consistency"
 	// ConsistencyStale is the value of PropConsistency for a stale read.
 	ConsistencyStale = "stale"
+	// PropTTL is dss's own. On a GET request, "true" asks for the time the
+	// key has left; the response then carries PropTTL with the
+	// milliseconds left when the key expires, and none when it does not.
+	// Responses to requests without it are unchanged, byte for byte.
+	PropTTL = "dss-ttl"
 
 	// ContentType is the content type of every request and response.
 	ContentType = "application/octet-stream"
