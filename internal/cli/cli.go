@@ -95,6 +95,7 @@ reads a YAML file of settings (--config); see dss serve --help.`,
 	root.AddCommand(newRecoverCmd(stdio), newPasswdCmd(stdio), newSnapshotCmd(stdio))
 	root.AddCommand(newSetCmd(stdio), newGetCmd(stdio), newDelCmd(stdio), newVDelCmd(stdio))
 	root.AddCommand(newWatchCmd(stdio), newLockCmd(stdio), newKeysCmd(stdio))
+	root.AddCommand(newPubCmd(stdio), newSubCmd(stdio))
 	root.AddCommand(newBenchCmd(stdio))
 	root.AddCommand(newConfigCmd(stdio), newReadyCmd(stdio))
 	root.AddCommand(newClusterCmd(stdio))

@@ -21,10 +21,11 @@ import (
 
 // clientFlags are the flags that every client command has.
 type clientFlags struct {
-	server  string
-	timeout time.Duration
-	json    bool
-	sec     securityFlags
+	server   string
+	timeout  time.Duration
+	json     bool
+	sec      securityFlags
+	clientID string // dss pub and sub: --client-id
 }
 
 // addClientFlags adds --server and --timeout to cmd, and --json when
