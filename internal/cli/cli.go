@@ -89,13 +89,24 @@ reads a YAML file of settings (--config); see dss serve --help.`,
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
+	// dss alone: the shell on a terminal, the help elsewhere.
+	root.Args = cobra.NoArgs
+	root.RunE = func(cmd *cobra.Command, _ []string) error {
+		if in, ok := stdio.In.(*os.File); ok && isTerminal(in) && isTerminal(stdio.Out) {
+			if code := runShell(cmd.Context(), stdio); code != ExitOK {
+				return &exitError{code: code}
+			}
+			return nil
+		}
+		return cmd.Help()
+	}
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(newVersionCmd(stdio))
 	root.AddCommand(newServeCmd(stdio))
 	root.AddCommand(newRecoverCmd(stdio), newPasswdCmd(stdio), newSnapshotCmd(stdio))
 	root.AddCommand(newSetCmd(stdio), newGetCmd(stdio), newDelCmd(stdio), newVDelCmd(stdio))
 	root.AddCommand(newWatchCmd(stdio), newLockCmd(stdio), newKeysCmd(stdio))
-	root.AddCommand(newPubCmd(stdio), newSubCmd(stdio))
+	root.AddCommand(newPubCmd(stdio), newSubCmd(stdio), newShellCmd(stdio))
 	root.AddCommand(newBenchCmd(stdio))
 	root.AddCommand(newConfigCmd(stdio), newReadyCmd(stdio))
 	root.AddCommand(newClusterCmd(stdio))
