@@ -3,6 +3,7 @@ package broker
 import (
 	"strings"
 	"sync"
+	"time"
 
 	mqtt "github.com/dssio/dss/internal/mqtt"
 	"github.com/dssio/dss/internal/mqtt/packets"
@@ -33,13 +34,14 @@ type call struct {
 	// response and ack are the response and the request's PUBACK while
 	// they are handed to the broker.
 	response, ack packets.Packet
+	start         time.Time // arrival, for dss_request_duration_seconds
 }
 
 var calls = sync.Pool{New: func() any { return new(call) }}
 
 func newCall(b *Broker, cl *mqtt.Client, pk *packets.Packet) *call {
 	c := calls.Get().(*call)
-	*c = call{b: b, client: cl, packetID: pk.PacketID}
+	*c = call{b: b, client: cl, packetID: pk.PacketID, start: time.Now()}
 	// Counted until answered: at MaxInflightPerClient the broker stops
 	// reading the client's connection (see Config).
 	cl.BeginPending()

@@ -3,6 +3,7 @@ package broker
 import (
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/dssio/dss/internal/mqtt/packets"
 
@@ -95,6 +96,7 @@ func (b *Broker) respondUnsupportedVersion(c *call, version string) {
 // after the journal, which must not wait for any one connection (see
 // publishWithAck).
 func (b *Broker) respond(c *call, payload []byte, user []packets.UserProperty, now bool) {
+	b.metrics.traffic.observeRequest(c.op.Request.Verb, time.Since(c.start))
 	// The packets are built in the call (zero since newCall), not on this
 	// goroutine's stack: 800 bytes each, they grew the stack of every
 	// connection. The broker copies what it keeps of them.

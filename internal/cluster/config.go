@@ -93,6 +93,9 @@ type Config struct {
 	MaxInFlight int
 	// Logger receives the log lines; nil means slog.Default().
 	Logger *slog.Logger
+	// LogTimings, when set, receives how long the Raft log's writes and
+	// fsyncs take.
+	LogTimings *journal.Timings
 }
 
 // Check reports the first setting that New would refuse, without

@@ -5,12 +5,15 @@ import (
 	"path/filepath"
 
 	"github.com/dssio/dss/internal/cluster"
+	"github.com/dssio/dss/internal/journal"
 )
 
 // newClusterNode opens the cluster node of cfg: its listener and its Raft
 // log and snapshots under the data directory.
-func newClusterNode(cfg Config) (*cluster.Node, error) {
-	return cluster.New(clusterConfig(cfg))
+func newClusterNode(cfg Config, timings *journal.Timings) (*cluster.Node, error) {
+	c := clusterConfig(cfg)
+	c.LogTimings = timings
+	return cluster.New(c)
 }
 
 // clusterConfig is the cluster node's configuration in cfg.
