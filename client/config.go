@@ -218,3 +218,13 @@ func LoadTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
 	}
 	return cfg, nil
 }
+
+// ResolveServer returns the HOST:PORT that an entry of Config.Servers
+// names, and whether it asks for TLS (mqtts://, ssl:// or tls://);
+// withTLS says that TLS is on anyway (Config.TLS), which makes 8883 the
+// default port. For tools that connect as the client does.
+func ResolveServer(s string, withTLS bool) (addr string, secure bool, err error) {
+	secure = withTLS || tlsScheme(s)
+	addr, err = parseAddr(s, secure)
+	return addr, secure, err
+}

@@ -46,6 +46,8 @@ type Metrics struct {
 	AcceptErrors prometheus.CounterFunc
 	listener     atomic.Pointer[listeners.TCP]
 	tlsListener  atomic.Pointer[listeners.TCP] // nil without a TLS listener
+
+	traffic trafficMetrics
 }
 
 // NewMetrics returns unregistered metrics.
@@ -107,6 +109,7 @@ func NewMetrics() *Metrics {
 		}
 		return float64(n)
 	})
+	m.traffic = newTrafficMetrics(&m.info)
 	return m
 }
 
@@ -143,7 +146,8 @@ func (m *Metrics) infoCount(counter func(*system.Info) *int64) func() float64 {
 
 // Collectors returns the metrics for registration.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.Requests, m.Refused, m.Errors, m.Notifications, m.Watches, m.Disconnects,
+	return append([]prometheus.Collector{m.Requests, m.Refused, m.Errors, m.Notifications, m.Watches, m.Disconnects,
 		m.RefusedPackets, m.Panics, m.AcceptErrors, m.LoginsRefused,
-		m.QueuedBytes, m.QueueDropsSession, m.QueueDropsTotal, m.DropsUnacknowledged, m.DropsPendingWrites}
+		m.QueuedBytes, m.QueueDropsSession, m.QueueDropsTotal, m.DropsUnacknowledged, m.DropsPendingWrites,
+	}, m.traffic.collectors()...)
 }

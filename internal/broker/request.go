@@ -3,6 +3,7 @@ package broker
 import (
 	"strings"
 	"sync"
+	"time"
 
 	mqtt "github.com/dssio/dss/internal/mqtt"
 	"github.com/dssio/dss/internal/mqtt/packets"
@@ -33,13 +34,14 @@ type call struct {
 	// response and ack are the response and the request's PUBACK while
 	// they are handed to the broker.
 	response, ack packets.Packet
+	start         time.Time // arrival, for dss_request_duration_seconds
 }
 
 var calls = sync.Pool{New: func() any { return new(call) }}
 
 func newCall(b *Broker, cl *mqtt.Client, pk *packets.Packet) *call {
 	c := calls.Get().(*call)
-	*c = call{b: b, client: cl, packetID: pk.PacketID}
+	*c = call{b: b, client: cl, packetID: pk.PacketID, start: time.Now()}
 	// Counted until answered: at MaxInflightPerClient the broker stops
 	// reading the client's connection (see Config).
 	cl.BeginPending()
@@ -66,6 +68,7 @@ var (
 	codeMissingCorrelation   = packets.Code{Code: 0x83, Reason: "state store request without Correlation Data"}
 	codeWildcardResponse     = packets.Code{Code: 0x83, Reason: "state store request with a wildcard in its Response Topic"}
 	codeNeedsQoS1            = packets.Code{Code: 0x83, Reason: "state store requests must be sent with QoS 1"}
+	codeNeedsQoS1Correlation = packets.Code{Code: 0x83, Reason: "state store requests must be sent with QoS 1 and carry Correlation Data"}
 	codeDraining             = packets.Code{Code: 0x80, Reason: "the state store is shutting down"}
 	codeForbiddenResponse    = packets.Code{Code: 0x83, Reason: "the Response Topic of a state store request may not be the request topic or under " + wire.ReservedPrefix}
 )
@@ -76,12 +79,15 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 	props := &pk.Properties
 	switch {
 	case pk.FixedHeader.Qos == 0:
-		// There is nothing to acknowledge and nobody to tell: count and log.
+		// There is nothing to acknowledge: count, log, and answer on the
+		// Response Topic if there is one (see tellRefused).
 		b.refuse(cl, "qos 0", codeNeedsQoS1)
+		b.tellRefused(cl, pk, needsQoS1(props))
 		return
 	case pk.FixedHeader.Qos == 2:
 		b.refuse(cl, "qos 2", codeNeedsQoS1)
-		b.ack(cl, pk, packets.Pubrec, codeNeedsQoS1)
+		b.ack(cl, pk, packets.Pubrec, needsQoS1(props))
+		b.tellRefused(cl, pk, needsQoS1(props))
 		return
 	case props.ResponseTopic == "":
 		b.refuse(cl, "no response topic", codeMissingResponseTopic)
@@ -90,6 +96,7 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 	case len(props.CorrelationData) == 0:
 		b.refuse(cl, "no correlation data", codeMissingCorrelation)
 		b.ack(cl, pk, packets.Puback, codeMissingCorrelation)
+		b.tellRefused(cl, pk, codeMissingCorrelation)
 		return
 	case wire.ForbiddenResponseTopic(props.ResponseTopic):
 		b.refuse(cl, "forbidden response topic", codeForbiddenResponse)
@@ -130,6 +137,8 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 			c.op.Volatile = !strings.EqualFold(u.Val, "true")
 		case wire.PropConsistency:
 			c.op.Stale = strings.EqualFold(u.Val, wire.ConsistencyStale)
+		case wire.PropTTL:
+			c.op.WithTTL = strings.EqualFold(u.Val, "true")
 		}
 	}
 	if !wire.SupportedVersion(version) {

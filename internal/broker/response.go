@@ -2,6 +2,8 @@ package broker
 
 import (
 	"slices"
+	"strconv"
+	"time"
 
 	"github.com/dssio/dss/internal/mqtt/packets"
 
@@ -48,6 +50,11 @@ func (b *Broker) complete(op *engine.Op) {
 	if r.HasVersion && r.Err == nil {
 		user = c.versioned(r.Version)
 	}
+	if r.TTL > 0 && r.Err == nil {
+		// Rare (asked for, and a key that expires): its own slice, not
+		// the reply's.
+		user = append(slices.Clip(user), packets.UserProperty{Key: wire.PropTTL, Val: strconv.FormatInt(r.TTL, 10)})
+	}
 	b.respond(c, payload, user, op.Inline)
 	c.release()
 }
@@ -91,6 +98,7 @@ func (b *Broker) respondUnsupportedVersion(c *call, version string) {
 // after the journal, which must not wait for any one connection (see
 // publishWithAck).
 func (b *Broker) respond(c *call, payload []byte, user []packets.UserProperty, now bool) {
+	b.metrics.traffic.observeRequest(c.op.Request.Verb, time.Since(c.start))
 	// The packets are built in the call (zero since newCall), not on this
 	// goroutine's stack: 800 bytes each, they grew the stack of every
 	// connection. The broker copies what it keeps of them.

@@ -93,7 +93,7 @@ The exit status is 1 when any request failed validation or timed out.`,
 				return err
 			}
 			if rep.Errors > 0 || rep.Timeouts > 0 {
-				return &exitError{code: ExitFalse}
+				return &exitError{code: ExitFalse, err: fmt.Errorf("%d requests failed and %d timed out", rep.Errors, rep.Timeouts), quiet: true}
 			}
 			return nil
 		},
@@ -102,17 +102,17 @@ The exit status is 1 when any request failed validation or timed out.`,
 	f.StringVar(&cfg.Server, "server", "localhost:1883", "MQTT address of the server (HOST:PORT)")
 	f.IntVar(&cfg.Clients, "clients", 64, "number of connections")
 	f.IntVar(&cfg.Inflight, "inflight", 1, "outstanding requests per connection")
-	f.DurationVar(&cfg.Duration, "duration", 10*time.Second, "measured window (idle: how long to hold the connections)")
+	durationFlag(f, &cfg.Duration, "duration", 10*time.Second, "measured window (idle: how long to hold the connections)")
 	f.Int64Var(&cfg.Requests, "requests", 0, "stop after this many requests (keynotify: notifications) instead of after --duration, and measure them all")
-	f.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "unmeasured run before the window")
+	durationFlag(f, &cfg.Warmup, "warmup", 2*time.Second, "unmeasured run before the window")
 	f.StringVar(&op, "op", "set", "operation: set, get, mix:R, del, vdel, keynotify, fill or idle")
 	f.IntVar(&cfg.Keys, "keys", 10000, "size of the key space")
 	f.StringVar(&cfg.KeyPrefix, "key-prefix", "bench:", "prefix of every key")
-	f.IntVar(&cfg.ValueSize, "value-size", 100, "size of every value in bytes")
-	f.DurationVar(&cfg.PX, "px", 0, "give every SET this time to live (PX); 0 for none")
+	sizeFlag(f, &cfg.ValueSize, "value-size", 100, "size of every value, such as 100 or 4KiB")
+	durationFlag(f, &cfg.PX, "px", 0, "give every SET this time to live (PX); 0 for none")
 	f.IntVar(&cfg.Watchers, "watchers", 1000, "watching connections of --op keynotify")
-	f.DurationVar(&cfg.Timeout, "timeout", 5*time.Second, "time after which a request (or notification) counts as timed out")
-	f.DurationVar(&cfg.ConnectTimeout, "connect-timeout", 10*time.Second, "time each connection may take to connect and subscribe")
+	durationFlag(f, &cfg.Timeout, "timeout", 5*time.Second, "time after which a request (or notification) counts as timed out")
+	durationFlag(f, &cfg.ConnectTimeout, "connect-timeout", 10*time.Second, "time each connection may take to connect and subscribe")
 	f.BoolVar(&noPreload, "no-preload", false, "do not store every key before a get, mix, del or vdel run")
 	f.IntVar(&respQoS, "response-qos", 1, "QoS of the response subscription (0 or 1)")
 	f.IntVar(&cfg.ServerPID, "server-pid", 0, "process id of the server, to report its CPU time per request and its memory")

@@ -21,17 +21,18 @@ import (
 
 // clientFlags are the flags that every client command has.
 type clientFlags struct {
-	server  string
-	timeout time.Duration
-	json    bool
-	sec     securityFlags
+	server   string
+	timeout  time.Duration
+	json     bool
+	sec      securityFlags
+	clientID string // dss pub and sub: --client-id
 }
 
 // addClientFlags adds --server and --timeout to cmd, and --json when
 // withJSON is set. timeoutUsage says what the timeout bounds.
 func addClientFlags(cmd *cobra.Command, f *clientFlags, withJSON bool, timeoutUsage string) {
 	cmd.Flags().StringVar(&f.server, "server", "localhost:1883", "server address HOST:PORT, or a comma-separated list to fail over between")
-	cmd.Flags().DurationVar(&f.timeout, "timeout", 10*time.Second, timeoutUsage+" (0: no limit)")
+	durationFlag(cmd.Flags(), &f.timeout, "timeout", 10*time.Second, timeoutUsage+" (0: no limit)")
 	if withJSON {
 		cmd.Flags().BoolVar(&f.json, "json", false, "print the result as JSON, with the version")
 	}
@@ -208,6 +209,9 @@ const (
 	encodingBase64 = "base64"
 )
 
-// errFalse is the exit status 1 without a message: the key is missing or a
-// condition was not met.
-var errFalse = &exitError{code: ExitFalse}
+// notMet is the exit status 1: the key is missing or a condition was not
+// met. The reason goes to standard error when standard output is a
+// terminal; a pipe gets nothing (see exitError.quiet).
+func notMet(format string, args ...any) error {
+	return &exitError{code: ExitFalse, err: fmt.Errorf(format, args...), quiet: true}
+}

@@ -58,7 +58,7 @@ Exit status: 0 when a key matched, 1 when none did, 2 error.`,
 					}
 				}
 				if n == 0 {
-					return errFalse
+					return notMet("no key matches %q", pattern)
 				}
 				return nil
 			})

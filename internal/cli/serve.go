@@ -14,6 +14,15 @@ import (
 )
 
 func newServeCmd(stdio Stdio) *cobra.Command {
+	cmd, _ := newServeCommand(stdio)
+	return cmd
+}
+
+// newServeCommand returns dss serve and the function that resolves its
+// settings into the server's configuration, refusing what serve refuses
+// before it starts anything.
+func newServeCommand(stdio Stdio) (*cobra.Command, func(*cobra.Command) (server.Config, *settings, error)) {
+	var build func(*cobra.Command) (server.Config, *settings, error)
 	var cfg server.Config
 	var logLevel, logFormat, fsync, persistence, adminTokenFile string
 	var inMemory bool
@@ -42,40 +51,15 @@ TLS files (which are also re-read when they change).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			stopWithGoRun()
-			st, err := resolveSettings(cmd)
+			cfg, _, err := build(cmd)
 			if err != nil {
-				return err
-			}
-			if err := validateServe(cmd.Flags(), st); err != nil {
-				return err
-			}
-			logger, err := newLogger(stdio, logLevel, logFormat)
-			if err != nil {
-				return err
-			}
-			cfg.Logger = logger
-			if cfg.Fsync, err = journal.ParseFsync(fsync); err != nil {
-				return fmt.Errorf("--fsync: %w", err)
-			}
-			if cfg.Persistence, err = server.ParsePersistence(persistence); err != nil {
-				return fmt.Errorf("--persistence: %w", err)
-			}
-			if inMemory {
-				cfg.DataDir = ""
-			} else if cfg.DataDir == "" {
-				return fmt.Errorf("--data: a data directory is required unless --in-memory is given")
-			}
-			if err := cf.apply(&cfg); err != nil {
-				return err
-			}
-			if cfg.AdminToken, err = readAdminToken("--admin-token-file", adminTokenFile); err != nil {
 				return err
 			}
 			// The process is the server's: tune the Go runtime for it
 			// (package tuning says what and why).
 			defer tuning.ForServer(tuning.Options{
 				SyncEveryWrite: cfg.DataDir != "" && cfg.Fsync == journal.FsyncAlways,
-				Logger:         logger,
+				Logger:         cfg.Logger,
 			})()
 			srv, err := server.New(cfg)
 			if err != nil {
@@ -85,6 +69,47 @@ TLS files (which are also re-read when they change).`,
 			defer stopReload()
 			return srv.Run(cmd.Context())
 		},
+	}
+	// serveConfig is cfg, which the flags fill in, completed: a copy, so
+	// that the flags keep the values given.
+	serveConfig := func(st *settings) (server.Config, error) {
+		cfg := cfg
+		if err := validateServe(cmd.Flags(), st); err != nil {
+			return cfg, err
+		}
+		logger, err := newLogger(stdio, logLevel, logFormat)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Logger = logger
+		if cfg.Fsync, err = journal.ParseFsync(fsync); err != nil {
+			return cfg, fmt.Errorf("--fsync: %w", err)
+		}
+		if cfg.Persistence, err = server.ParsePersistence(persistence); err != nil {
+			return cfg, fmt.Errorf("--persistence: %w", err)
+		}
+		if inMemory {
+			cfg.DataDir = ""
+		} else if cfg.DataDir == "" {
+			return cfg, fmt.Errorf("--data: a data directory is required unless --in-memory is given")
+		}
+		if err := cf.apply(&cfg); err != nil {
+			return cfg, err
+		}
+		if cfg.AdminToken, err = readAdminToken("--admin-token-file", adminTokenFile); err != nil {
+			return cfg, err
+		}
+		return cfg, nil
+	}
+	// build resolves and checks the settings and returns the server's
+	// configuration: dss serve runs it, dss config print checks it.
+	build = func(cmd *cobra.Command) (server.Config, *settings, error) {
+		st, err := resolveSettings(cmd)
+		if err != nil {
+			return server.Config{}, nil, err
+		}
+		cfg, err := serveConfig(st)
+		return cfg, st, err
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Listen, "listen", "", "MQTT listener address HOST:PORT (default 127.0.0.1:1883, loopback only, while no authentication is configured; :1883 with --users and no TLS)")
@@ -99,21 +124,21 @@ TLS files (which are also re-read when they change).`,
 	f.StringVar(&adminTokenFile, "admin-token-file", "", "file holding the secret (16 characters or more) that a backup request on the HTTP endpoint must carry (Authorization: Bearer); without it only clients on this machine may fetch one")
 	f.BoolVar(&cfg.Pprof, "pprof", false, "serve the Go profiler under /debug/pprof/ on the HTTP endpoint")
 	f.StringVar(&cfg.NodeID, "node-id", "", "node id stamped on every version this node issues (default: the host name)")
-	f.DurationVar(&cfg.MaxClockSkew, "max-clock-skew", time.Minute, "how far ahead of the server clock a request's __ts or __ft may be")
-	f.Uint32Var(&cfg.MaxPacketSize, "max-packet-size", server.DefaultMaxPacketSize, "largest MQTT packet accepted, in bytes (the protocol's limit is 268435455)")
+	durationFlag(f, &cfg.MaxClockSkew, "max-clock-skew", time.Minute, "how far ahead of the server clock a request's __ts or __ft may be")
+	sizeFlag(f, &cfg.MaxPacketSize, "max-packet-size", server.DefaultMaxPacketSize, "largest MQTT packet accepted, such as 64MiB (the protocol's limit is 268435455 bytes)")
 	f.IntVar(&cfg.MaxKeys, "max-keys", server.DefaultMaxKeys, "most keys stored; a SET of a new key past it is answered 'the quota has been exceeded' (-1: no limit)")
-	f.Int64Var(&cfg.MaxStoreBytes, "max-store-bytes", 0, "most bytes of keys and values stored; a SET that would grow the store past it is answered 'the quota has been exceeded' (0: a quarter of the machine's memory; -1: no limit)")
-	f.IntVar(&cfg.MaxKeySize, "max-key-size", broker.DefaultMaxKeySize, "longest key of a request, in bytes; client ids may be as long as leaves room for the notification topic of such a key")
-	f.IntVar(&cfg.MaxValueSize, "max-value-size", broker.DefaultMaxValueSize, "longest value of a request, in bytes")
+	sizeFlag(f, &cfg.MaxStoreBytes, "max-store-bytes", 0, "most bytes of keys and values stored; a SET that would grow the store past it is answered 'the quota has been exceeded' (0: a quarter of the memory, the machine's or its control group's limit; -1: no limit)")
+	sizeFlag(f, &cfg.MaxKeySize, "max-key-size", broker.DefaultMaxKeySize, "longest key of a request; client ids may be as long as leaves room for the notification topic of such a key")
+	sizeFlag(f, &cfg.MaxValueSize, "max-value-size", broker.DefaultMaxValueSize, "longest value of a request")
 	f.IntVar(&cfg.MaxInflightPerClient, "max-inflight-per-client", broker.DefaultMaxInflightPerClient, "most unanswered requests of one connection; past it the connection is not read until one is answered (TCP back-pressure; -1: no limit)")
-	f.Int64Var(&cfg.MaxSessionQueueBytes, "max-queued-bytes-per-session", server.DefaultMaxSessionQueueBytes, "most bytes of messages queued for one session without a connection; past it its oldest queued messages are dropped (-1: no limit)")
-	f.Int64Var(&cfg.MaxQueuedBytes, "max-queued-bytes", 0, "most bytes of messages queued for all sessions without a connection; past it the oldest queued messages of the session being fed are dropped (0: a sixteenth of the machine's memory; -1: no limit)")
+	sizeFlag(f, &cfg.MaxSessionQueueBytes, "max-queued-bytes-per-session", server.DefaultMaxSessionQueueBytes, "most bytes of messages queued for one session without a connection; past it its oldest queued messages are dropped (-1: no limit)")
+	sizeFlag(f, &cfg.MaxQueuedBytes, "max-queued-bytes", 0, "most bytes of messages queued for all sessions without a connection; past it the oldest queued messages of the session being fed are dropped (0: a sixteenth of the memory, the machine's or its control group's limit; -1: no limit)")
 	f.IntVar(&cfg.MaxWatchesPerClient, "max-keynotify-per-client", server.DefaultMaxWatchesPerClient, "most KEYNOTIFY registrations of one connection (-1: no limit)")
 	f.IntVar(&cfg.MaxSubscriptionsPerClient, "max-subscriptions-per-client", server.DefaultMaxSubscriptionsPerClient, "most topic filters one client's session holds; a new one past it gets SUBACK 0x97 (-1: no limit)")
-	f.DurationVar(&cfg.ConnectTimeout, "connect-timeout", 10*time.Second, "how long a new connection has to send its whole CONNECT packet")
+	durationFlag(f, &cfg.ConnectTimeout, "connect-timeout", 10*time.Second, "how long a new connection has to send its whole CONNECT packet")
 	caps := broker.DefaultCapabilities()
 	cfg.Capabilities = &caps
-	f.DurationVar(&caps.MaxKeepAlive, "max-keepalive", caps.MaxKeepAlive, "longest keep alive of an MQTT 5 client, sent as Server Keep Alive to one that asks for more or for none (0: no cap; whole seconds up to 18h12m15s)")
+	durationFlag(f, &caps.MaxKeepAlive, "max-keepalive", caps.MaxKeepAlive, "longest keep alive of an MQTT 5 client, sent as Server Keep Alive to one that asks for more or for none (0: no cap; whole seconds up to 18h12m15s)")
 	f.Uint8Var(&caps.MaxQoS, "max-qos", caps.MaxQoS, "highest QoS clients may publish and subscribe with: 1 or 2 (the state store needs 1)")
 	f.BoolVar(&caps.RetainAvailable, "retain-available", caps.RetainAvailable, "let clients retain messages (false: a PUBLISH with RETAIN ends an MQTT 5 connection with DISCONNECT 0x9A)")
 	f.BoolVar(&caps.WildcardSubscriptions, "wildcard-subscriptions", caps.WildcardSubscriptions, "let clients subscribe with + and # (false: SUBACK 0xA2)")
@@ -126,11 +151,11 @@ TLS files (which are also re-read when they change).`,
 	enumFlag(f, &fsync, "fsync", "always", []string{"always", "everysec", "no"}, "when changes reach stable storage: always (before each response), everysec (once a second) or no (left to the OS)")
 	enumFlag(f, &persistence, "persistence", "all", []string{"all", "flagged"}, "which keys survive a restart: all, or flagged (only keys written with the user property aio-persistence=true)")
 	cf.add(f)
-	f.Int64Var(&cfg.SnapshotAfter, "snapshot-after", 64<<20, "bytes a snapshot must save to be due: once the journal outgrows it and the last snapshot, or once the data would make a snapshot this much and half smaller than the last")
+	sizeFlag(f, &cfg.SnapshotAfter, "snapshot-after", 64<<20, "bytes a snapshot must save to be due: once the journal outgrows it and the last snapshot, or once the data would make a snapshot this much and half smaller than the last")
 	enumFlag(f, &logLevel, "log-level", "info", []string{"debug", "info", "warn", "error"}, "log level: debug, info, warn or error")
 	enumFlag(f, &logFormat, "log-format", "text", []string{"text", "json"}, "log format: text or json")
 	addConfigFlag(cmd)
-	return cmd
+	return cmd, build
 }
 
 func newLogger(stdio Stdio, level, format string) (*slog.Logger, error) {

@@ -258,6 +258,11 @@ func (n *Node) readLocked(op *Op, now int64) {
 	v, ver, ok := n.m.Get(op.Request.Key, now)
 	op.Result.Value, op.Result.Found = v, ok
 	op.Result.setVersion(ver)
+	if ok && op.WithTTL {
+		if at, has := n.m.Deadline(op.Request.Key); has {
+			op.Result.TTL = max(at-now, 1)
+		}
+	}
 }
 
 // enqueueLocked queues an item for the delivery goroutine.

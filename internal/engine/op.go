@@ -29,6 +29,8 @@ type Op struct {
 	// MaxReplyBytes bounds the total length of the keys a SCAN page
 	// answers; 0 means ScanReplyBytes.
 	MaxReplyBytes int
+	// WithTTL asks a GET for the time its key has left (Result.TTL).
+	WithTTL bool
 	// Caller identifies the requesting connection to the Notifier.
 	Caller any
 	// Client and Correlation identify the request among those a client
@@ -70,6 +72,9 @@ type Result struct {
 	Keys     []string
 	More     bool
 	Position wire.ScanPosition
+	// TTL is the time a key found by a GET with Op.WithTTL has left, in
+	// milliseconds (at least 1); 0 when it does not expire.
+	TTL int64
 }
 
 func (r *Result) setVersion(v hlc.Timestamp) {

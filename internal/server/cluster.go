@@ -5,12 +5,20 @@ import (
 	"path/filepath"
 
 	"github.com/dssio/dss/internal/cluster"
+	"github.com/dssio/dss/internal/journal"
 )
 
 // newClusterNode opens the cluster node of cfg: its listener and its Raft
 // log and snapshots under the data directory.
-func newClusterNode(cfg Config) (*cluster.Node, error) {
-	return cluster.New(cluster.Config{
+func newClusterNode(cfg Config, timings *journal.Timings) (*cluster.Node, error) {
+	c := clusterConfig(cfg)
+	c.LogTimings = timings
+	return cluster.New(c)
+}
+
+// clusterConfig is the cluster node's configuration in cfg.
+func clusterConfig(cfg Config) cluster.Config {
+	return cluster.Config{
 		NodeID:            cfg.NodeID,
 		Listen:            cfg.Cluster.Listen,
 		Peers:             cfg.Cluster.Peers,
@@ -23,7 +31,7 @@ func newClusterNode(cfg Config) (*cluster.Node, error) {
 		SnapshotInterval:  cfg.Cluster.SnapshotInterval,
 		TrailingLogs:      cfg.Cluster.TrailingLogs,
 		Logger:            cfg.Logger,
-	})
+	}
 }
 
 // ClusterAddr returns the address of the cluster listener, or "" for a

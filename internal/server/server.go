@@ -83,7 +83,9 @@ func New(cfg Config) (*Server, error) {
 		s.cfg.DataDir = cfg.DataDir
 	}
 	if cfg.Cluster.Listen != "" {
-		cn, err := newClusterNode(cfg)
+		jm := newJournalMetrics()
+		reg.MustRegister(jm.collectors()...)
+		cn, err := newClusterNode(cfg, jm.timings())
 		if err != nil {
 			return nil, err
 		}
@@ -95,11 +97,14 @@ func New(cfg Config) (*Server, error) {
 		s.readiness = append(s.readiness, cn)
 	} else if cfg.DataDir != "" {
 		start := time.Now()
+		jm := newJournalMetrics()
+		reg.MustRegister(jm.collectors()...)
 		j, m, err := journal.Open(journal.Options{
 			Dir:           cfg.DataDir,
 			Fsync:         cfg.Fsync,
 			SnapshotAfter: cfg.SnapshotAfter,
 			Logger:        cfg.Logger,
+			Timings:       jm.timings(),
 		})
 		if err != nil {
 			return nil, err

@@ -65,6 +65,10 @@ func (s *Server) logStarted() {
 	}
 	attrs = append(attrs, s.listenerAddrs()...)
 	attrs = append(attrs, "auth", s.authentication())
+	// The memory the memory-derived defaults (--max-store-bytes,
+	// --max-queued-bytes) are shares of, and which limit it is.
+	mem := serverMemory()
+	attrs = append(attrs, "memory", humanBytes(mem.bytes), "memory_from", mem.source)
 	s.log.Info("dss serving", attrs...)
 }
 

@@ -111,6 +111,16 @@ func (m *Machine) Get(key []byte, now int64) (value []byte, version hlc.Timestam
 	return s.rec.value(), m.version(s.rec.header()), true
 }
 
+// Deadline returns the time (milliseconds since the epoch) at which key
+// expires; ok is false when it has no deadline or does not exist.
+func (m *Machine) Deadline(key []byte) (at int64, ok bool) {
+	s, found := m.lookup(key)
+	if !found || s.rec.flags()&flagDeadline == 0 {
+		return 0, false
+	}
+	return m.deadlineOf[s.key].at, true
+}
+
 // Lookup returns the value and version key holds, whether or not its
 // deadline has passed. The value must not be modified.
 func (m *Machine) Lookup(key []byte) (value []byte, version hlc.Timestamp, ok bool) {
