@@ -19,18 +19,20 @@ func newClusterNode(cfg Config, timings *journal.Timings) (*cluster.Node, error)
 // clusterConfig is the cluster node's configuration in cfg.
 func clusterConfig(cfg Config) cluster.Config {
 	return cluster.Config{
-		NodeID:            cfg.NodeID,
-		Listen:            cfg.Cluster.Listen,
-		Peers:             cfg.Cluster.Peers,
-		DataDir:           filepath.Clean(cfg.DataDir),
-		Fsync:             cfg.Fsync,
-		Secret:            cfg.Cluster.Secret,
-		HeartbeatTimeout:  cfg.Cluster.HeartbeatTimeout,
-		ElectionTimeout:   cfg.Cluster.HeartbeatTimeout,
-		SnapshotThreshold: cfg.Cluster.SnapshotThreshold,
-		SnapshotInterval:  cfg.Cluster.SnapshotInterval,
-		TrailingLogs:      cfg.Cluster.TrailingLogs,
-		Logger:            cfg.Logger,
+		NodeID:           cfg.NodeID,
+		Listen:           cfg.Cluster.Listen,
+		Peers:            cfg.Cluster.Peers,
+		DataDir:          filepath.Clean(cfg.DataDir),
+		Fsync:            cfg.Fsync,
+		Secret:           cfg.Cluster.Secret,
+		HeartbeatTimeout: cfg.Cluster.HeartbeatTimeout,
+		ElectionTimeout:  cfg.Cluster.HeartbeatTimeout,
+		// A lease within the heartbeat timeout, as Raft requires.
+		LeaderLeaseTimeout: cfg.Cluster.HeartbeatTimeout * 3 / 4,
+		SnapshotThreshold:  cfg.Cluster.SnapshotThreshold,
+		SnapshotInterval:   cfg.Cluster.SnapshotInterval,
+		TrailingLogs:       cfg.Cluster.TrailingLogs,
+		Logger:             cfg.Logger,
 	}
 }
 

@@ -45,7 +45,7 @@ func startClusterWith(t *testing.T, n int, base server.Config) []*server.Server 
 	for i := range addrs {
 		cfg := base
 		cfg.NodeID, cfg.DataDir = peers[i].ID, t.TempDir()
-		cfg.Cluster = server.ClusterConfig{Listen: addrs[i], Peers: peers}
+		cfg.Cluster.Listen, cfg.Cluster.Peers = addrs[i], peers
 		servers = append(servers, dsstest.StartServer(t, cfg))
 	}
 	// Ready: every node knows the leader and has applied the entry that
