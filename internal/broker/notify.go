@@ -191,9 +191,17 @@ func (r *registry) WatchesPatterns() bool {
 // Changed returns the delivery of c to the connections watching its key
 // now, by the key itself or by a pattern it matches: once to each, however
 // many of its registrations match.
+//
+// Most changes have no watcher: finding none allocates nothing, which is
+// why the delivery below captures a copy of conns, not conns itself (a
+// variable the returned function captures lives on the heap).
 func (r *registry) Changed(c *store.Change) func() {
 	r.mu.Lock()
 	watchers := r.byKey[c.Key]
+	if len(watchers) == 0 && len(r.pats.byText) == 0 {
+		r.mu.Unlock()
+		return nil
+	}
 	conns := make([]*mqtt.Client, 0, len(watchers))
 	for cl := range watchers {
 		conns = append(conns, cl)
@@ -223,8 +231,8 @@ func (r *registry) Changed(c *store.Change) func() {
 	if len(conns) == 0 {
 		return nil
 	}
-	change := *c
-	return func() { r.deliver(&change, conns) }
+	change, to := *c, conns
+	return func() { r.deliver(&change, to) }
 }
 
 func (r *registry) deliver(c *store.Change, conns []*mqtt.Client) {
