@@ -89,6 +89,11 @@ type Config struct {
 	// them; past a bound the oldest messages never sent of the session
 	// being fed are dropped. 0 means no bound.
 	MaxSessionQueueBytes, MaxQueuedBytes int64
+	// Cluster, when set, is the node of a cluster the broker spans: its
+	// publishes, retained messages, client ids and sessions are the
+	// cluster's (docs/adr/0008-one-broker-across-the-cluster.md). nil
+	// for a single node.
+	Cluster Cluster
 }
 
 // Defaults of the limits of Config.
@@ -132,6 +137,7 @@ type Broker struct {
 	watches  *registry
 	routes   *routes
 	store    Store
+	span     *spanning // nil for a single node
 	// completeFn is complete as a func value, bound once: a method value
 	// taken per request would allocate.
 	completeFn func(*engine.Op)
@@ -201,6 +207,12 @@ func New(cfg Config) (*Broker, error) {
 	// Acknowledgements must not echo the request's user properties: that
 	// makes the broker core write reason code 0x01 into PUBACKs.
 	caps.Compatibilities.NoInheritedPropertiesOnAck = true
+	var span *spanning
+	var remote mqtt.Remote
+	if cfg.Cluster != nil {
+		span = newSpanning(cfg.Cluster)
+		remote = span
+	}
 	srv := mqtt.New(&mqtt.Options{
 		Capabilities: caps,
 		Logger:       cfg.Logger.With("component", "mqtt"),
@@ -219,6 +231,9 @@ func New(cfg Config) (*Broker, error) {
 		// Each topic filter costs memory, kept with a session that
 		// outlives its connection.
 		MaxSubscriptionsPerClient: max(cfg.MaxSubscriptionsPerClient, 0),
+		// The rest of the cluster, which the core tells of its filters
+		// and messages.
+		Remote: remote,
 	})
 	if cfg.Auth != nil {
 		srv.Options.MayTakeOver = sameOwner
@@ -239,6 +254,12 @@ func New(cfg Config) (*Broker, error) {
 	b.watches = newRegistry(cfg.Metrics, b.notify)
 	b.watches.maxPerConn = cfg.MaxWatchesPerClient
 	b.routes = newRoutes(srv)
+	if span != nil {
+		span.b = b
+		b.span = span
+		b.routes.cluster = span.ps
+		cfg.Cluster.SetBroker(span)
+	}
 	b.completeFn = b.complete
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.inline = srv.NewClient(nil, mqtt.LocalListener, inlineClientID, true)

@@ -183,6 +183,11 @@ type Options struct {
 	// outlives its connection.
 	MaxSubscriptionsPerClient int `yaml:"-" json:"-"`
 
+	// Remote, when set, is the rest of a cluster of brokers: told of the
+	// filters with subscriptions here and of every message routed from
+	// here (remote.go). dss.
+	Remote Remote `yaml:"-" json:"-"`
+
 	// MayTakeOver, when set, decides whether the connection cl may take
 	// over existing, the session of the same client id (connected or
 	// not): if not, cl is refused with CONNACK 0x85 and existing stays as
@@ -303,6 +308,7 @@ func New(opts *Options) *Server {
 		acks:       newAckWaiter(),
 		connecting: map[*Client]struct{}{},
 	}
+	s.Topics.remote = opts.Remote
 
 	if s.Options.InlineClient {
 		s.inlineClient = s.NewClient(nil, LocalListener, InlineClientId, true)
@@ -1374,7 +1380,6 @@ func (s *Server) publishIDInFlight(cl *Client, pk *packets.Packet) (bool, error)
 //
 //go:noinline
 func (s *Server) publishAccepted(cl *Client, pk packets.Packet) error {
-	var err error
 	if pk.FixedHeader.Retain { // [MQTT-3.3.1-5] ![MQTT-3.3.1-8]
 		s.retainMessage(cl, pk)
 	}
@@ -1403,10 +1408,19 @@ func (s *Server) publishAccepted(cl *Client, pk packets.Packet) error {
 	// acknowledged message is in every session subscribed to it: a
 	// subscriber that reconnects to its session once the publisher has
 	// the PUBACK gets it. Upstream acknowledged first, and a session
-	// resumed meanwhile lost the message, or got it with DUP 1.
-	s.publishToSubscribers(pk)
+	// resumed meanwhile lost the message, or got it with DUP 1. In a
+	// cluster, the acknowledgement may wait for the other nodes to have
+	// it too (remote.go).
+	if s.publishAwaiting(cl, pk, ack) {
+		return nil
+	}
+	return s.finishPublish(cl, &pk, &ack)
+}
 
-	err = cl.WritePacket(ack)
+// finishPublish acknowledges pk, a QoS 1 or 2 publish of cl that was
+// routed, with ack.
+func (s *Server) finishPublish(cl *Client, pk *packets.Packet, ack *packets.Packet) error {
+	err := cl.WritePacket(*ack)
 	if err != nil {
 		return err
 	}
@@ -1416,10 +1430,10 @@ func (s *Server) publishAccepted(cl *Client, pk packets.Packet) error {
 			atomic.AddInt64(&s.Info.Inflight, -1)
 		}
 		cl.State.Inflight.IncreaseReceiveQuota()
-		s.hooks.OnQosComplete(cl, ack)
+		s.hooks.OnQosComplete(cl, *ack)
 	}
 
-	s.hooks.OnPublished(cl, pk)
+	s.hooks.OnPublished(cl, *pk)
 
 	return nil
 }
@@ -1442,7 +1456,13 @@ func (s *Server) publishToSubscribers(pk packets.Packet) {
 	if pk.Ignore {
 		return
 	}
+	s.stampRouted(&pk)
+	s.routeLocal(pk, s.remoteRoute(&pk)) // dss: and to the other nodes of a cluster
+}
 
+// stampRouted sets when a message routed from here was created and
+// expires, if not set yet.
+func (s *Server) stampRouted(pk *packets.Packet) {
 	if pk.Created == 0 {
 		pk.Created = time.Now().Unix()
 	}
@@ -1454,10 +1474,17 @@ func (s *Server) publishToSubscribers(pk packets.Packet) {
 		}
 	}
 	if pk.Expires == 0 {
-		s.setExpires(&pk, time.Now())
+		s.setExpires(pk, time.Now())
 	}
+}
 
+// routeLocal delivers pk to the subscribers of this server; r, if not nil,
+// decides which shared subscriptions are served here (dss).
+func (s *Server) routeLocal(pk packets.Packet, r Routed) {
 	subscribers := s.Topics.Subscribers(pk.TopicName)
+	if len(subscribers.Shared) > 0 {
+		keepServed(subscribers, r)
+	}
 	if len(subscribers.Shared) > 0 {
 		subscribers = s.hooks.OnSelectSubscribers(subscribers, pk)
 		if len(subscribers.SharedSelected) == 0 {

@@ -122,6 +122,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.sec = sec
+	var span broker.Cluster
+	if s.cluster != nil {
+		span = s.cluster
+	}
 	b, err := broker.New(broker.Config{
 		Listen:               cfg.Listen,
 		Listener:             cfg.Listener,
@@ -143,6 +147,8 @@ func New(cfg Config) (*Server, error) {
 		MaxQueuedBytes:       max(cfg.MaxQueuedBytes, 0),
 		// SUBACK 0x97 past it.
 		MaxSubscriptionsPerClient: max(cfg.MaxSubscriptionsPerClient, 0),
+		// One broker across the cluster's nodes.
+		Cluster: span,
 	})
 	if err != nil {
 		s.closeStorage()
