@@ -158,9 +158,10 @@ func (b *Broker) loginRefused(cl *mqtt.Client, c *packets.ConnectParams, code pa
 }
 
 // peerCertificate returns the client certificate the TLS handshake of
-// cl's connection verified, or nil.
+// cl's connection verified, or nil: a *tls.Conn's, or that of the TLS
+// connection a WebSocket runs over.
 func peerCertificate(cl *mqtt.Client) *x509.Certificate {
-	tc, ok := cl.Net.Conn.(*tls.Conn)
+	tc, ok := cl.Net.Conn.(interface{ ConnectionState() tls.ConnectionState })
 	if !ok {
 		return nil
 	}

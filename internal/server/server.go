@@ -133,6 +133,9 @@ func New(cfg Config) (*Server, error) {
 		LoginDelay:           cfg.LoginDelay,
 		TLSListen:            sec.tlsListen(&cfg),
 		TLS:                  sec.tlsConfig(),
+		WSListen:             cfg.WSListen,
+		WSSListen:            cfg.WSSListen,
+		WSOrigins:            cfg.WSOrigins,
 		MaxInflightPerClient: cfg.MaxInflightPerClient,
 		MaxSessionQueueBytes: max(cfg.MaxSessionQueueBytes, 0),
 		MaxQueuedBytes:       max(cfg.MaxQueuedBytes, 0),
@@ -144,7 +147,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.broker = b
-	if err := cfg.checkListeners(b.Addr(), b.TLSAddr(), cfg.Logger); err != nil {
+	if err := cfg.checkListeners(b.Addr(), b.TLSAddr(), b.WSAddr(), b.WSSAddr(), cfg.Logger); err != nil {
 		_ = b.Close(0)
 		if s.journal != nil {
 			_ = s.journal.Close()
