@@ -54,7 +54,8 @@ func (a *access) mayRead(filter string) bool {
 }
 
 // mayRequest reports whether the client may make the state store request
-// req: GET and KEYNOTIFY read its key, SET, DEL and VDEL write it.
+// req: GET, KEYINFO and KEYNOTIFY read its key, SET, DEL and VDEL write
+// it.
 func (a *access) mayRequest(req *wire.Request) bool {
 	g := a.grants.Load()
 	if g == nil {
@@ -66,7 +67,7 @@ func (a *access) mayRequest(req *wire.Request) bool {
 		// notifications, leave out every key the client may not read
 		// (readable).
 		return true
-	case req.Verb == wire.VerbGet, req.Verb == wire.VerbKeyNotify:
+	case req.Verb == wire.VerbGet, req.Verb == wire.VerbKeyInfo, req.Verb == wire.VerbKeyNotify:
 		return g.Read(req.Key)
 	}
 	return g.Write(req.Key)
