@@ -23,6 +23,10 @@ type access struct {
 	// hash is the text of the password hash the user logged in with, to
 	// tell when the users file changed it.
 	hash string
+	// session is the console session token the client logged in with,
+	// "" for a password or a certificate: the connection ends with the
+	// session.
+	session string
 	// iso keeps the client's own topics to it, and other clients' from it.
 	iso auth.Isolation
 	// grants is what the policy in force grants the principal; nil when
@@ -125,6 +129,9 @@ func (b *Broker) authenticate(cl *mqtt.Client, pk *packets.Packet) error {
 		return code
 	}
 	a := &access{principal: p, identity: p.Identity(), hash: b.cfg.Auth.UserHash(p.Username), iso: auth.NewIsolation(cl.ID)}
+	if p.Username != "" && auth.IsSessionToken(c.Password) {
+		a.session = string(c.Password)
+	}
 	if g := b.cfg.Auth.Grants(&p); g != nil {
 		if !g.Connect() {
 			b.loginRefused(cl, c, codeNotAuthorized, "the policy grants "+a.identity+" no Connect")
