@@ -253,7 +253,7 @@
     try {
       const { reply, version } = await request(["KEYINFO", key]);
       if (reply.type === "error") {
-        alertMsg("Refused: " + reply.value.replace(/^ERR /, ""));
+        alertMsg("Refused: " + reply.value.replace(/^ERR /, "") + " (KEYINFO " + text(key) + ")");
         return;
       }
       if (reply.type === "null") {
@@ -371,7 +371,8 @@
       const px = $("edit-px").value.trim();
       if (px) args.push("PX", px);
       const { reply } = await request(args, versionProps($("edit-ft").value.trim()));
-      if (reply.type === "error") { alertMsg("Refused: " + reply.value.replace(/^ERR /, "")); return; }
+      if (reply.type === "error") { alertMsg("Refused: " + reply.value.replace(/^ERR /, "") + " (SET " + $("edit-key").value + ")"); return; }
+      if (reply.type === "int") { alertMsg("Not set: the condition was not met"); return; }
       alertMsg("Saved " + $("edit-key").value, true);
       await openKey(key, true);
       if (!current || !sameBytes(current.key, key)) return;
@@ -388,7 +389,7 @@
     try {
       const ft = $("edit-ft").value.trim();
       const { reply } = await request(["DEL", enc.encode(keyText)], ft ? [["__ft", ft]] : []);
-      if (reply.type === "error") { alertMsg("Refused: " + reply.value.replace(/^ERR /, "")); return; }
+      if (reply.type === "error") { alertMsg("Refused: " + reply.value.replace(/^ERR /, "") + " (DEL " + keyText + ")"); return; }
       alertMsg(reply.value === 1 ? "Deleted " + keyText : "No such key: " + keyText, reply.value === 1);
       for (const li of Array.from($("keys").children)) if (li.dataset.hex === hex(enc.encode(keyText))) li.remove();
     } catch (err) {
@@ -540,6 +541,7 @@
   // ---- tabs
   for (const b of document.querySelectorAll(".tab")) {
     b.addEventListener("click", () => {
+      clearAlert();
       for (const o of document.querySelectorAll(".tab")) o.classList.toggle("active", o === b);
       for (const t of ["keys", "watch", "overview"]) show($("tab-" + t), t === b.dataset.tab);
     });
