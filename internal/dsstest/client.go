@@ -56,6 +56,9 @@ type Login struct {
 	Username string
 	Password string
 	TLS      *tls.Config
+	// WebSocket, when set, is the URL (ws:// or wss://, with TLS) of the
+	// WebSocket listener to connect to instead of addr.
+	WebSocket string
 	// Will, when set, is the client's Last Will.
 	Will *paho.WillMessage
 }
@@ -82,14 +85,18 @@ func Connect(t testing.TB, addr, id string, login Login) (*Client, *paho.Connack
 	t.Helper()
 	var conn net.Conn
 	var err error
-	if login.TLS != nil {
+	if login.WebSocket != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+		conn, err = DialWebSocket(ctx, login.WebSocket, login.TLS)
+		cancel()
+	} else if login.TLS != nil {
 		var tc *tls.Conn
 		tc, err = tls.DialWithDialer(&net.Dialer{Timeout: Timeout}, "tcp", addr, login.TLS)
 		// paho writes a packet as several writes, which TLS does not keep
 		// together; it holds a writer's lock for the whole packet.
 		conn = &lockedConn{Conn: tc}
 	} else {
-		conn, err = net.DialTimeout("tcp", addr, Timeout)
+		conn, err = DialMQTT(addr)
 	}
 	if err != nil {
 		return nil, nil, err

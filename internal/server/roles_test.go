@@ -29,6 +29,7 @@ var protocolTests = []string{
 	"TestVersionsIncreaseAndExceedTheRequest",
 	"TestPatternNotifications", "TestPatternRegistrationsEndWithTheConnection",
 	"TestScanBytes", "TestScanLeavesOutExpiredKeys", "TestScanPatternsAndBinaryKeys",
+	"TestKeyInfo",
 }
 
 // TestProtocolThroughEveryClusterRole runs the protocol tests again
