@@ -70,6 +70,14 @@ type Config struct {
 	// that speaks TLS with the configuration TLS.
 	TLSListen string
 	TLS       *tls.Config
+	// WSListen and WSSListen, when set, are the TCP addresses of MQTT
+	// over WebSocket listeners, plain and over TLS (with TLS); see
+	// websocket.go for whom they admit.
+	WSListen, WSSListen string
+	// WSOrigins are the origins of web pages that may connect to the
+	// WebSocket listeners beyond those of the listener's own host
+	// (scheme://host[:port], with path.Match patterns).
+	WSOrigins []string
 	// Auth authenticates every client; nil admits every client without
 	// credentials (and without the isolation of one client from another).
 	Auth *auth.Authority
@@ -132,7 +140,9 @@ type Broker struct {
 	metrics  *Metrics
 	srv      *mqtt.Server
 	listener *listeners.TCP
-	tlsLn    *listeners.TCP // nil without a TLS listener
+	tlsLn    *listeners.TCP       // nil without a TLS listener
+	wsLn     *listeners.WebSocket // nil without a WebSocket listener
+	wssLn    *listeners.WebSocket // nil without a WebSocket listener over TLS
 	inline   *mqtt.Client
 	watches  *registry
 	routes   *routes
@@ -288,6 +298,10 @@ func New(cfg Config) (*Broker, error) {
 		}
 		cfg.Metrics.tlsListener.Store(b.tlsLn)
 	}
+	if err := b.addWebSockets(); err != nil {
+		_ = srv.Close()
+		return nil, err
+	}
 	return b, nil
 }
 
@@ -322,7 +336,7 @@ func (b *Broker) Accepting() error {
 			return fmt.Errorf("the MQTT TLS listener is not accepting connections: %w", err)
 		}
 	}
-	return nil
+	return b.webSocketsAccepting()
 }
 
 // TLSAddr returns the address the TLS listener is bound to, or "".

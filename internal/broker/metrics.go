@@ -47,7 +47,8 @@ type Metrics struct {
 	listener     atomic.Pointer[listeners.TCP]
 	tlsListener  atomic.Pointer[listeners.TCP] // nil without a TLS listener
 
-	traffic trafficMetrics
+	traffic     trafficMetrics
+	wsListeners atomic.Pointer[[]*listeners.WebSocket]
 }
 
 // NewMetrics returns unregistered metrics.
@@ -99,11 +100,16 @@ func NewMetrics() *Metrics {
 		Name: "dss_mqtt_messages_dropped_total", Help: droppedHelp, ConstLabels: prometheus.Labels{"reason": "pending_writes"},
 	}, m.infoCount(func(i *system.Info) *int64 { return &i.MessagesDropped }))
 	m.AcceptErrors = prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "dss_mqtt_accept_errors_total", Help: "Errors accepting MQTT connections, on the plain and the TLS listener (each retried, after a wait of 5 ms doubling up to 1 s).",
+		Name: "dss_mqtt_accept_errors_total", Help: "Errors accepting MQTT connections, on the plain, the TLS and the WebSocket listeners (each retried, after a wait of 5 ms doubling up to 1 s).",
 	}, func() float64 {
 		var n int64
 		for _, l := range []*listeners.TCP{m.listener.Load(), m.tlsListener.Load()} {
 			if l != nil {
+				n += l.AcceptErrors()
+			}
+		}
+		if ws := m.wsListeners.Load(); ws != nil {
+			for _, l := range *ws {
 				n += l.AcceptErrors()
 			}
 		}

@@ -29,6 +29,12 @@ func (b *Broker) complete(op *engine.Op) {
 		} else {
 			payload = replyNull
 		}
+	case op.Request.Verb == wire.VerbKeyInfo:
+		if r.Found {
+			payload = appendKeyInfoReply(r)
+		} else {
+			payload = replyNull
+		}
 	case op.Request.Verb == wire.VerbScan:
 		payload = appendScanReply(make([]byte, 0, scanReplySize(r)), r)
 	case op.Request.Verb == wire.VerbKeyNotify:

@@ -120,6 +120,7 @@ TLS files (which are also re-read when they change).`,
 	f.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM file of the TLS listener's certificate chain (re-read on SIGHUP or when it changes)")
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "PEM file of the TLS certificate's private key")
 	f.StringVar(&cfg.TLSClientCA, "tls-client-ca", "", "PEM file of the CAs that sign client certificates: clients may log in with a certificate (required without --users)")
+	addWebFlags(f, &cfg)
 	f.StringVar(&cfg.HTTPListen, "http-listen", "", "address of the HTTP endpoint (HOST:PORT) with /metrics, /healthz, /readyz and GET /v1/snapshot for backups; empty turns it off")
 	f.StringVar(&adminTokenFile, "admin-token-file", "", "file holding the secret (16 characters or more) that a backup request on the HTTP endpoint must carry (Authorization: Bearer); without it only clients on this machine may fetch one")
 	f.BoolVar(&cfg.Pprof, "pprof", false, "serve the Go profiler under /debug/pprof/ on the HTTP endpoint")

@@ -156,8 +156,10 @@ func (f *forwarder) step(now time.Time) time.Duration {
 	f.expire(now)
 	target, local := f.n.forwardTarget()
 	f.mu.Lock()
-	if f.cur != nil && (f.cur.target != target || f.cur.local != local) {
+	if f.cur != nil && (local || target != "") && (f.cur.target != target || f.cur.local != local) {
 		// Another leader: what was sent to the old one goes to the new.
+		// While none is known (an election, or a heartbeat late on a
+		// loaded machine) the stream stays: its leader may still answer.
 		f.dropLocked(f.cur)
 	}
 	var unsent []*pendingWrite

@@ -709,7 +709,7 @@ func (n *Node) Submit(ctx context.Context, op *engine.Op) bool {
 		// forwarded writes of before it led are not all answered: the
 		// write goes to the leader behind them once there is one.
 		return n.forward(ctx, op)
-	case wire.VerbGet, wire.VerbScan:
+	case wire.VerbGet, wire.VerbKeyInfo, wire.VerbScan:
 		if op.Stale {
 			return n.engine.Submit(ctx, op)
 		}

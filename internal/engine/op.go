@@ -65,6 +65,10 @@ type Result struct {
 	// Version is the version to report as __ts, when HasVersion is set.
 	Version    hlc.Timestamp
 	HasVersion bool
+	// Info is what a KEYINFO found besides the value, and Now the time
+	// (milliseconds) it read at, for the time left to the deadline.
+	Info store.Info
+	Now  int64
 	// Watched reports for KEYNOTIFY STOP whether a registration existed.
 	Watched bool
 	// Keys are the keys of a SCAN page; they stay valid after the machine

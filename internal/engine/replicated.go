@@ -62,7 +62,7 @@ func (n *Node) Deliver(op *Op) {
 	n.signal()
 }
 
-// Read carries out a GET or a SCAN on this node's machine now and
+// Read carries out a GET, KEYINFO or SCAN on this node's machine now and
 // delivers its result on the delivery goroutine, after everything applied
 // so far: a replicated log reads this way once the machine is known to be
 // current.

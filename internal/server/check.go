@@ -22,7 +22,7 @@ func Check(cfg Config) error {
 	if err != nil {
 		return err
 	}
-	if err := cfg.checkListeners(cfg.Listen, sec.tlsListen(&cfg), cfg.Logger); err != nil {
+	if err := cfg.checkListeners(cfg.Listen, sec.tlsListen(&cfg), cfg.WSListen, cfg.WSSListen, cfg.Logger); err != nil {
 		return err
 	}
 	if cfg.Cluster.Listen != "" {

@@ -29,6 +29,7 @@ var protocolTests = []string{
 	"TestVersionsIncreaseAndExceedTheRequest",
 	"TestPatternNotifications", "TestPatternRegistrationsEndWithTheConnection",
 	"TestScanBytes", "TestScanLeavesOutExpiredKeys", "TestScanPatternsAndBinaryKeys",
+	"TestKeyInfo",
 }
 
 // TestProtocolThroughEveryClusterRole runs the protocol tests again
@@ -46,7 +47,7 @@ func TestProtocolThroughEveryClusterRole(t *testing.T) {
 	for _, role := range []string{"leader", "follower"} {
 		t.Run(role, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run", run, "-test.count=1", "-test.timeout=15m", "-test.v")
-			cmd.Env = append(os.Environ(), targetEnv+"="+role)
+			cmd.Env = append(os.Environ(), targetEnv+"="+role, "DSS_TEST_RETRY_UNAVAILABLE=1")
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("the protocol tests through a cluster's %s: %v\n%s", role, err, out)

@@ -22,6 +22,7 @@ import (
 	"github.com/dssio/dss/hlc"
 	"github.com/dssio/dss/internal/broker"
 	"github.com/dssio/dss/internal/cluster"
+	"github.com/dssio/dss/internal/console"
 	"github.com/dssio/dss/internal/engine"
 	"github.com/dssio/dss/internal/journal"
 	"github.com/dssio/dss/internal/store"
@@ -37,6 +38,7 @@ type Server struct {
 	journal *journal.Journal // nil in memory or in a cluster
 	http    *http.Server
 	httpLn  net.Listener
+	console *console.Console // nil without the HTTP listener
 	sec     *security
 	// reloadMu serializes reloads of the security files.
 	reloadMu    sync.Mutex
@@ -142,6 +144,9 @@ func New(cfg Config) (*Server, error) {
 		LoginDelay:           cfg.LoginDelay,
 		TLSListen:            sec.tlsListen(&cfg),
 		TLS:                  sec.tlsConfig(),
+		WSListen:             cfg.WSListen,
+		WSSListen:            cfg.WSSListen,
+		WSOrigins:            cfg.WSOrigins,
 		MaxInflightPerClient: cfg.MaxInflightPerClient,
 		MaxSessionQueueBytes: max(cfg.MaxSessionQueueBytes, 0),
 		MaxQueuedBytes:       max(cfg.MaxQueuedBytes, 0),
@@ -155,7 +160,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.broker = b
-	if err := cfg.checkListeners(b.Addr(), b.TLSAddr(), cfg.Logger); err != nil {
+	if err := cfg.checkListeners(b.Addr(), b.TLSAddr(), b.WSAddr(), b.WSSAddr(), cfg.Logger); err != nil {
 		_ = b.Close(0)
 		if s.journal != nil {
 			_ = s.journal.Close()
@@ -191,6 +196,8 @@ func New(cfg Config) (*Server, error) {
 		})
 		mux.HandleFunc("GET /readyz", s.serveReady)
 		mux.HandleFunc("GET "+SnapshotPath, s.adminOnly(s.serveSnapshot))
+		s.console = s.newConsole(reg)
+		s.console.Register(mux)
 		if cfg.Pprof {
 			mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 			mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
@@ -237,6 +244,9 @@ func (s *Server) Start() error {
 		}
 		_ = s.node.Close()
 		return err
+	}
+	if s.console != nil {
+		s.console.Start()
 	}
 	if s.http != nil {
 		go func() {
@@ -294,6 +304,9 @@ func (s *Server) shutdown(ctx context.Context) error {
 	}
 	if s.http != nil {
 		httpErr = s.http.Shutdown(ctx)
+	}
+	if s.console != nil {
+		s.console.Close()
 	}
 	// The node stopped on the journal's error, which the journal's Close
 	// returns again: report it once.

@@ -37,6 +37,12 @@ func (s *Server) listenerAddrs() []any {
 	if a := s.TLSAddr(); a != "" {
 		attrs = append(attrs, "mqtts", a)
 	}
+	if a := s.WSAddr(); a != "" {
+		attrs = append(attrs, "ws", a)
+	}
+	if a := s.WSSAddr(); a != "" {
+		attrs = append(attrs, "wss", a)
+	}
 	if a := s.HTTPAddr(); a != "" {
 		attrs = append(attrs, "http", a)
 	}

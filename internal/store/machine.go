@@ -121,6 +121,31 @@ func (m *Machine) Deadline(key []byte) (at int64, ok bool) {
 	return m.deadlineOf[s.key].at, true
 }
 
+// Info is what KEYINFO reports of a key besides its value and version.
+type Info struct {
+	// Deadline is when the key expires (milliseconds since the Unix
+	// epoch); 0 means never.
+	Deadline int64
+	// Fence is the fencing token that protects the key, when Fenced.
+	Fence  hlc.Timestamp
+	Fenced bool
+}
+
+// GetInfo is Get with the key's deadline and fencing token.
+func (m *Machine) GetInfo(key []byte, now int64) (value []byte, version hlc.Timestamp, info Info, ok bool) {
+	s, found := m.lookup(key)
+	if !found || m.expiredAt(s, now) {
+		return nil, hlc.Timestamp{}, Info{}, false
+	}
+	if s.rec.flags()&flagDeadline != 0 {
+		info.Deadline = m.deadlineOf[s.key].at
+	}
+	if s.rec.flags()&flagFenced != 0 {
+		info.Fence, info.Fenced = m.fences[s.key]
+	}
+	return s.rec.value(), m.version(s.rec.header()), info, true
+}
+
 // Lookup returns the value and version key holds, whether or not its
 // deadline has passed. The value must not be modified.
 func (m *Machine) Lookup(key []byte) (value []byte, version hlc.Timestamp, ok bool) {

@@ -20,9 +20,12 @@ const (
 	// VerbScan lists keys a page at a time, as the vendor's newer clients
 	// ask (docs/protocol.md).
 	VerbScan
+	// VerbKeyInfo reads a key with its expiry and fencing token, dss's
+	// extension (docs/protocol.md).
+	VerbKeyInfo
 )
 
-var verbNames = [...]string{VerbSet: "SET", VerbGet: "GET", VerbDel: "DEL", VerbVDel: "VDEL", VerbKeyNotify: "KEYNOTIFY", VerbScan: "SCAN"}
+var verbNames = [...]string{VerbSet: "SET", VerbGet: "GET", VerbDel: "DEL", VerbVDel: "VDEL", VerbKeyNotify: "KEYNOTIFY", VerbScan: "SCAN", VerbKeyInfo: "KEYINFO"}
 
 func (v Verb) String() string {
 	if int(v) < len(verbNames) && verbNames[v] != "" {
@@ -82,6 +85,11 @@ func ParseRequest(payload []byte, scratch [][]byte) (Request, [][]byte, *Error) 
 		}
 	case bytes.EqualFold(verb, []byte("GET")):
 		r.Verb = VerbGet
+		if len(args) != 2 {
+			return r, args, ErrWrongArgs
+		}
+	case bytes.EqualFold(verb, []byte("KEYINFO")):
+		r.Verb = VerbKeyInfo
 		if len(args) != 2 {
 			return r, args, ErrWrongArgs
 		}

@@ -29,6 +29,7 @@ func TestParseRequest(t *testing.T) {
 		{"get", req("GET", "k"), Request{Verb: VerbGet, Key: []byte("k")}},
 		{"del", req("del", "k"), Request{Verb: VerbDel, Key: []byte("k")}},
 		{"vdel", req("VDEL", "k", "v"), Request{Verb: VerbVDel, Key: []byte("k"), Value: []byte("v")}},
+		{"keyinfo", req("keyinfo", "k"), Request{Verb: VerbKeyInfo, Key: []byte("k")}},
 		{"keynotify", req("KEYNOTIFY", "k"), Request{Verb: VerbKeyNotify, Key: []byte("k")}},
 		{"keynotify stop", req("keynotify", "k", "stop"), Request{Verb: VerbKeyNotify, Key: []byte("k"), Stop: true}},
 		{"keynotify pattern", req("KEYNOTIFY", "s/*", "PATTERN"), Request{Verb: VerbKeyNotify, Key: []byte("s/*"), Pattern: true}},
@@ -153,6 +154,7 @@ func FuzzParseRequest(f *testing.F) {
 	f.Add(req("SET", "k", "v", "NX", "PX", "100"))
 	f.Add(req("set", "k", "v", "nex"))
 	f.Add(req("GET", "k"))
+	f.Add(req("KEYINFO", "k"))
 	f.Add(req("VDEL", "k", "v"))
 	f.Add(req("KEYNOTIFY", "k", "STOP"))
 	f.Add(req("KEYNOTIFY", "k*", "PATTERN", "STOP"))
