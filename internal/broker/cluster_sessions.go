@@ -98,8 +98,10 @@ func (sp *spanning) connect(cl *mqtt.Client, pk *packets.Packet) {
 		}
 		subs, present = s, true
 	}
-	if present {
-		sp.b.srv.InstallSession(id, cl.Properties.ProtocolVersion, expiry, subs, inflight)
+	if present && sp.b.srv.InstallSession(id, cl.Properties.ProtocolVersion, expiry, subs, inflight) && len(subs) > 0 {
+		// Its routes are in effect cluster-wide before its CONNACK, as a
+		// SUBSCRIBE's are before its SUBACK.
+		sp.syncRoutes(id)
 	}
 }
 
@@ -123,14 +125,23 @@ func (sp *spanning) subscribed(cl *mqtt.Client, reasonCodes []byte) {
 	for _, c := range reasonCodes {
 		granted = granted || c <= packets.CodeGrantedQos2.Code
 	}
-	if granted && sp.c.HasLeader() {
-		ctx, cancel := context.WithTimeout(context.Background(), routesWait)
-		if err := sp.c.SyncRoutes(ctx); err != nil {
-			sp.b.log.Debug("subscription not confirmed by every node before its SUBACK", "client", cl.ID, "err", err)
-		}
-		cancel()
+	if granted {
+		sp.syncRoutes(cl.ID)
 	}
 	sp.replicateSubscriptions(cl)
+}
+
+// syncRoutes waits until the routes of this node are in effect on every
+// reachable node, unless no majority can be reached.
+func (sp *spanning) syncRoutes(client string) {
+	if !sp.c.HasLeader() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), routesWait)
+	defer cancel()
+	if err := sp.c.SyncRoutes(ctx); err != nil {
+		sp.b.log.Debug("routes not confirmed by every node in time", "client", client, "err", err)
+	}
 }
 
 // replicateSubscriptions proposes the subscriptions of cl's session, if

@@ -189,21 +189,32 @@ func (l *link) run() {
 	}
 }
 
-// setUp makes c the link's stream; false if the link ended.
+// setUp makes c the link's stream; false if the link ended. The peer is
+// taken for reachable once it acknowledges what c carries (see acked): a
+// connection that opens is not proof, a proxy or a hung peer accepts
+// one.
 func (l *link) setUp(c net.Conn) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.ended {
 		return false
 	}
-	if !l.up && l.everUp && !l.logged.IsZero() {
+	l.conn = c
+	l.sent, l.waitSince = 0, time.Time{}
+	return true
+}
+
+// reachedLocked records that the peer acknowledged on its stream.
+func (l *link) reachedLocked() {
+	if l.up {
+		return
+	}
+	if !l.logged.IsZero() {
 		l.r.n.log.Info("cluster peer's message stream up again", "peer", l.peer,
 			"failures", l.failures, "down_for", time.Since(l.since).Round(time.Millisecond), "buffered", len(l.items))
 	}
-	l.conn, l.up, l.everUp = c, true, true
-	l.sent, l.waitSince = 0, time.Time{}
+	l.up, l.everUp = true, true
 	l.since, l.err, l.failures, l.logged = time.Now(), "", 0, time.Time{}
-	return true
 }
 
 // setDown records that the stream broke or could not be made: the
@@ -253,14 +264,17 @@ func (l *link) write(c net.Conn) error {
 	tick := time.NewTicker(relayPingEvery)
 	defer tick.Stop()
 	var f frame
-	for {
-		ping := false
-		select {
-		case <-l.wake:
-		case <-tick.C:
-			ping = true
-		case <-l.done:
-			return errClosed
+	// A new stream starts with a ping: the peer is reachable once it
+	// answers.
+	for ping := true; ; ping = false {
+		if !ping {
+			select {
+			case <-l.wake:
+			case <-tick.C:
+				ping = true
+			case <-l.done:
+				return errClosed
+			}
 		}
 		now := time.Now()
 		f.reset()
@@ -327,14 +341,17 @@ func (l *link) readAcks(c net.Conn) {
 			if d.err != nil {
 				break
 			}
-			l.acked(seq)
+			l.acked(c, seq)
 		}
 	}
 }
 
 // acked drops the messages up to seq, which the peer has.
-func (l *link) acked(seq uint64) {
+func (l *link) acked(c net.Conn, seq uint64) {
 	l.mu.Lock()
+	if l.conn == c {
+		l.reachedLocked()
+	}
 	i := 0
 	var ws []*relayWait
 	for i < len(l.items) && l.items[i].seq <= seq {

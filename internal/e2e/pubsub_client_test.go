@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ type mqttClient struct {
 	msgs        chan *paho.Publish
 	disconnects chan *paho.Disconnect
 	closeOnce   sync.Once
+	closed      atomic.Bool
 }
 
 // pubsubTimeout bounds a wait for a message or an acknowledgement.
@@ -57,7 +59,12 @@ func tryConnectMQTT(t *testing.T, addr, id string, change ...func(*paho.Connect)
 			return true, nil
 		}},
 		OnServerDisconnect: func(d *paho.Disconnect) { c.disconnects <- d },
-		PacketTimeout:      pubsubTimeout,
+		OnClientError: func(err error) {
+			if !c.closed.Load() {
+				t.Logf("client %s: %v", id, err)
+			}
+		},
+		PacketTimeout: pubsubTimeout,
 	})
 	cp := &paho.Connect{ClientID: id, KeepAlive: 30, CleanStart: true}
 	for _, f := range change {
@@ -76,6 +83,7 @@ func tryConnectMQTT(t *testing.T, addr, id string, change ...func(*paho.Connect)
 }
 
 func (c *mqttClient) close() {
+	c.closed.Store(true)
 	c.closeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -95,6 +103,7 @@ func (c *mqttClient) close() {
 // drop closes the connection without a DISCONNECT, as a client that
 // vanishes does.
 func (c *mqttClient) drop() {
+	c.closed.Store(true)
 	c.closeOnce.Do(func() { c.conn.Close() })
 }
 
