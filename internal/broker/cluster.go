@@ -25,7 +25,7 @@ type Cluster interface {
 	SetBroker(cluster.Broker)
 	RouteChanged(filter string, present bool)
 	SyncRoutes(ctx context.Context) error
-	Retain(topic string, stamp hlc.Timestamp, msg []byte, done func(error))
+	Retain(topic string, stamp hlc.Timestamp, msg []byte, expires int64, done func(error))
 	Claim(c pubsub.Claim, done func(error))
 	SessionSubscriptions(client string, stamp hlc.Timestamp, subs []byte)
 	Release(client string, stamp hlc.Timestamp, persistent bool, expiry uint32)

@@ -67,7 +67,11 @@ func (sp *spanning) retained(cl *mqtt.Client, pk *packets.Packet) {
 	if wait != nil {
 		done = func(error) { wait.complete() }
 	}
-	sp.c.Retain(topic, stamp, msg, done)
+	var expires int64
+	if msg != nil {
+		expires = pk.Expires
+	}
+	sp.c.Retain(topic, stamp, msg, expires, done)
 }
 
 // RetainedChanged mirrors a change of the replicated retained messages

@@ -117,7 +117,10 @@ func (r *routed) Serves(key string) bool { return !slices.Contains(r.remote, key
 
 func (r *routed) partDone() {
 	if r.pending.Add(-1) == 0 {
-		r.ready()
+		// On the goroutine that reads a peer's acknowledgements: the
+		// PUBACK is written on another, so that a publisher that does not
+		// read holds up nobody else's.
+		go r.ready()
 	}
 }
 

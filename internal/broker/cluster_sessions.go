@@ -210,6 +210,9 @@ func (sp *spanning) Claimed(client string, s pubsub.Session) {
 	if lc == nil || !lc.stamp.Before(s.Stamp) {
 		return
 	}
+	// A new connection to the session: a will waiting for its delay is
+	// not sent [MQTT-3.1.3-9].
+	sp.b.srv.CancelWill(client)
 	// Not on the FSM goroutine: ending a connection writes to it.
 	go func() {
 		if s.Clean {
@@ -220,8 +223,20 @@ func (sp *spanning) Claimed(client string, s pubsub.Session) {
 		if !lc.cl.Closed() {
 			_ = sp.b.srv.DisconnectClient(lc.cl, packets.ErrSessionTakenOver)
 		}
+		// The new node fetches the session (TakeSession) if it knew of
+		// it when it connected; if it did not, the session has no owner
+		// left here once that time has passed.
+		time.AfterFunc(sessionGrace, func() {
+			if sp.b.srv.TakeSession(client, func(cl *mqtt.Client) bool { return cl == lc.cl }, nil) {
+				sp.forget(client, lc)
+			}
+		})
 	}()
 }
+
+// sessionGrace is how long a session that a connection on another node
+// took over stays here for that node to fetch it.
+const sessionGrace = 10 * time.Second
 
 func (sp *spanning) forget(client string, lc *localConn) {
 	sp.mu.Lock()

@@ -53,7 +53,7 @@ var coreEdge = []string{
 	// nodes, sessions that move between nodes, and the retained messages
 	// of the replicated state mirrored into the core's index. The core
 	// calls the binding through mqtt.Remote.
-	"*mqtt.Server.DeliverRemote", "*mqtt.Server.InstallSession", "*mqtt.Server.TakeSession",
+	"*mqtt.Server.DeliverRemote", "*mqtt.Server.InstallSession", "*mqtt.Server.TakeSession", "*mqtt.Server.CancelWill",
 	"*mqtt.TopicsIndex.RetainMessage", "*packets.Packets.GetAll",
 }
 

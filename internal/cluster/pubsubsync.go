@@ -68,6 +68,7 @@ type routeWaiter struct {
 type retainReq struct {
 	stamp   hlc.Timestamp
 	msg     []byte
+	expires int64
 	at      int64
 	waiters []func(error)
 }
@@ -163,7 +164,7 @@ func (m *metaSync) round() bool {
 		b.Routes(self, add, remove)
 	}
 	for topic, r := range retained {
-		b.Retain(topic, r.stamp, r.msg, r.at)
+		b.Retain(topic, r.stamp, r.msg, r.expires, r.at)
 	}
 	for _, s := range sessions {
 		switch {
@@ -282,11 +283,15 @@ func (m *metaSync) routesSyncedLocked(gen, index uint64) {
 }
 
 // leaderChores adds to b what only the leader proposes: the expiry of
-// sessions whose connection ended longer ago than their expiry, and the
-// removal of what nodes that are no longer members held.
+// sessions whose connection ended longer ago than their expiry and of
+// retained messages past theirs, and the removal of what nodes that are
+// no longer members held.
 func (m *metaSync) leaderChores(b *pubsub.Batch, now int64) {
 	if exp := m.n.ps.Expired(now, 1024); len(exp) > 0 {
 		b.Expire(exp)
+	}
+	if exp := m.n.ps.ExpiredRetained(now*int64(time.Millisecond), 1024); len(exp) > 0 {
+		b.ExpireRetained(exp, now)
 	}
 	f := m.n.raft.GetConfiguration()
 	if f.Error() != nil {
@@ -406,13 +411,15 @@ func (n *Node) FetchSession(ctx context.Context, node, client string, stamp hlc.
 }
 
 // Retain proposes topic's retained message (msg nil: cleared) as of
-// stamp. done, if not nil, is called with nil once it is committed and
-// applied here (or a newer change of topic from this node is); it is not
-// called while no majority commits it.
-func (n *Node) Retain(topic string, stamp hlc.Timestamp, msg []byte, done func(error)) {
+// stamp, expiring at expires (Unix nanoseconds; 0 for never). done, if
+// not nil, is called once it is committed and applied here and by every
+// member reachable over the message streams (with the error of that wait,
+// if any), or a newer change of topic from this node is; it is not called
+// while no majority commits it.
+func (n *Node) Retain(topic string, stamp hlc.Timestamp, msg []byte, expires int64, done func(error)) {
 	m := n.meta
 	m.mu.Lock()
-	r := &retainReq{stamp: stamp, msg: msg, at: time.Now().UnixMilli()}
+	r := &retainReq{stamp: stamp, msg: msg, expires: expires, at: time.Now().UnixMilli()}
 	if done != nil {
 		r.waiters = append(r.waiters, done)
 	}

@@ -153,8 +153,8 @@ func (s *Server) InstallSession(id string, version byte, expiry uint32, subs []p
 // when only (if not nil) accepts the client, its connection (if any) ends
 // with DISCONNECT 0x8E (Session taken over), take is called with the
 // session's subscriptions and messages in flight (valid during the call
-// only), and the session is removed. It reports whether a session was
-// taken.
+// only), and the session is removed, and with it a will that waits for
+// its delay. It reports whether a session was taken.
 func (s *Server) TakeSession(id string, only func(cl *Client) bool, take func(subs []packets.Subscription, inflight []packets.Packet)) bool {
 	s.sessionMu.Lock()
 	cl, ok := s.Clients.Get(id)
@@ -187,12 +187,22 @@ func (s *Server) TakeSession(id string, only func(cl *Client) bool, take func(su
 	cl.ClearInflights()
 	cl.State.Inflight.detach()
 	s.Clients.Delete(id)
+	// A new connection to the session, if only on another node, comes
+	// before the will's delay passed: it is not sent [MQTT-3.1.3-9].
+	s.loop.willDelayed.Delete(id)
 	s.sessionMu.Unlock()
 	s.hooks.OnUnsubscribed(cl, packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Unsubscribe}, Filters: removed})
 	if !cl.Closed() {
 		_ = s.DisconnectClient(cl, packets.ErrSessionTakenOver) // [MQTT-3.1.4-3]
 	}
 	return true
+}
+
+// CancelWill drops the will of client id that waits for its delay, as a
+// new connection to its session does [MQTT-3.1.3-9]: the session was
+// resumed on another node.
+func (s *Server) CancelWill(id string) {
+	s.loop.willDelayed.Delete(id)
 }
 
 // filterChanged tells the Remote of a filter that got its first

@@ -17,6 +17,7 @@ const (
 	cmdNodeStarted   byte = 6 // a node's process started: its earlier connections are gone
 	cmdDropNode      byte = 7 // a node left the cluster
 	cmdExpire        byte = 8 // sessions past their expiry
+	cmdExpireRetain  byte = 9 // retained messages past their expiry
 )
 
 // tombstoneAge is how long a cleared retained message is remembered, in
@@ -61,13 +62,35 @@ func (b *Batch) Routes(node string, add, remove []string) {
 }
 
 // Retain sets topic's retained message (msg empty: clears it), as of
-// stamp; at is the command's time (Unix milliseconds).
-func (b *Batch) Retain(topic string, stamp hlc.Timestamp, msg []byte, at int64) {
+// stamp, expiring at expires (Unix nanoseconds, 0 for never); at is the
+// command's time (Unix milliseconds).
+func (b *Batch) Retain(topic string, stamp hlc.Timestamp, msg []byte, expires, at int64) {
 	b.b = append(b.b, cmdRetain)
 	b.b = appendString(b.b, topic)
 	b.b = appendStamp(b.b, stamp)
 	b.b = appendBytes(b.b, msg)
+	b.b = binary.AppendVarint(b.b, expires)
 	b.b = binary.AppendVarint(b.b, at)
+	b.n++
+}
+
+// RetainedExpiry names a retained message to clear: its topic, and the
+// stamp of the message that expired.
+type RetainedExpiry struct {
+	Topic string
+	Stamp hlc.Timestamp
+}
+
+// ExpireRetained clears the retained messages es names that are still
+// those messages; at is the command's time.
+func (b *Batch) ExpireRetained(es []RetainedExpiry, at int64) {
+	b.b = append(b.b, cmdExpireRetain)
+	b.b = binary.AppendVarint(b.b, at)
+	b.b = binary.AppendUvarint(b.b, uint64(len(es)))
+	for _, e := range es {
+		b.b = appendString(b.b, e.Topic)
+		b.b = appendStamp(b.b, e.Stamp)
+	}
 	b.n++
 }
 
@@ -212,26 +235,22 @@ func (s *State) applyOne(d *decoder, ch *changes) {
 			s.removeRoute(node, d.string())
 		}
 	case cmdRetain:
-		topic, stamp, msg, at := d.string(), d.stamp(), d.clone(), d.varint()
+		topic, stamp, msg, expires, at := d.string(), d.stamp(), d.clone(), d.varint(), d.varint()
 		if d.err != nil {
 			return
 		}
 		s.last = max(s.last, at)
-		cur, had := s.retained[topic]
-		if had && !stamp.After(cur.Stamp) {
-			return // an older change than the one in place
-		}
-		if had && cur.Message == nil {
-			s.tombstone--
-		}
-		r := Retained{Stamp: stamp, Message: msg}
-		s.retained[topic] = r
-		if msg == nil {
-			s.tombstone++
-			s.pruneTombstones()
-		}
-		if had && cur.Message != nil || msg != nil {
-			ch.retained = append(ch.retained, retainedChange{topic, r})
+		s.setRetained(topic, Retained{Stamp: stamp, Message: msg, Expires: expires}, ch)
+	case cmdExpireRetain:
+		at := d.varint()
+		s.last = max(s.last, at)
+		for range d.count() {
+			topic, stamp := d.string(), d.stamp()
+			if cur, ok := s.retained[topic]; d.err == nil && ok && cur.Message != nil && cur.Stamp == stamp {
+				// A tombstone with the expired message's stamp: an
+				// older set that comes late stays out.
+				s.setRetained(topic, Retained{Stamp: stamp}, ch)
+			}
 		}
 	case cmdClaim:
 		c := Claim{Client: d.string(), Node: d.string(), Epoch: d.uvarint(), Stamp: d.stamp(),
@@ -300,6 +319,27 @@ func (s *State) applyOne(d *decoder, ch *changes) {
 		if d.err == nil {
 			d.err = fmt.Errorf("%w: command kind %d", ErrMalformed, kind)
 		}
+	}
+}
+
+// setRetained makes r topic's retained message unless the one in place
+// is newer; an expiry's tombstone takes the place of the message it
+// clears, with its stamp.
+func (s *State) setRetained(topic string, r Retained, ch *changes) {
+	cur, had := s.retained[topic]
+	if had && !r.Stamp.After(cur.Stamp) && !(r.Message == nil && cur.Message != nil && r.Stamp == cur.Stamp) {
+		return // an older change than the one in place
+	}
+	if had && cur.Message == nil {
+		s.tombstone--
+	}
+	s.retained[topic] = r
+	if r.Message == nil {
+		s.tombstone++
+		s.pruneTombstones()
+	}
+	if had && cur.Message != nil || r.Message != nil {
+		ch.retained = append(ch.retained, retainedChange{topic, r})
 	}
 }
 

@@ -29,6 +29,7 @@ func (s *State) AppendSnapshot(b []byte) []byte {
 		b = appendString(b, t)
 		b = appendStamp(b, r.Stamp)
 		b = appendBytes(b, r.Message)
+		b = binary.AppendVarint(b, r.Expires)
 	}
 	b = binary.AppendUvarint(b, uint64(len(s.sessions)))
 	for c, x := range s.sessions {
@@ -80,8 +81,8 @@ func (s *State) decode(data []byte) error {
 		}
 	}
 	for range d.count() {
-		t, stamp, msg := d.string(), d.stamp(), d.clone()
-		s.retained[t] = Retained{Stamp: stamp, Message: msg}
+		t, stamp, msg, expires := d.string(), d.stamp(), d.clone(), d.varint()
+		s.retained[t] = Retained{Stamp: stamp, Message: msg, Expires: expires}
 		if msg == nil {
 			s.tombstone++
 		}

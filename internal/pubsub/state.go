@@ -17,6 +17,9 @@ type Retained struct {
 	// clear (a tombstone, kept for a while so that an older set arriving
 	// later does not bring the message back).
 	Message []byte
+	// Expires is when the message expires (Unix nanoseconds), 0 for
+	// never: the leader then clears it.
+	Expires int64
 }
 
 // Session is the owner of a client id and what the cluster keeps of its
@@ -161,6 +164,23 @@ func (s *State) EachRetained(fn func(topic string, r Retained)) {
 			fn(t, r)
 		}
 	}
+}
+
+// ExpiredRetained returns up to limit retained messages that expired by
+// now (Unix nanoseconds), for a command that clears them.
+func (s *State) ExpiredRetained(now int64, limit int) []RetainedExpiry {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []RetainedExpiry
+	for t, r := range s.retained {
+		if r.Message != nil && r.Expires != 0 && r.Expires <= now {
+			out = append(out, RetainedExpiry{Topic: t, Stamp: r.Stamp})
+			if len(out) == limit {
+				break
+			}
+		}
+	}
+	return out
 }
 
 // Session returns the owner of client's id, if any.

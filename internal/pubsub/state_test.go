@@ -57,7 +57,7 @@ func TestRetainedConvergesWhateverTheOrder(t *testing.T) {
 		s := New(rec)
 		for _, j := range order {
 			c := changes[j]
-			apply(t, s, func(b *Batch) { b.Retain("t", c.stamp, c.msg, c.stamp.Wall) })
+			apply(t, s, func(b *Batch) { b.Retain("t", c.stamp, c.msg, 0, c.stamp.Wall) })
 		}
 		r, ok := s.Retained("t")
 		if !ok || r.Stamp != want.stamp || !bytes.Equal(r.Message, want.msg) {
@@ -70,8 +70,8 @@ func TestRetainedConvergesWhateverTheOrder(t *testing.T) {
 	// A clear newer than every set leaves none, and the count says so.
 	s := New(nil)
 	apply(t, s, func(b *Batch) {
-		b.Retain("t", stamp(30, "n1"), nil, 30)
-		b.Retain("t", stamp(10, "n1"), []byte("old"), 31)
+		b.Retain("t", stamp(30, "n1"), nil, 0, 30)
+		b.Retain("t", stamp(10, "n1"), []byte("old"), 0, 31)
 	})
 	if _, ok := s.Retained("t"); ok || s.RetainedCount() != 0 {
 		t.Fatalf("a set older than the clear came back (%d retained)", s.RetainedCount())
@@ -130,14 +130,44 @@ func TestClaimsOwnByStamp(t *testing.T) {
 	}
 }
 
+// A retained message past its expiry is cleared by the command that
+// names it, and only if it is still that message; a set older than the
+// expired one stays out.
+func TestRetainedExpiry(t *testing.T) {
+	s := New(nil)
+	apply(t, s, func(b *Batch) {
+		b.Retain("a", stamp(1, "n1"), []byte("m"), 100, 1)
+		b.Retain("b", stamp(1, "n1"), []byte("m"), 100, 1)
+		b.Retain("b", stamp(2, "n2"), []byte("newer"), 0, 2)
+		b.Retain("c", stamp(1, "n1"), []byte("forever"), 0, 1)
+	})
+	exp := s.ExpiredRetained(150, 10)
+	if len(exp) != 1 || exp[0].Topic != "a" {
+		t.Fatalf("expired: %v", exp)
+	}
+	apply(t, s, func(b *Batch) {
+		b.ExpireRetained(append(exp, RetainedExpiry{Topic: "b", Stamp: stamp(1, "n1")}), 3)
+		b.Retain("a", stamp(0, "n3"), []byte("older"), 0, 4)
+	})
+	if _, ok := s.Retained("a"); ok {
+		t.Fatal("an expired message, or an older one, is still retained")
+	}
+	if r, ok := s.Retained("b"); !ok || string(r.Message) != "newer" {
+		t.Fatal("a newer message was cleared by the expiry of the one it replaced")
+	}
+	if s.RetainedCount() != 2 {
+		t.Fatalf("%d retained", s.RetainedCount())
+	}
+}
+
 // A snapshot restores the same routes, retained messages and sessions.
 func TestSnapshotRoundTrip(t *testing.T) {
 	s := New(nil)
 	apply(t, s, func(b *Batch) {
 		b.Routes("n1", []string{"a/+", "$share/g/b/#"}, nil)
 		b.Routes("n2", []string{"a/b"}, nil)
-		b.Retain("a/b", stamp(1, "n1"), []byte("m"), 1)
-		b.Retain("a/c", stamp(2, "n1"), nil, 2)
+		b.Retain("a/b", stamp(1, "n1"), []byte("m"), 0, 1)
+		b.Retain("a/c", stamp(2, "n1"), nil, 0, 2)
 		b.Claim(Claim{Client: "c", Node: "n1", Epoch: 3, Stamp: stamp(3, "n1"), Persistent: true, Expiry: 9})
 		b.Subscriptions("c", stamp(3, "n1"), []byte("s"))
 	})
@@ -191,7 +221,8 @@ func sameState(a, b *State) bool {
 func FuzzApply(f *testing.F) {
 	var b Batch
 	b.Routes("n1", []string{"a/#"}, []string{"b"})
-	b.Retain("t", stamp(1, "n"), []byte("x"), 1)
+	b.Retain("t", stamp(1, "n"), []byte("x"), 5e9, 1)
+	b.ExpireRetained([]RetainedExpiry{{Topic: "t", Stamp: stamp(1, "n")}}, 2)
 	b.Claim(Claim{Client: "c", Node: "n", Stamp: stamp(1, "n")})
 	b.Release("c", stamp(1, "n"), true, 5, 2)
 	b.NodeStarted("n", 1, 3)
