@@ -29,7 +29,7 @@ type Cluster interface {
 	Claim(c pubsub.Claim, done func(error))
 	SessionSubscriptions(client string, stamp hlc.Timestamp, subs []byte)
 	Release(client string, stamp hlc.Timestamp, persistent bool, expiry uint32)
-	FetchSession(ctx context.Context, node, client string, stamp hlc.Timestamp, clean bool) ([]byte, bool, error)
+	FetchSession(ctx context.Context, node, client, owner string, stamp hlc.Timestamp, clean bool) ([]byte, bool, error)
 	Send(dests []cluster.Dest, msg []byte, qos byte, expires int64, done func()) bool
 }
 
@@ -59,11 +59,20 @@ type spanning struct {
 	rr sync.Map // shared subscription key → *atomic.Uint64, the round robin among its nodes
 }
 
-// localConn is the session of a client id held on this node, and the
-// stamp of the claim of its last connection.
+// localConn is the session of a client id held on this node, the stamp
+// of the claim of its last connection, and who authenticated it.
 type localConn struct {
 	cl    *mqtt.Client
 	stamp hlc.Timestamp
+	owner string
+}
+
+// ownerOf names who authenticated cl, "" without authentication.
+func ownerOf(cl *mqtt.Client) string {
+	if a := accessOf(cl); a != nil {
+		return a.identity
+	}
+	return ""
 }
 
 type retainKey struct{ client, topic string }

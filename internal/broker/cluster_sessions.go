@@ -51,10 +51,11 @@ func (sp *spanning) connect(cl *mqtt.Client, pk *packets.Packet) {
 	clean := pk.Connect.Clean
 	persistent, expiry := sp.sessionLife(cl)
 	stamp := sp.c.Stamp()
-	claim := pubsub.Claim{Client: id, Node: sp.self, Epoch: sp.c.Epoch(), Stamp: stamp, Clean: clean, Persistent: persistent, Expiry: expiry}
+	owner := ownerOf(cl)
+	claim := pubsub.Claim{Client: id, Node: sp.self, Epoch: sp.c.Epoch(), Stamp: stamp, Owner: owner, Clean: clean, Persistent: persistent, Expiry: expiry}
 	cur, had := sp.ps.Session(id)
 	sp.mu.Lock()
-	sp.conns[id] = &localConn{cl: cl, stamp: stamp}
+	sp.conns[id] = &localConn{cl: cl, stamp: stamp, owner: owner}
 	sp.mu.Unlock()
 	elsewhere := had && (cur.Node != sp.self || cur.Epoch != sp.c.Epoch())
 	if clean || !elsewhere {
@@ -77,7 +78,7 @@ func (sp *spanning) connect(cl *mqtt.Client, pk *packets.Packet) {
 	present := false
 	if cur.Node != sp.self {
 		ctx, cancel := context.WithTimeout(context.Background(), fetchWait)
-		data, ok, err := sp.c.FetchSession(ctx, cur.Node, id, stamp, false)
+		data, ok, err := sp.c.FetchSession(ctx, cur.Node, id, owner, stamp, false)
 		cancel()
 		switch {
 		case err != nil:
@@ -98,7 +99,7 @@ func (sp *spanning) connect(cl *mqtt.Client, pk *packets.Packet) {
 		}
 		subs, present = s, true
 	}
-	if present && sp.b.srv.InstallSession(id, cl.Properties.ProtocolVersion, expiry, subs, inflight) && len(subs) > 0 {
+	if present && sp.b.srv.InstallSession(id, cl.Properties.ProtocolVersion, expiry, cl.Auth, subs, inflight) && len(subs) > 0 {
 		// Its routes are in effect cluster-wide before its CONNACK, as a
 		// SUBSCRIBE's are before its SUBACK.
 		sp.syncRoutes(id)
@@ -207,7 +208,7 @@ func (sp *spanning) Claimed(client string, s pubsub.Session) {
 	sp.mu.Lock()
 	lc := sp.conns[client]
 	sp.mu.Unlock()
-	if lc == nil || !lc.stamp.Before(s.Stamp) {
+	if lc == nil || !lc.stamp.Before(s.Stamp) || lc.owner != s.Owner {
 		return
 	}
 	// A new connection to the session: a will waiting for its delay is
@@ -247,8 +248,9 @@ func (sp *spanning) forget(client string, lc *localConn) {
 }
 
 // TakeSession hands this node's session of client to the node whose
-// connection, stamped stamp, took the id.
-func (sp *spanning) TakeSession(client string, stamp hlc.Timestamp, clean bool) ([]byte, bool) {
+// connection, stamped stamp and authenticated as owner, took the id; a
+// session of another owner stays.
+func (sp *spanning) TakeSession(client, owner string, stamp hlc.Timestamp, clean bool) ([]byte, bool) {
 	var out []byte
 	var taken *localConn
 	ok := sp.b.srv.TakeSession(client, func(cl *mqtt.Client) bool {
@@ -257,6 +259,9 @@ func (sp *spanning) TakeSession(client string, stamp hlc.Timestamp, clean bool) 
 		sp.mu.Unlock()
 		if lc != nil && lc.cl == cl && !lc.stamp.Before(stamp) {
 			return false // a newer connection holds it here
+		}
+		if ownerOf(cl) != owner {
+			return false
 		}
 		taken = lc
 		return true
@@ -269,4 +274,16 @@ func (sp *spanning) TakeSession(client string, stamp hlc.Timestamp, clean bool) 
 		sp.forget(client, taken)
 	}
 	return out, ok
+}
+
+// mayConnect refuses a connection whose client id another principal holds
+// in the cluster (connected, or with a persistent session), as a single
+// node refuses its takeover: CONNACK 0x85.
+func (sp *spanning) mayConnect(cl *mqtt.Client) error {
+	cur, had := sp.ps.Session(cl.ID)
+	if had && (cur.Connected || cur.Persistent) && cur.Owner != ownerOf(cl) {
+		sp.b.log.Warn("session takeover refused: another principal holds the client id in the cluster", "client", cl.ID, "node", cur.Node, "remote", cl.Net.Remote)
+		return packets.ErrClientIdentifierNotValid
+	}
+	return nil
 }

@@ -77,7 +77,13 @@ func (h *hook) OnClientExpired(cl *mqtt.Client) { h.b.span.expired(cl) }
 // OnConnect authenticates a client when authentication is on; a refusal
 // is a reason code, which the CONNACK carries.
 func (h *hook) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
-	return h.b.authenticate(cl, &pk)
+	if err := h.b.authenticate(cl, &pk); err != nil {
+		return err
+	}
+	if sp := h.b.span; sp != nil {
+		return sp.mayConnect(cl)
+	}
+	return nil
 }
 
 // OnConnectAuthenticate admits every client OnConnect admitted.

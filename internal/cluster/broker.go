@@ -23,11 +23,12 @@ type Broker interface {
 	// the subscribers' sessions.
 	Deliver(from string, msg []byte, groups []string, expires int64)
 	// TakeSession ends this node's connection of client, if it took the
-	// id before stamp, with DISCONNECT 0x8E, removes the session, and
-	// returns it encoded for the node that takes it (nothing when clean
-	// is set: the new connection starts afresh). ok is false when this
-	// node holds no session of client. It runs on an RPC goroutine.
-	TakeSession(client string, stamp hlc.Timestamp, clean bool) (session []byte, ok bool)
+	// id before stamp and was authenticated as owner, with DISCONNECT
+	// 0x8E, removes the session, and returns it encoded for the node that
+	// takes it (nothing when clean is set: the new connection starts
+	// afresh). ok is false when this node holds no such session. It runs
+	// on an RPC goroutine.
+	TakeSession(client, owner string, stamp hlc.Timestamp, clean bool) (session []byte, ok bool)
 }
 
 // SetBroker binds b to the node. It must be called before Start.

@@ -374,6 +374,7 @@ func (n *Node) routesBarrier(ctx context.Context, index uint64) error {
 // TakeSessionArgs asks the node that held a client id for its session.
 type TakeSessionArgs struct {
 	Client string
+	Owner  string
 	Stamp  hlc.Timestamp
 	Clean  bool
 }
@@ -390,21 +391,21 @@ func (s *service) TakeSession(args *TakeSessionArgs, reply *TakeSessionReply) er
 	if s.n.broker == nil {
 		return nil
 	}
-	reply.Session, reply.OK = s.n.broker.TakeSession(args.Client, args.Stamp, args.Clean)
+	reply.Session, reply.OK = s.n.broker.TakeSession(args.Client, args.Owner, args.Stamp, args.Clean)
 	return nil
 }
 
 // FetchSession asks node for its session of client, which a connection
-// of this node stamped stamp takes over: node ends its connection and
-// removes the session, and returns it (nothing with clean set). ok is
-// false when node had none.
-func (n *Node) FetchSession(ctx context.Context, node, client string, stamp hlc.Timestamp, clean bool) ([]byte, bool, error) {
+// of this node stamped stamp, authenticated as owner, takes over: node
+// ends its connection and removes the session, and returns it (nothing
+// with clean set). ok is false when node had none of owner.
+func (n *Node) FetchSession(ctx context.Context, node, client, owner string, stamp hlc.Timestamp, clean bool) ([]byte, bool, error) {
 	addr := n.peerAddr(node)
 	if addr == "" {
 		return nil, false, errNoAddress
 	}
 	var reply TakeSessionReply
-	if err := n.peers.do(ctx, addr, "Cluster.TakeSession", &TakeSessionArgs{Client: client, Stamp: stamp, Clean: clean}, &reply); err != nil {
+	if err := n.peers.do(ctx, addr, "Cluster.TakeSession", &TakeSessionArgs{Client: client, Owner: owner, Stamp: stamp, Clean: clean}, &reply); err != nil {
 		return nil, false, err
 	}
 	return reply.Session, reply.OK, nil

@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -374,5 +375,41 @@ func TestClusterWillReachesEveryNode(t *testing.T) {
 	}
 	for _, c := range subs {
 		c.none(500 * time.Millisecond)
+	}
+}
+
+// With authentication, a client id held in the cluster by one principal is
+// not taken by another on another node (CONNACK 0x85, as on one node),
+// while its own principal takes it over from any node.
+func TestClusterTakeoverNeedsTheSamePrincipal(t *testing.T) {
+	users := filepath.Join(t.TempDir(), "users")
+	passwd(t, users, "alice", "alice-pw")
+	passwd(t, users, "bob", "bob-pw")
+	tc := startCluster(t, 3, "--users", users)
+	n1, n2, n3 := tc.members[0], tc.members[1], tc.members[2]
+	login := func(user string, more ...func(*paho.Connect)) func(*paho.Connect) {
+		return func(cp *paho.Connect) {
+			cp.UsernameFlag, cp.Username = true, user
+			cp.PasswordFlag, cp.Password = true, []byte(user+"-pw")
+			for _, f := range more {
+				f(cp)
+			}
+		}
+	}
+	dev := connectMQTT(t, n1.mqtt, "dev", login("alice", persistent(300)))
+	dev.sub("cmd/dev", 1)
+	c, err := tryConnectMQTT(t, n2.mqtt, "dev", login("bob", persistent(300)))
+	if err == nil || c != nil && c.connack.ReasonCode != 0x85 {
+		t.Fatalf("bob took alice's client id on another node: %v", err)
+	}
+	pub := connectMQTT(t, n3.mqtt, "bob-pub", login("bob"))
+	pub.pub(&paho.Publish{Topic: "cmd/dev", QoS: 1, Payload: []byte("still alice's")})
+	if p := dev.next(); string(p.Payload) != "still alice's" {
+		t.Fatalf("got %q", p.Payload)
+	}
+	again := connectMQTT(t, n3.mqtt, "dev", login("alice", persistent(300)))
+	dev.awaitDisconnect(0x8E)
+	if !again.connack.SessionPresent {
+		t.Fatal("alice's session did not move to her new connection")
 	}
 }

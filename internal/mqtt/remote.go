@@ -118,9 +118,10 @@ const clusterListener = "cluster"
 // the subscriptions and messages in flight another node held for it, so
 // that the connection resuming it takes it over as a session of this
 // server. version and expiry are its protocol version and session
-// expiry interval. It reports false, and installs nothing, when this
-// server has a session of id already.
-func (s *Server) InstallSession(id string, version byte, expiry uint32, subs []packets.Subscription, inflight []packets.Packet) bool {
+// expiry interval, auth what authentication established of its owner
+// (see Client.Auth and Options.MayTakeOver). It reports false, and
+// installs nothing, when this server has a session of id already.
+func (s *Server) InstallSession(id string, version byte, expiry uint32, auth any, subs []packets.Subscription, inflight []packets.Packet) bool {
 	s.sessionMu.Lock()
 	defer s.sessionMu.Unlock()
 	if _, ok := s.Clients.Get(id); ok {
@@ -130,6 +131,7 @@ func (s *Server) InstallSession(id string, version byte, expiry uint32, subs []p
 	cl.Properties.ProtocolVersion = version
 	cl.Properties.Props.SessionExpiryInterval = expiry
 	cl.Properties.Props.SessionExpiryIntervalFlag = true
+	cl.Auth = auth
 	cl.Stop(packets.ErrSessionTakenOver)
 	for _, sub := range subs {
 		if !IsValidFilter(sub.Filter, false) {

@@ -25,8 +25,8 @@ func TestInstalledSessionIsResumed(t *testing.T) {
 	id := packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt311).Packet.Connect.ClientIdentifier
 	queued := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet
 	queued.Queued = true
-	require.True(t, s.InstallSession(id, 4, 300, []packets.Subscription{{Filter: "a/b/c", Qos: 1}}, []packets.Packet{queued}))
-	require.False(t, s.InstallSession(id, 4, 300, nil, nil), "a second session of the id")
+	require.True(t, s.InstallSession(id, 4, 300, nil, []packets.Subscription{{Filter: "a/b/c", Qos: 1}}, []packets.Packet{queued}))
+	require.False(t, s.InstallSession(id, 4, 300, nil, nil, nil), "a second session of the id")
 
 	r, w := net.Pipe()
 	o := make(chan error)

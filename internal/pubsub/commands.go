@@ -100,6 +100,7 @@ type Claim struct {
 	Node   string
 	Epoch  uint64
 	Stamp  hlc.Timestamp
+	Owner  string
 	// Clean is a connection that starts a new session (Clean Start 1):
 	// the subscriptions the cluster kept for the id are dropped.
 	Clean      bool
@@ -114,6 +115,7 @@ func (b *Batch) Claim(c Claim) {
 	b.b = appendString(b.b, c.Node)
 	b.b = binary.AppendUvarint(b.b, c.Epoch)
 	b.b = appendStamp(b.b, c.Stamp)
+	b.b = appendString(b.b, c.Owner)
 	b.b = appendBool(b.b, c.Clean)
 	b.b = appendBool(b.b, c.Persistent)
 	b.b = binary.AppendUvarint(b.b, uint64(c.Expiry))
@@ -253,7 +255,7 @@ func (s *State) applyOne(d *decoder, ch *changes) {
 			}
 		}
 	case cmdClaim:
-		c := Claim{Client: d.string(), Node: d.string(), Epoch: d.uvarint(), Stamp: d.stamp(),
+		c := Claim{Client: d.string(), Node: d.string(), Epoch: d.uvarint(), Stamp: d.stamp(), Owner: d.string(),
 			Clean: d.bool(), Persistent: d.bool(), Expiry: uint32(d.uvarint())}
 		if d.err != nil {
 			return
@@ -262,7 +264,13 @@ func (s *State) applyOne(d *decoder, ch *changes) {
 		if cur != nil && !c.Stamp.After(cur.Stamp) {
 			return
 		}
-		x := &Session{Node: c.Node, Epoch: c.Epoch, Stamp: c.Stamp, Clean: c.Clean, Persistent: c.Persistent, Expiry: c.Expiry, Connected: true}
+		if cur != nil && cur.Owner != c.Owner && (cur.Connected || cur.Persistent) {
+			// Another principal's id: a node refuses such a CONNECT
+			// (0x85) when it knows of the session; one that did not yet
+			// know does not take it.
+			return
+		}
+		x := &Session{Node: c.Node, Epoch: c.Epoch, Stamp: c.Stamp, Owner: c.Owner, Clean: c.Clean, Persistent: c.Persistent, Expiry: c.Expiry, Connected: true}
 		if cur != nil && !c.Clean && cur.Persistent {
 			x.Subscriptions = cur.Subscriptions // the session goes on
 		}

@@ -37,6 +37,7 @@ func (s *State) AppendSnapshot(b []byte) []byte {
 		b = appendString(b, x.Node)
 		b = binary.AppendUvarint(b, x.Epoch)
 		b = appendStamp(b, x.Stamp)
+		b = appendString(b, x.Owner)
 		b = appendBool(b, x.Clean)
 		b = appendBool(b, x.Persistent)
 		b = binary.AppendUvarint(b, uint64(x.Expiry))
@@ -89,7 +90,7 @@ func (s *State) decode(data []byte) error {
 	}
 	for range d.count() {
 		c := d.string()
-		x := &Session{Node: d.string(), Epoch: d.uvarint(), Stamp: d.stamp(), Clean: d.bool(), Persistent: d.bool(),
+		x := &Session{Node: d.string(), Epoch: d.uvarint(), Stamp: d.stamp(), Owner: d.string(), Clean: d.bool(), Persistent: d.bool(),
 			Expiry: uint32(d.uvarint()), Subscriptions: d.clone(), Connected: d.bool(), Ended: d.varint()}
 		s.sessions[c] = x
 	}

@@ -31,6 +31,10 @@ type Session struct {
 	Node  string
 	Epoch uint64
 	Stamp hlc.Timestamp
+	// Owner names who authenticated the connection ("" without
+	// authentication): a connection of another owner may not take the
+	// id, as on one node.
+	Owner string
 	// Clean is set when the connection started a new session (Clean
 	// Start 1) rather than resuming one.
 	Clean bool

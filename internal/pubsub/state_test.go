@@ -120,6 +120,15 @@ func TestClaimsOwnByStamp(t *testing.T) {
 	if _, ok := s.Session("c"); ok {
 		t.Fatal("session not expired")
 	}
+	// Another owner's claim does not take an id that is held.
+	apply(t, s, func(b *Batch) {
+		b.Claim(Claim{Client: "e", Node: "n1", Stamp: stamp(60, "n1"), Owner: "alice", Persistent: true, Expiry: 9})
+		b.Claim(Claim{Client: "e", Node: "n2", Stamp: stamp(61, "n2"), Owner: "mallory"})
+	})
+	if x, _ := s.Session("e"); x.Owner != "alice" || x.Node != "n1" {
+		t.Fatalf("another owner took the id: %+v", x)
+	}
+	apply(t, s, func(b *Batch) { b.Release("e", stamp(60, "n1"), false, 0, 62) })
 	// A session that is not persistent goes with its connection.
 	apply(t, s, func(b *Batch) {
 		b.Claim(Claim{Client: "d", Node: "n1", Stamp: stamp(50, "n1")})
