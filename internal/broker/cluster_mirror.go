@@ -52,15 +52,17 @@ func (sp *spanning) retained(cl *mqtt.Client, pk *packets.Packet) {
 	if len(pk.Payload) > 0 {
 		msg = appendMessage(nil, pk, pk.Expires)
 	}
+	var wait *part
+	if !cl.Net.Inline && pk.FixedHeader.Qos > 0 && sp.c.HasLeader() {
+		wait = &part{}
+		time.AfterFunc(retainWait, wait.complete)
+	}
 	sp.mu.Lock()
 	if cur, ok := sp.mirror[topic]; !ok || stamp.After(cur) {
 		sp.mirror[topic] = stamp
 	}
-	var wait *part
-	if !cl.Net.Inline && pk.FixedHeader.Qos > 0 && sp.c.HasLeader() {
-		wait = &part{}
+	if wait != nil {
 		sp.retainWait[retainKey{cl.ID, topic}] = wait
-		time.AfterFunc(retainWait, wait.complete)
 	}
 	sp.mu.Unlock()
 	var done func(error)
