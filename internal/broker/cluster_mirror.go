@@ -136,4 +136,17 @@ func (sp *spanning) Restored() {
 	for topic, msg := range want {
 		sp.setRetained(topic, msg)
 	}
+	// The claims the snapshot holds were not announced one by one: the
+	// connections here that a newer one elsewhere took over end now.
+	sp.mu.Lock()
+	held := make(map[string]*localConn, len(sp.conns))
+	for id, lc := range sp.conns {
+		held[id] = lc
+	}
+	sp.mu.Unlock()
+	for id := range held {
+		if s, ok := sp.ps.Session(id); ok {
+			sp.Claimed(id, s)
+		}
+	}
 }
