@@ -34,6 +34,9 @@ var raceBinary struct {
 // first call.
 func raceDSS(t testing.TB) string {
 	t.Helper()
+	if os.Getenv("DSS_E2E_BIN") != "" {
+		return dssBinary // the binary given, however it was built
+	}
 	raceBinary.once.Do(func() {
 		raceBinary.path = dssBinary + "-race"
 		build := exec.Command("go", "build", "-race", "-o", raceBinary.path, "github.com/dssio/dss/cmd/dss")
