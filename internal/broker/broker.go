@@ -66,6 +66,12 @@ type Config struct {
 	// MaxSubscriptionsPerClient bounds the topic filters of one client's
 	// session (SUBACK 0x97 past it); 0 means no bound.
 	MaxSubscriptionsPerClient int
+	// MaxTopicLevels and MaxTopicLength bound the levels and bytes of
+	// the topics and filters clients send (SUBACK or UNSUBACK 0x8F,
+	// PUBACK 0x90, CONNACK 0x90 for a Will past them). 0 means
+	// mqtt.DefaultMaxTopicLevels and no bound on the length but the
+	// protocol's; a negative number no bound.
+	MaxTopicLevels, MaxTopicLength int
 	// TLSListen, when set, is the TCP address of a second MQTT listener
 	// that speaks TLS with the configuration TLS.
 	TLSListen string
@@ -102,6 +108,9 @@ const (
 	// DefaultMaxInflightPerClient is a quarter of the Receive Maximum the
 	// broker announces (1024).
 	DefaultMaxInflightPerClient = 256
+	// DefaultMaxTopicLevels is Mosquitto's bound on the levels of a
+	// topic (CVE-2019-11779).
+	DefaultMaxTopicLevels = mqtt.DefaultMaxTopicLevels
 )
 
 // MaxClientIDSize returns the longest client id whose notification topic
@@ -223,6 +232,9 @@ func New(cfg Config) (*Broker, error) {
 		// Each topic filter costs memory, kept with a session that
 		// outlives its connection.
 		MaxSubscriptionsPerClient: max(cfg.MaxSubscriptionsPerClient, 0),
+		// Refused before the topic index's lock is taken for them.
+		MaxTopicLevels: cfg.MaxTopicLevels,
+		MaxTopicLength: cfg.MaxTopicLength,
 	})
 	if cfg.Auth != nil {
 		srv.Options.MayTakeOver = sameOwner

@@ -27,7 +27,10 @@ type Metrics struct {
 	// broker is bound to these metrics.
 	RefusedPackets prometheus.CounterFunc
 	Panics         prometheus.CounterFunc
-	faults         atomic.Pointer[mqtt.Faults]
+	// RefusedTopics counts topics and filters refused for their levels
+	// or length.
+	RefusedTopics prometheus.CounterFunc
+	faults        atomic.Pointer[mqtt.Faults]
 	// QueuedBytes, QueueDropsSession and QueueDropsTotal read the broker
 	// core's Queues: the memory of the messages queued for sessions
 	// without a connection, and the messages dropped to bound it.
@@ -79,6 +82,9 @@ func NewMetrics() *Metrics {
 	m.Panics = prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "dss_mqtt_connection_panics_total", Help: "Panics while serving a connection, each contained to that connection, which is closed.",
 	}, m.fault(func(f *mqtt.Faults) int64 { return f.Panics.Load() }))
+	m.RefusedTopics = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "dss_mqtt_topics_refused_total", Help: "Topic names and filters refused for their levels (--max-topic-levels) or length (--max-topic-length), in a PUBLISH, SUBSCRIBE, UNSUBSCRIBE or Will.",
+	}, m.fault(func(f *mqtt.Faults) int64 { return f.RefusedTopics.Load() }))
 	m.QueuedBytes = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "dss_mqtt_queued_bytes", Help: "Memory of the messages queued for sessions without a connection (payload, topic, properties), bounded by --max-queued-bytes.",
 	}, m.queued(func(q *mqtt.Queues) int64 { return q.Bytes() }))
@@ -144,6 +150,6 @@ func (m *Metrics) infoCount(counter func(*system.Info) *int64) func() float64 {
 // Collectors returns the metrics for registration.
 func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.Requests, m.Refused, m.Errors, m.Notifications, m.Watches, m.Disconnects,
-		m.RefusedPackets, m.Panics, m.AcceptErrors, m.LoginsRefused,
+		m.RefusedPackets, m.Panics, m.RefusedTopics, m.AcceptErrors, m.LoginsRefused,
 		m.QueuedBytes, m.QueueDropsSession, m.QueueDropsTotal, m.DropsUnacknowledged, m.DropsPendingWrites}
 }

@@ -75,6 +75,8 @@ var serveChecks = []struct {
 	{"max-inflight-per-client", countOrNoLimit},
 	{"max-keynotify-per-client", countOrNoLimit},
 	{"max-subscriptions-per-client", countOrNoLimit},
+	{"max-topic-levels", countOrNoLimit},
+	{"max-topic-length", countOrNoLimit},
 	{"max-store-bytes", sizeOrNoLimit},
 	{"connect-timeout", func(v string) string {
 		if d, err := time.ParseDuration(v); err == nil && d <= 0 {

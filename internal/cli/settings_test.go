@@ -176,6 +176,8 @@ func TestSettingsErrors(t *testing.T) {
 			want: `max-keynotify-per-client: "-2": want 1 or more, or -1 for no limit`},
 		{name: "subscriptions bound of zero", args: []string{"--max-subscriptions-per-client", "0"},
 			want: `--max-subscriptions-per-client: "0": want 1 or more, or -1 for no limit`},
+		{name: "topic levels of zero", args: []string{"--max-topic-levels", "0"},
+			want: `--max-topic-levels: "0": want 1 or more, or -1 for no limit`},
 		{name: "store bytes below -1", args: []string{"--max-store-bytes", "-7"},
 			want: `--max-store-bytes: "-7": want a number of bytes, or -1 for no limit`},
 		{name: "negative connect timeout", args: []string{"--connect-timeout", "-1s"},

@@ -31,6 +31,10 @@ type Faults struct {
 	// Panics counts panics while serving a connection, each contained to
 	// that connection, which is closed.
 	Panics atomic.Int64
+	// RefusedTopics counts topic names and filters refused for their
+	// levels or length (Options.MaxTopicLevels, MaxTopicLength): in a
+	// PUBLISH, SUBSCRIBE, UNSUBSCRIBE or a Will.
+	RefusedTopics atomic.Int64
 }
 
 // ErrConnectionPanicked ends a connection on which handling a packet

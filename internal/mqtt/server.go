@@ -198,6 +198,14 @@ type Options struct {
 	// dss.
 	MaxSessionQueueBytes int64 `yaml:"-" json:"-"`
 	MaxQueuedBytes       int64 `yaml:"-" json:"-"`
+
+	// MaxTopicLevels bounds the levels of the topics and filters clients
+	// send, MaxTopicLength their bytes (see topiclevels.go); past a
+	// bound they are refused before any work. 0 means
+	// DefaultMaxTopicLevels and no bound on the length (but the
+	// protocol's 65,535 bytes), a negative number no bound. dss.
+	MaxTopicLevels int `yaml:"-" json:"-"`
+	MaxTopicLength int `yaml:"-" json:"-"`
 }
 
 // Server is an MQTT broker server. It should be created with server.New()
@@ -322,6 +330,10 @@ func (o *Options) ensureDefaults() {
 
 	if o.Capabilities.MaximumInflight == 0 {
 		o.Capabilities.MaximumInflight = 1024 * 8
+	}
+
+	if o.MaxTopicLevels == 0 {
+		o.MaxTopicLevels = DefaultMaxTopicLevels
 	}
 
 	if o.SysTopicResendInterval == 0 {
@@ -802,6 +814,11 @@ func (s *Server) validateConnect(cl *Client, pk packets.Packet) packets.Code {
 		return packets.ErrBadAuthenticationMethod
 	}
 
+	if pk.Connect.WillFlag && s.Options.topicBeyondLimits(pk.Connect.WillTopic) {
+		s.Faults.RefusedTopics.Add(1)
+		return packets.ErrTopicNameInvalid // dss: a Will is a publish
+	}
+
 	if cl.Properties.ProtocolVersion < s.Options.Capabilities.MinimumProtocolVersion {
 		return packets.ErrUnsupportedProtocolVersion // [MQTT-3.1.2-2]
 	} else if cl.Properties.Will.Qos > s.Options.Capabilities.MaximumQos {
@@ -1212,6 +1229,13 @@ func (s *Server) admitPublish(cl *Client, pk *packets.Packet) (bool, error) {
 		return true, code
 	}
 
+	// dss: a topic past the bounds of levels or length is refused before
+	// anything is done with it (the alias table does not keep it either).
+	if !cl.Net.Inline && s.Options.topicBeyondLimits(pk.TopicName) {
+		s.Faults.RefusedTopics.Add(1)
+		return true, s.refusePublishWith(cl, pk, packets.ErrTopicNameInvalid)
+	}
+
 	// dss: the topic an alias stands for is resolved before the ACL
 	// check, which judged the empty topic of a publish through an alias
 	// (refusing it under a policy, or admitting it to a topic no longer
@@ -1308,19 +1332,29 @@ func (s *Server) publishOutcome(cl *Client, pk *packets.Packet, err error) error
 //
 //go:noinline
 func (s *Server) publishDenied(cl *Client, pk *packets.Packet) error {
+	return s.refusePublishWith(cl, pk, packets.ErrNotAuthorized)
+}
+
+// refusePublishWith refuses a publish with code: a QoS 0 publish is
+// dropped, a QoS 1 or 2 publish of an MQTT 5 client acknowledged with
+// code, and an MQTT 3.1.1 client, which acknowledgements cannot tell,
+// disconnected.
+//
+//go:noinline
+func (s *Server) refusePublishWith(cl *Client, pk *packets.Packet, code packets.Code) error {
 	if pk.FixedHeader.Qos == 0 {
 		return nil
 	}
 
 	if cl.Properties.ProtocolVersion != 5 {
-		return s.DisconnectClient(cl, packets.ErrNotAuthorized)
+		return s.DisconnectClient(cl, code)
 	}
 
 	ackType := packets.Puback
 	if pk.FixedHeader.Qos == 2 {
 		ackType = packets.Pubrec
 	}
-	return s.refusePublish(cl, pk, ackType, packets.ErrNotAuthorized)
+	return s.refusePublish(cl, pk, ackType, code)
 }
 
 // refusePublish acknowledges a publish with an acknowledgement of type
@@ -1919,6 +1953,9 @@ func (s *Server) processSubscribe(cl *Client, pk packets.Packet) error {
 	for i, sub := range pk.Filters {
 		if !IsValidFilter(sub.Filter, false) {
 			reasonCodes[i] = packets.ErrTopicFilterInvalid.Code
+		} else if !cl.Net.Inline && s.Options.topicBeyondLimits(sub.Filter) {
+			s.Faults.RefusedTopics.Add(1)
+			reasonCodes[i] = packets.ErrTopicFilterInvalid.Code // dss: before the index's lock
 		} else if code, ok := s.unavailableSubscription(sub.Filter); !ok {
 			reasonCodes[i] = code.Code // dss
 		} else if sub.NoLocal && IsSharedFilter(sub.Filter) {
@@ -2015,6 +2052,13 @@ func (s *Server) processUnsubscribe(cl *Client, pk packets.Packet) error {
 	pk = s.hooks.OnUnsubscribe(cl, pk)
 	reasonCodes := make([]byte, len(pk.Filters))
 	for i, sub := range pk.Filters { // [MQTT-3.10.4-6] [MQTT-3.11.3-1]
+		if !cl.Net.Inline && s.Options.topicBeyondLimits(sub.Filter) {
+			// dss: nothing to look for (it could not be subscribed), and
+			// the index's lock is not taken for it.
+			s.Faults.RefusedTopics.Add(1)
+			reasonCodes[i] = packets.ErrTopicFilterInvalid.Code
+			continue
+		}
 		if q := s.Topics.Unsubscribe(sub.Filter, cl.ID); q {
 			atomic.AddInt64(&s.Info.Subscriptions, -1)
 			reasonCodes[i] = packets.CodeSuccess.Code

@@ -101,6 +101,12 @@ type Config struct {
 	// session. 0 means DefaultMaxSubscriptionsPerClient, a negative
 	// number no bound.
 	MaxSubscriptionsPerClient int
+	// MaxTopicLevels and MaxTopicLength bound the levels and bytes of the
+	// topic names and filters clients send; past them a filter is
+	// refused with SUBACK or UNSUBACK 0x8F, a publish with PUBACK 0x90,
+	// a Will with CONNACK 0x90. 0 means DefaultMaxTopicLevels and
+	// DefaultMaxTopicLength, a negative number no bound.
+	MaxTopicLevels, MaxTopicLength int
 	// MaxInflightPerClient bounds the unanswered requests of one
 	// connection; past it the connection is not read until one is
 	// answered. 0 means 256, a negative number no bound.
@@ -212,6 +218,12 @@ func (c *Config) setDefaults() error {
 	}
 	if c.MaxSubscriptionsPerClient == 0 {
 		c.MaxSubscriptionsPerClient = DefaultMaxSubscriptionsPerClient
+	}
+	if c.MaxTopicLevels == 0 {
+		c.MaxTopicLevels = DefaultMaxTopicLevels
+	}
+	if c.MaxTopicLength == 0 {
+		c.MaxTopicLength = DefaultMaxTopicLength
 	}
 	if c.MaxSessionQueueBytes == 0 {
 		c.MaxSessionQueueBytes = DefaultMaxSessionQueueBytes

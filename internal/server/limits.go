@@ -6,7 +6,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dssio/dss/internal/broker"
 	"github.com/dssio/dss/internal/store"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // The defaults of the limits in Config.
@@ -21,6 +23,13 @@ const (
 	// DefaultMaxSubscriptionsPerClient bounds one session's topic
 	// filters.
 	DefaultMaxSubscriptionsPerClient = 10_000
+	// DefaultMaxTopicLevels is Mosquitto's bound on the levels of a
+	// topic (CVE-2019-11779), far above what topics use.
+	DefaultMaxTopicLevels = broker.DefaultMaxTopicLevels
+	// DefaultMaxTopicLength is the protocol's bound, as EMQX and HiveMQ
+	// have it: the topics of the state store hold client ids and keys,
+	// which may be long (see --max-key-size).
+	DefaultMaxTopicLength = wire.MaxTopicLen
 	// DefaultMaxSessionQueueBytes holds two messages of the largest
 	// default packet for a session without a connection.
 	DefaultMaxSessionQueueBytes = 2 * DefaultMaxPacketSize

@@ -136,6 +136,8 @@ func New(cfg Config) (*Server, error) {
 		MaxQueuedBytes:       max(cfg.MaxQueuedBytes, 0),
 		// SUBACK 0x97 past it.
 		MaxSubscriptionsPerClient: max(cfg.MaxSubscriptionsPerClient, 0),
+		MaxTopicLevels:            cfg.MaxTopicLevels,
+		MaxTopicLength:            cfg.MaxTopicLength,
 	})
 	if err != nil {
 		s.closeStorage()
