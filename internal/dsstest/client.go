@@ -55,8 +55,16 @@ type Login struct {
 	Username string
 	Password string
 	TLS      *tls.Config
-	// Will, when set, is the client's Last Will.
-	Will *paho.WillMessage
+	// Will, when set, is the client's Last Will, with WillDelay its Will
+	// Delay Interval in seconds.
+	Will      *paho.WillMessage
+	WillDelay uint32
+	// SessionExpiry is the Session Expiry Interval the client asks for,
+	// in seconds: its session outlives the connection by that long.
+	SessionExpiry uint32
+	// Conn, when set, receives the client's network connection, for a
+	// test that ends it without a DISCONNECT.
+	Conn *net.Conn
 }
 
 // DialWith connects a client that presents login, without subscribing to
@@ -109,7 +117,16 @@ func Connect(t testing.TB, addr, id string, login Login) (*Client, *paho.Connack
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
+	if login.Conn != nil {
+		*login.Conn = conn
+	}
 	cp := &paho.Connect{ClientID: id, KeepAlive: 30, CleanStart: true, WillMessage: login.Will}
+	if login.WillDelay > 0 {
+		cp.WillProperties = &paho.WillProperties{WillDelayInterval: &login.WillDelay}
+	}
+	if login.SessionExpiry > 0 {
+		cp.Properties = &paho.ConnectProperties{SessionExpiryInterval: &login.SessionExpiry}
+	}
 	if login.Username != "" {
 		cp.UsernameFlag, cp.Username = true, login.Username
 	}

@@ -245,12 +245,12 @@ type Server struct {
 
 // loop contains interval tickers for the system events loop.
 type loop struct {
-	sysTopics      *time.Ticker     // interval ticker for sending updating $SYS topics
-	clientExpiry   *time.Ticker     // interval ticker for cleaning expired clients
-	inflightExpiry *time.Ticker     // interval ticker for cleaning up expired inflight messages
-	retainedExpiry *time.Ticker     // interval ticker for cleaning retained messages
-	willDelaySend  *time.Ticker     // interval ticker for sending Will Messages with a delay
-	willDelayed    *packets.Packets // activate LWT packets which will be sent after a delay
+	sysTopics      *time.Ticker  // interval ticker for sending updating $SYS topics
+	clientExpiry   *time.Ticker  // interval ticker for cleaning expired clients
+	inflightExpiry *time.Ticker  // interval ticker for cleaning up expired inflight messages
+	retainedExpiry *time.Ticker  // interval ticker for cleaning retained messages
+	willDelaySend  *time.Ticker  // interval ticker for sending Will Messages with a delay
+	willDelayed    *delayedWills // activate LWT packets which will be sent after a delay
 
 	// swept holds the clients a sweep of the event loop goes through,
 	// kept from sweep to sweep (dss: the sweeps of every second copied
@@ -293,7 +293,7 @@ func New(opts *Options) *Server {
 			inflightExpiry: time.NewTicker(time.Second),
 			retainedExpiry: time.NewTicker(time.Second),
 			willDelaySend:  time.NewTicker(time.Second),
-			willDelayed:    packets.NewPackets(),
+			willDelayed:    newDelayedWills(),
 		},
 		Options: opts,
 		Info: &system.Info{
@@ -618,8 +618,10 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 	// dss: a Will is a publish like any other, checked like one before
 	// the connection is accepted (and again when it is sent); upstream
 	// never checked it, so a client could publish through its Will where
-	// it may not publish.
-	if atomic.LoadUint32(&cl.Properties.Will.Flag) == 1 && !s.hooks.OnACLCheck(cl, cl.Properties.Will.TopicName, true) {
+	// it may not publish. A Will cannot be a publish the application
+	// consumes (see willConsumed).
+	if atomic.LoadUint32(&cl.Properties.Will.Flag) == 1 && (s.willConsumed(cl.Properties.Will.TopicName) ||
+		!s.hooks.OnACLCheck(cl, cl.Properties.Will.TopicName, true)) {
 		if err := s.SendConnack(cl, packets.ErrNotAuthorized, false, nil); err != nil {
 			return fmt.Errorf("refused will send ack: %w", err)
 		}
@@ -2259,61 +2261,6 @@ func (s *Server) closeListenerClients(listener string) {
 	}
 }
 
-// sendLWT issues an LWT message to a topic when a client disconnects.
-func (s *Server) sendLWT(cl *Client) {
-	if atomic.LoadUint32(&cl.Properties.Will.Flag) == 0 {
-		return
-	}
-	if cl.Properties.Will.WillDelayInterval > 0 && cl.IsTakenOver() {
-		// dss: a new connection took the session over before the delay
-		// passed, so the will is not sent [MQTT-3.1.3-9]. The old
-		// connection's reader may come here after the new connection
-		// cleared the wills waiting for their delay.
-		return
-	}
-
-	modifiedLWT := s.hooks.OnWill(cl, cl.Properties.Will)
-
-	// dss: checked again as it is sent (an OnWill hook may have changed
-	// it, and what the client may publish may have changed since it
-	// connected).
-	if !s.hooks.OnACLCheck(cl, modifiedLWT.TopicName, true) {
-		s.Log.Debug("will not authorized", "client", cl.ID, "topic", modifiedLWT.TopicName)
-		atomic.StoreUint32(&cl.Properties.Will.Flag, 0)
-		return
-	}
-
-	pk := packets.Packet{
-		FixedHeader: packets.FixedHeader{
-			Type:   packets.Publish,
-			Retain: modifiedLWT.Retain, // [MQTT-3.1.2-14] [MQTT-3.1.2-15]
-			Qos:    modifiedLWT.Qos,
-		},
-		TopicName: modifiedLWT.TopicName,
-		Payload:   modifiedLWT.Payload,
-		Properties: packets.Properties{
-			User: modifiedLWT.User,
-		},
-		Origin:  cl.ID,
-		Created: time.Now().Unix(),
-	}
-
-	if cl.Properties.Will.WillDelayInterval > 0 {
-		pk.Connect.WillProperties.WillDelayInterval = cl.Properties.Will.WillDelayInterval
-		pk.Expiry = time.Now().Unix() + int64(pk.Connect.WillProperties.WillDelayInterval)
-		s.loop.willDelayed.Add(cl.ID, pk)
-		return
-	}
-
-	if pk.FixedHeader.Retain {
-		s.retainMessage(cl, pk)
-	}
-
-	s.publishToSubscribers(pk)                      // [MQTT-3.1.2-8]
-	atomic.StoreUint32(&cl.Properties.Will.Flag, 0) // [MQTT-3.1.2-10]
-	s.hooks.OnWillSent(cl, pk)
-}
-
 // readStore reads in any data from the persistent datastore (if applicable).
 func (s *Server) readStore() error {
 	if s.hooks.Provides(StoredClients) {
@@ -2533,23 +2480,6 @@ func (s *Server) clearExpiredInflights(now int64) {
 			s.hooks.OnQosDropped(client, packets.Packet{PacketID: id})
 		}
 	})
-}
-
-// sendDelayedLWT sends any LWT messages which have reached their issue time.
-func (s *Server) sendDelayedLWT(dt int64) {
-	for id, pk := range s.loop.willDelayed.GetAll() {
-		if dt > pk.Expiry {
-			s.publishToSubscribers(pk) // [MQTT-3.1.2-8]
-			if cl, ok := s.Clients.Get(id); ok {
-				if pk.FixedHeader.Retain {
-					s.retainMessage(cl, pk)
-				}
-				cl.Properties.Will = Will{} // [MQTT-3.1.2-10]
-				s.hooks.OnWillSent(cl, pk)
-			}
-			s.loop.willDelayed.Delete(id)
-		}
-	}
 }
 
 // Int64toa converts an int64 to a string.

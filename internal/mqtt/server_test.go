@@ -3240,7 +3240,7 @@ func TestServerProcessPacketDisconnect(t *testing.T) {
 	cl.Properties.Props.SessionExpiryInterval = 30
 	cl.Properties.ProtocolVersion = 5
 
-	s.loop.willDelayed.Add(cl.ID, packets.Packet{TopicName: "a/b/c", Payload: []byte("hello")})
+	s.loop.willDelayed.Add(cl.ID, packets.Packet{TopicName: "a/b/c", Payload: []byte("hello")}, cl)
 	require.Equal(t, 1, s.loop.willDelayed.Len())
 
 	err := s.processPacket(cl, *packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectMqtt5).Packet)
@@ -3270,7 +3270,7 @@ func TestServerProcessPacketDisconnectDisconnectWithWillMessage(t *testing.T) {
 	cl.Properties.Props.SessionExpiryInterval = 30
 	cl.Properties.ProtocolVersion = 5
 
-	s.loop.willDelayed.Add(cl.ID, packets.Packet{TopicName: "a/b/c", Payload: []byte("hello")})
+	s.loop.willDelayed.Add(cl.ID, packets.Packet{TopicName: "a/b/c", Payload: []byte("hello")}, cl)
 	require.Equal(t, 1, s.loop.willDelayed.Len())
 
 	err := s.processPacket(cl, *packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectMqtt5DisconnectWithWillMessage).Packet)
@@ -3421,7 +3421,7 @@ func TestServerSendLWTDelayed(t *testing.T) {
 		pk, ok := s.loop.willDelayed.Get(cl1.ID)
 		require.True(t, ok)
 		pk.Expiry = time.Now().Unix() - 1 // set back expiry time
-		s.loop.willDelayed.Add(cl1.ID, pk)
+		s.loop.willDelayed.Add(cl1.ID, pk, cl1)
 		require.Equal(t, 1, s.loop.willDelayed.Len())
 		s.sendDelayedLWT(time.Now().Unix())
 		require.Equal(t, 0, s.loop.willDelayed.Len())
