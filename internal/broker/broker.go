@@ -55,6 +55,10 @@ type Config struct {
 	// ConnectTimeout bounds the time a new connection has to send its
 	// CONNECT; 0 means 10 seconds.
 	ConnectTimeout time.Duration
+	// PacketReadTimeout bounds the time between the bytes of a packet
+	// once it began; 0 means DefaultPacketReadTimeout, a negative
+	// duration no bound.
+	PacketReadTimeout time.Duration
 	// MaxKeySize and MaxValueSize bound a request's key and value, in
 	// bytes: 0 means DefaultMaxKeySize and DefaultMaxValueSize. A client
 	// id may be as long as leaves room for the notification topic of the
@@ -124,6 +128,12 @@ func MaxClientIDSize(maxKeySize int) int {
 // CONNECT by default.
 const DefaultConnectTimeout = 10 * time.Second
 
+// DefaultPacketReadTimeout is how long the bytes of a packet may stop
+// coming before its connection is closed: far longer than a slow link
+// leaves between two segments, short enough that connections which
+// stopped mid-packet do not pile up.
+const DefaultPacketReadTimeout = time.Minute
+
 // inlineClientID names the broker's own client, which publishes responses
 // and notifications. It holds a NUL byte, which MQTT forbids in client
 // identifiers, so that no real client can take it over.
@@ -185,6 +195,9 @@ func New(cfg Config) (*Broker, error) {
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = DefaultConnectTimeout
 	}
+	if cfg.PacketReadTimeout == 0 {
+		cfg.PacketReadTimeout = DefaultPacketReadTimeout
+	}
 	if cfg.MaxInflightPerClient == 0 {
 		cfg.MaxInflightPerClient = DefaultMaxInflightPerClient
 	}
@@ -223,6 +236,9 @@ func New(cfg Config) (*Broker, error) {
 		ConsumedTopic:       wire.RequestTopic,
 		ReadLoops:           readLoops(cfg.ReadLoops),
 		ConnectTimeout:      cfg.ConnectTimeout,
+		// A packet that stops arriving is not held for good, whatever
+		// the client's keep alive.
+		PacketReadTimeout: max(cfg.PacketReadTimeout, 0),
 		MaxClientIDSize:     MaxClientIDSize(cfg.MaxKeySize),
 		MaxPendingPerClient: int32(max(cfg.MaxInflightPerClient, 0)),
 		// A session without a connection holds what it is sent until

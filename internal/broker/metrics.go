@@ -28,9 +28,11 @@ type Metrics struct {
 	RefusedPackets prometheus.CounterFunc
 	Panics         prometheus.CounterFunc
 	// RefusedTopics counts topics and filters refused for their levels
-	// or length.
-	RefusedTopics prometheus.CounterFunc
-	faults        atomic.Pointer[mqtt.Faults]
+	// or length; StalledPackets connections closed for a packet that
+	// stopped arriving.
+	RefusedTopics  prometheus.CounterFunc
+	StalledPackets prometheus.CounterFunc
+	faults         atomic.Pointer[mqtt.Faults]
 	// QueuedBytes, QueueDropsSession and QueueDropsTotal read the broker
 	// core's Queues: the memory of the messages queued for sessions
 	// without a connection, and the messages dropped to bound it.
@@ -85,6 +87,9 @@ func NewMetrics() *Metrics {
 	m.RefusedTopics = prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "dss_mqtt_topics_refused_total", Help: "Topic names and filters refused for their levels (--max-topic-levels) or length (--max-topic-length), in a PUBLISH, SUBSCRIBE, UNSUBSCRIBE or Will.",
 	}, m.fault(func(f *mqtt.Faults) int64 { return f.RefusedTopics.Load() }))
+	m.StalledPackets = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "dss_mqtt_packets_stalled_total", Help: "Connections closed because a packet stopped arriving for --packet-read-timeout (or, with a keep alive, until its deadline).",
+	}, m.fault(func(f *mqtt.Faults) int64 { return f.StalledPackets.Load() }))
 	m.QueuedBytes = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "dss_mqtt_queued_bytes", Help: "Memory of the messages queued for sessions without a connection (payload, topic, properties), bounded by --max-queued-bytes.",
 	}, m.queued(func(q *mqtt.Queues) int64 { return q.Bytes() }))
@@ -150,6 +155,6 @@ func (m *Metrics) infoCount(counter func(*system.Info) *int64) func() float64 {
 // Collectors returns the metrics for registration.
 func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.Requests, m.Refused, m.Errors, m.Notifications, m.Watches, m.Disconnects,
-		m.RefusedPackets, m.Panics, m.RefusedTopics, m.AcceptErrors, m.LoginsRefused,
+		m.RefusedPackets, m.Panics, m.RefusedTopics, m.StalledPackets, m.AcceptErrors, m.LoginsRefused,
 		m.QueuedBytes, m.QueueDropsSession, m.QueueDropsTotal, m.DropsUnacknowledged, m.DropsPendingWrites}
 }

@@ -113,6 +113,7 @@ TLS files (which are also re-read when they change).`,
 	f.IntVar(&cfg.MaxTopicLevels, "max-topic-levels", server.DefaultMaxTopicLevels, "most levels of a topic or filter a client sends; past it a SUBSCRIBE or UNSUBSCRIBE filter gets 0x8F, a publish PUBACK 0x90, a Will CONNACK 0x90 (-1: no limit)")
 	f.IntVar(&cfg.MaxTopicLength, "max-topic-length", server.DefaultMaxTopicLength, "most bytes of a topic or filter a client sends, refused past it as for --max-topic-levels (-1: no limit)")
 	f.DurationVar(&cfg.ConnectTimeout, "connect-timeout", 10*time.Second, "how long a new connection has to send its whole CONNECT packet")
+	f.DurationVar(&cfg.PacketReadTimeout, "packet-read-timeout", broker.DefaultPacketReadTimeout, "how long the bytes of a packet may stop coming, once it began, before its connection is closed, whatever the keep alive")
 	caps := broker.DefaultCapabilities()
 	cfg.Capabilities = &caps
 	f.DurationVar(&caps.MaxKeepAlive, "max-keepalive", caps.MaxKeepAlive, "longest keep alive of an MQTT 5 client, sent as Server Keep Alive to one that asks for more or for none (0: no cap; whole seconds up to 18h12m15s)")

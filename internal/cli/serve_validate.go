@@ -84,6 +84,12 @@ var serveChecks = []struct {
 		}
 		return ""
 	}},
+	{"packet-read-timeout", func(v string) string {
+		if d, err := time.ParseDuration(v); err == nil && d <= 0 {
+			return "want a duration above 0, such as 1m"
+		}
+		return ""
+	}},
 	{"max-queued-bytes-per-session", sizeOrNoLimit},
 	{"max-queued-bytes", sizeOrNoLimit},
 	{"max-packet-size", func(v string) string {

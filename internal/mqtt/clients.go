@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -264,7 +265,7 @@ func newClient(c net.Conn, o *ops) *Client {
 		if sc, ok := c.(syscall.Conn); ok && rawIO {
 			cl.Net.raw, _ = sc.SyscallConn()
 		}
-		cl.Net.src = connReader{conn: c, raw: cl.Net.raw}
+		cl.Net.src = connReader{conn: c, raw: cl.Net.raw, keepalive: &cl.Net.deadlineAt}
 		cl.Net.src.readFD = cl.Net.src.readOnce
 		cl.Net.writer.writeFD = cl.Net.writer.writeNoWait
 		cl.Net.bconn = bufio.NewReaderSize(&cl.Net.src, o.options.ClientNetReadBufferSize)
@@ -552,6 +553,66 @@ func (cl *Client) refreshDeadline(keepalive uint16) {
 	_ = cl.Net.Conn.SetDeadline(cl.Net.deadlineAt) // [MQTT-3.1.2-22]
 }
 
+// endPacket ends the read deadline of the packet read last, if it set
+// one: the keepalive's is set again.
+func (cl *Client) endPacket() {
+	src := &cl.Net.src
+	src.packetTimeout = 0
+	if src.packetDeadline {
+		src.packetDeadline = false
+		cl.Net.deadlineSet = false
+	}
+}
+
+// stillSending is asked when a read of the established connection
+// passed its deadline (the keepalive's, or a packet's): if the client's
+// bytes wait in the socket, it did send in time and the server was late
+// to read them (it was stopped, or starved of CPU), and the keepalive's
+// deadline starts again from now.
+//
+// dss: a read past its deadline fails without looking at the socket: a
+// server stopped for longer than 1.5 keepalives ended every connection
+// whose PINGREQs waited in their sockets.
+func (cl *Client) stillSending() bool {
+	if !socketReadable(cl.Net.Conn) {
+		return false
+	}
+	cl.Net.deadlineSet = false
+	cl.refreshDeadline(cl.State.Keepalive)
+	return true
+}
+
+// writeConn writes b to the connection; the caller holds its write lock.
+//
+// dss: the write deadline is the keepalive's (see refreshDeadline). One
+// that passed while the socket takes bytes, the client reading what it
+// is sent, passed because the server did not run (it was stopped, or
+// starved of CPU): the write is made again with a deadline from now.
+func (cl *Client) writeConn(b []byte) (int, error) {
+	written := 0
+	for {
+		n, err := cl.Net.Conn.Write(b[written:])
+		written += n
+		if err == nil || !cl.lateWrite(err) {
+			return written, err
+		}
+	}
+}
+
+// lateWrite reports whether err is a write deadline that passed while
+// the client was reading, and if so moves the write deadline on from now.
+func (cl *Client) lateWrite(err error) bool {
+	if !errors.Is(err, os.ErrDeadlineExceeded) || !socketWritable(cl.Net.Conn) {
+		return false
+	}
+	var d time.Time
+	if full := keepaliveTimeout(cl.State.Keepalive); full > 0 {
+		d = time.Now().Add(full)
+	}
+	_ = cl.Net.Conn.SetWriteDeadline(d)
+	return true
+}
+
 // NextPacketID returns the next available (unused) packet id for the client.
 // If no unused packet ids are available, an error is returned and the client
 // should be disconnected.
@@ -719,6 +780,7 @@ func (cl *Client) Read(packetHandler ReadFn) error {
 			continue
 		}
 
+		cl.endPacket()
 		if cl.parks() {
 			if err := cl.park(); err != nil {
 				return err
@@ -870,6 +932,9 @@ func (cl *Client) ReadFixedHeader(fh *packets.FixedHeader) error {
 	if err != nil {
 		return err
 	}
+	// dss: the rest of the packet must keep coming (see
+	// Options.PacketReadTimeout).
+	cl.Net.src.packetTimeout = cl.ops.options.PacketReadTimeout
 
 	err = fh.Decode(b)
 	if err != nil {
@@ -1075,16 +1140,16 @@ func (cl *Client) writePacketsWaiting(pks []*packets.Packet) error {
 	}
 	data := buf.Bytes()
 
-	n, err := func() (int64, error) {
+	n, err := func() (int, error) {
 		cl.Net.writeMu.Lock()
 		defer cl.Net.writeMu.Unlock()
-		return buf.WriteTo(cl.Net.Conn)
+		return cl.writeConn(data)
 	}()
 	if err != nil {
 		return err
 	}
 
-	atomic.AddInt64(&cl.ops.info.BytesSent, n)
+	atomic.AddInt64(&cl.ops.info.BytesSent, int64(n))
 	cl.packetsSent(pks, sizes, data)
 	return encodeErr
 }

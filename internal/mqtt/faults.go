@@ -35,6 +35,9 @@ type Faults struct {
 	// levels or length (Options.MaxTopicLevels, MaxTopicLength): in a
 	// PUBLISH, SUBSCRIBE, UNSUBSCRIBE or a Will.
 	RefusedTopics atomic.Int64
+	// StalledPackets counts connections closed because a packet stopped
+	// arriving for Options.PacketReadTimeout.
+	StalledPackets atomic.Int64
 }
 
 // ErrConnectionPanicked ends a connection on which handling a packet
@@ -94,6 +97,14 @@ func newFaultLog() *rate.Limiter { return rate.NewLimiter(rate.Every(time.Second
 // sizes), and answered with DISCONNECT and its reason code when the
 // client speaks MQTT 5. The caller closes the connection.
 func (s *Server) readFailed(cl *Client, err error) {
+	if errors.Is(err, errPacketStalled) {
+		s.Faults.StalledPackets.Add(1)
+		if s.faultLog.Allow() {
+			s.Log.Warn("a packet stopped arriving; closing the connection", "client", cl.ID, "remote", cl.Net.Remote,
+				"listener", cl.Net.Listener, "timeout", s.Options.PacketReadTimeout)
+		}
+		return
+	}
 	var pe *PacketError
 	if !errors.As(err, &pe) {
 		return

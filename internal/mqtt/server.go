@@ -162,6 +162,13 @@ type Options struct {
 	// never sent one (or one byte a second) was kept for good.
 	ConnectTimeout time.Duration `yaml:"-" json:"-"`
 
+	// PacketReadTimeout bounds the time between the bytes of a packet
+	// once its first byte came, whatever the keep alive: a connection
+	// whose packet stops arriving for that long is closed. 0 waits for
+	// ever. dss: with keep alive 0, a PUBLISH that announced 60 MiB and
+	// stopped after 4 was held for good, with the memory of what came.
+	PacketReadTimeout time.Duration `yaml:"-" json:"-"`
+
 	// MaxClientIDSize bounds the length of client ids, in bytes; a
 	// CONNECT with a longer one is refused with CONNACK 0x85. 0 means
 	// 65,535. dss: the state store's notification topics hold the client
@@ -605,7 +612,14 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 	}
 
 	cl.Net.deadlineSet = false // the keepalive's deadline replaces the CONNECT's
+	cl.Net.src.packetTimeout, cl.Net.src.packetDeadline = 0, false
 	cl.refreshDeadline(cl.State.Keepalive)
+	if cl.Net.Conn != nil {
+		// dss: from here on, a deadline past while the client's bytes
+		// wait in the socket is the server's lateness, not the client's
+		// (the CONNECT's deadline bounds the whole CONNECT).
+		cl.Net.src.stillSending = cl.stillSending
+	}
 	if !s.hooks.OnConnectAuthenticate(cl, pk) { // [MQTT-3.1.4-2]
 		err := s.SendConnack(cl, packets.ErrBadUsernameOrPassword, false, nil)
 		if err != nil {

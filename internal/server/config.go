@@ -82,6 +82,11 @@ type Config struct {
 	// ConnectTimeout bounds the time a new connection has to send its
 	// whole CONNECT. Default 10 seconds.
 	ConnectTimeout time.Duration
+	// PacketReadTimeout bounds the time between the bytes of a packet
+	// once its first byte came: a connection whose packet stops
+	// arriving for that long is closed, whatever its keep alive.
+	// Default broker.DefaultPacketReadTimeout (a minute).
+	PacketReadTimeout time.Duration
 	// MaxKeys bounds the number of stored keys (a SET of a new key past
 	// it is answered "the quota has been exceeded"). 0 means
 	// DefaultMaxKeys, a negative number no bound.
@@ -247,6 +252,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ConnectTimeout < 0 {
 		return errors.New("server: the connect timeout may not be negative")
+	}
+	if c.PacketReadTimeout < 0 {
+		return errors.New("server: the packet read timeout may not be negative")
 	}
 	if c.MaxClockSkew < 0 {
 		return errors.New("server: the maximum clock skew may not be negative")

@@ -124,6 +124,7 @@ func New(cfg Config) (*Server, error) {
 		Capabilities:         cfg.Capabilities,
 		ReadLoops:            cfg.ReadLoops,
 		ConnectTimeout:       cfg.ConnectTimeout,
+		PacketReadTimeout:    cfg.PacketReadTimeout,
 		MaxKeySize:           cfg.MaxKeySize,
 		MaxValueSize:         cfg.MaxValueSize,
 		MaxWatchesPerClient:  max(cfg.MaxWatchesPerClient, 0),
