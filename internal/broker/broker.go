@@ -233,12 +233,12 @@ func New(cfg Config) (*Broker, error) {
 		// The hook answers every request and copies what it keeps: a
 		// request is read into memory of its connection, reused by the
 		// next packet.
-		ConsumedTopic:       wire.RequestTopic,
-		ReadLoops:           readLoops(cfg.ReadLoops),
-		ConnectTimeout:      cfg.ConnectTimeout,
+		ConsumedTopic:  wire.RequestTopic,
+		ReadLoops:      readLoops(cfg.ReadLoops),
+		ConnectTimeout: cfg.ConnectTimeout,
 		// A packet that stops arriving is not held for good, whatever
 		// the client's keep alive.
-		PacketReadTimeout: max(cfg.PacketReadTimeout, 0),
+		PacketReadTimeout:   max(cfg.PacketReadTimeout, 0),
 		MaxClientIDSize:     MaxClientIDSize(cfg.MaxKeySize),
 		MaxPendingPerClient: int32(max(cfg.MaxInflightPerClient, 0)),
 		// A session without a connection holds what it is sent until

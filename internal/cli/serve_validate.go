@@ -90,6 +90,18 @@ var serveChecks = []struct {
 		}
 		return ""
 	}},
+	{"http-idle-timeout", func(v string) string {
+		if d, err := time.ParseDuration(v); err == nil && d <= 0 {
+			return "want a duration above 0, such as 1m"
+		}
+		return ""
+	}},
+	{"http-max-connections", func(v string) string {
+		if n, err := strconv.Atoi(v); err == nil && n < 1 {
+			return "want 1 or more"
+		}
+		return ""
+	}},
 	{"max-queued-bytes-per-session", sizeOrNoLimit},
 	{"max-queued-bytes", sizeOrNoLimit},
 	{"max-packet-size", func(v string) string {

@@ -54,6 +54,13 @@ type Config struct {
 	// HTTPListen is the address of the metrics and health endpoint;
 	// empty turns it off.
 	HTTPListen string
+	// HTTPIdleTimeout is how long a connection to the HTTP endpoint may
+	// stay idle between requests before it is closed; HTTPMaxConnections
+	// bounds its connections (at the bound, a new one takes the place of
+	// the connection idle the longest, or waits for one to end). 0 means
+	// DefaultHTTPIdleTimeout and DefaultHTTPMaxConnections.
+	HTTPIdleTimeout    time.Duration
+	HTTPMaxConnections int
 	// AdminToken, when set, is the secret that a backup request on the
 	// HTTP endpoint must carry (Authorization: Bearer); without it only
 	// clients on this machine may fetch a backup.
@@ -224,6 +231,12 @@ func (c *Config) setDefaults() error {
 	if c.MaxSubscriptionsPerClient == 0 {
 		c.MaxSubscriptionsPerClient = DefaultMaxSubscriptionsPerClient
 	}
+	if c.HTTPIdleTimeout == 0 {
+		c.HTTPIdleTimeout = DefaultHTTPIdleTimeout
+	}
+	if c.HTTPMaxConnections == 0 {
+		c.HTTPMaxConnections = DefaultHTTPMaxConnections
+	}
 	if c.MaxTopicLevels == 0 {
 		c.MaxTopicLevels = DefaultMaxTopicLevels
 	}
@@ -252,6 +265,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ConnectTimeout < 0 {
 		return errors.New("server: the connect timeout may not be negative")
+	}
+	if c.HTTPIdleTimeout < 0 || c.HTTPMaxConnections < 0 {
+		return errors.New("server: the HTTP idle timeout and connection bound may not be negative")
 	}
 	if c.PacketReadTimeout < 0 {
 		return errors.New("server: the packet read timeout may not be negative")

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/dssio/dss/internal/broker"
 	"github.com/dssio/dss/internal/store"
@@ -30,6 +31,12 @@ const (
 	// have it: the topics of the state store hold client ids and keys,
 	// which may be long (see --max-key-size).
 	DefaultMaxTopicLength = wire.MaxTopicLen
+	// DefaultHTTPMaxConnections leaves the MQTT listeners nearly every
+	// descriptor while serving scrapers, health checks and backups.
+	DefaultHTTPMaxConnections = 64
+	// DefaultHTTPIdleTimeout is how long an HTTP connection may wait
+	// for its next request: longer than a scrape interval.
+	DefaultHTTPIdleTimeout = time.Minute
 	// DefaultMaxSessionQueueBytes holds two messages of the largest
 	// default packet for a session without a connection.
 	DefaultMaxSessionQueueBytes = 2 * DefaultMaxPacketSize

@@ -37,7 +37,9 @@ type Server struct {
 	journal *journal.Journal // nil in memory or in a cluster
 	http    *http.Server
 	httpLn  net.Listener
-	sec     *security
+	// httpConns bounds the HTTP endpoint's connections.
+	httpConns *httpConns
+	sec       *security
 	// reloadMu serializes reloads of the security files.
 	reloadMu    sync.Mutex
 	stopReloads context.CancelFunc
@@ -188,7 +190,13 @@ func New(cfg Config) (*Server, error) {
 			mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 			mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 		}
-		s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		// A connection idle between requests is closed after
+		// HTTPIdleTimeout, or earlier to make room for a new one: idle
+		// keep-alive connections were kept for good, and enough of them
+		// took every descriptor the MQTT listeners had.
+		s.httpConns = newHTTPConns(cfg.HTTPMaxConnections)
+		s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.HTTPIdleTimeout,
+			ConnState: s.httpConns.track}
 	}
 	return s, nil
 }
@@ -230,7 +238,7 @@ func (s *Server) Start() error {
 	}
 	if s.http != nil {
 		go func() {
-			if err := s.http.Serve(s.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := s.http.Serve(s.httpConns.Listen(s.httpLn)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				s.log.Error("http endpoint stopped", "err", err)
 			}
 		}()
