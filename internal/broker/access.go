@@ -115,6 +115,7 @@ func (b *Broker) authenticate(cl *mqtt.Client, pk *packets.Packet) error {
 		Password:    c.Password,
 		HasPassword: c.PasswordFlag,
 		Certificate: peerCertificate(cl),
+		Suspect:     b.throttle.Failures(cl.Net.Remote) > 0,
 	})
 	done(err != nil)
 	if err != nil {

@@ -65,6 +65,9 @@ type Login struct {
 	// Conn, when set, receives the client's network connection, for a
 	// test that ends it without a DISCONNECT.
 	Conn *net.Conn
+	// LocalAddr, when set, is the address the client connects from (a
+	// loopback address other than 127.0.0.1 is another source).
+	LocalAddr string
 }
 
 // DialWith connects a client that presents login, without subscribing to
@@ -96,7 +99,11 @@ func Connect(t testing.TB, addr, id string, login Login) (*Client, *paho.Connack
 		// together; it holds a writer's lock for the whole packet.
 		conn = &lockedConn{Conn: tc}
 	} else {
-		conn, err = net.DialTimeout("tcp", addr, Timeout)
+		d := &net.Dialer{Timeout: Timeout}
+		if login.LocalAddr != "" {
+			d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(login.LocalAddr)}
+		}
+		conn, err = d.Dial("tcp", addr)
 	}
 	if err != nil {
 		return nil, nil, err
