@@ -76,6 +76,11 @@ type Config struct {
 	// mqtt.DefaultMaxTopicLevels and no bound on the length but the
 	// protocol's; a negative number no bound.
 	MaxTopicLevels, MaxTopicLength int
+	// MaxRetained and MaxRetainedBytes bound the number and memory of
+	// the retained messages: a client's message to retain past them is
+	// refused with PUBACK 0x97 (a QoS 0 one dropped). 0 means no bound.
+	MaxRetained      int
+	MaxRetainedBytes int64
 	// TLSListen, when set, is the TCP address of a second MQTT listener
 	// that speaks TLS with the configuration TLS.
 	TLSListen string
@@ -251,6 +256,10 @@ func New(cfg Config) (*Broker, error) {
 		// Refused before the topic index's lock is taken for them.
 		MaxTopicLevels: cfg.MaxTopicLevels,
 		MaxTopicLength: cfg.MaxTopicLength,
+		// Each retained message is kept in memory until replaced or
+		// expired.
+		MaxRetained:      max(cfg.MaxRetained, 0),
+		MaxRetainedBytes: max(cfg.MaxRetainedBytes, 0),
 	})
 	if cfg.Auth != nil {
 		srv.Options.MayTakeOver = sameOwner
@@ -258,6 +267,7 @@ func New(cfg Config) (*Broker, error) {
 	cfg.Metrics.faults.Store(srv.Faults)
 	cfg.Metrics.queues.Store(srv.Queues)
 	cfg.Metrics.info.Store(srv.Info)
+	cfg.Metrics.topics.Store(srv.Topics)
 	b := &Broker{
 		cfg:       cfg,
 		log:       cfg.Logger,

@@ -31,8 +31,9 @@ var coreEdge = []string{
 	"*mqtt.Server.AddHook", "*mqtt.Server.AddListener", "*mqtt.Server.NewClient",
 	"*mqtt.Server.Serve", "*mqtt.Server.AwaitAcknowledgements", "*mqtt.Server.Close",
 	"*listeners.TCP.Address", "*listeners.TCP.Failing", "*listeners.TCP.AcceptErrors",
-	// The memory queued for sessions without a connection, for metrics.
-	"*mqtt.Queues.Bytes",
+	// The memory queued for sessions without a connection, and the
+	// retained messages, for metrics.
+	"*mqtt.Queues.Bytes", "*mqtt.TopicsIndex.RetainedCount", "*mqtt.TopicsIndex.RetainedBytes",
 	// The request path: a response and its PUBACK in one write, routing
 	// without the topic trie.
 	"*mqtt.Server.PrepareDelivery", "*mqtt.Server.WriteDelivery", "*mqtt.Server.PublishToClient",

@@ -32,7 +32,14 @@ type Metrics struct {
 	// stopped arriving.
 	RefusedTopics  prometheus.CounterFunc
 	StalledPackets prometheus.CounterFunc
-	faults         atomic.Pointer[mqtt.Faults]
+	// RefusedRetained counts messages to retain refused at the bounds of
+	// retained messages; Retained and RetainedBytes read their number
+	// and memory.
+	RefusedRetained prometheus.CounterFunc
+	Retained        prometheus.GaugeFunc
+	RetainedBytes   prometheus.GaugeFunc
+	topics          atomic.Pointer[mqtt.TopicsIndex]
+	faults          atomic.Pointer[mqtt.Faults]
 	// QueuedBytes, QueueDropsSession and QueueDropsTotal read the broker
 	// core's Queues: the memory of the messages queued for sessions
 	// without a connection, and the messages dropped to bound it.
@@ -90,6 +97,15 @@ func NewMetrics() *Metrics {
 	m.StalledPackets = prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "dss_mqtt_packets_stalled_total", Help: "Connections closed because a packet stopped arriving for --packet-read-timeout (or, with a keep alive, until its deadline).",
 	}, m.fault(func(f *mqtt.Faults) int64 { return f.StalledPackets.Load() }))
+	m.RefusedRetained = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "dss_mqtt_retained_refused_total", Help: "Messages to retain refused at --max-retained-messages or --max-retained-bytes (PUBACK 0x97; a QoS 0 one dropped).",
+	}, m.fault(func(f *mqtt.Faults) int64 { return f.RefusedRetained.Load() }))
+	m.Retained = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "dss_mqtt_retained_messages", Help: "Retained messages, bounded by --max-retained-messages.",
+	}, m.retained(func(x *mqtt.TopicsIndex) int64 { return int64(x.RetainedCount()) }))
+	m.RetainedBytes = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "dss_mqtt_retained_bytes", Help: "Memory of the retained messages (payload, topic, properties and about 1 KB each), bounded by --max-retained-bytes.",
+	}, m.retained(func(x *mqtt.TopicsIndex) int64 { return x.RetainedBytes() }))
 	m.QueuedBytes = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "dss_mqtt_queued_bytes", Help: "Memory of the messages queued for sessions without a connection (payload, topic, properties), bounded by --max-queued-bytes.",
 	}, m.queued(func(q *mqtt.Queues) int64 { return q.Bytes() }))
@@ -131,6 +147,17 @@ func (m *Metrics) fault(read func(*mqtt.Faults) int64) func() float64 {
 	}
 }
 
+// retained returns a reading of the bound broker core's retained
+// messages.
+func (m *Metrics) retained(read func(*mqtt.TopicsIndex) int64) func() float64 {
+	return func() float64 {
+		if x := m.topics.Load(); x != nil {
+			return float64(read(x))
+		}
+		return 0
+	}
+}
+
 // queued returns a reading of the bound broker core's queues.
 func (m *Metrics) queued(read func(*mqtt.Queues) int64) func() float64 {
 	return func() float64 {
@@ -155,6 +182,7 @@ func (m *Metrics) infoCount(counter func(*system.Info) *int64) func() float64 {
 // Collectors returns the metrics for registration.
 func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.Requests, m.Refused, m.Errors, m.Notifications, m.Watches, m.Disconnects,
-		m.RefusedPackets, m.Panics, m.RefusedTopics, m.StalledPackets, m.AcceptErrors, m.LoginsRefused,
+		m.RefusedPackets, m.Panics, m.RefusedTopics, m.StalledPackets, m.AcceptErrors,
+		m.RefusedRetained, m.Retained, m.RetainedBytes, m.LoginsRefused,
 		m.QueuedBytes, m.QueueDropsSession, m.QueueDropsTotal, m.DropsUnacknowledged, m.DropsPendingWrites}
 }

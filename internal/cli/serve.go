@@ -112,6 +112,8 @@ TLS files (which are also re-read when they change).`,
 	f.Int64Var(&cfg.MaxQueuedBytes, "max-queued-bytes", 0, "most bytes of messages queued for all sessions without a connection; past it the oldest queued messages of the session being fed are dropped (0: a sixteenth of the machine's memory; -1: no limit)")
 	f.IntVar(&cfg.MaxWatchesPerClient, "max-keynotify-per-client", server.DefaultMaxWatchesPerClient, "most KEYNOTIFY registrations of one connection (-1: no limit)")
 	f.IntVar(&cfg.MaxSubscriptionsPerClient, "max-subscriptions-per-client", server.DefaultMaxSubscriptionsPerClient, "most topic filters one client's session holds; a new one past it gets SUBACK 0x97 (-1: no limit)")
+	f.IntVar(&cfg.MaxRetained, "max-retained-messages", server.DefaultMaxRetained, "most retained messages; a client's message to retain on a new topic past it gets PUBACK 0x97 (a QoS 0 one is dropped) (-1: no limit)")
+	f.Int64Var(&cfg.MaxRetainedBytes, "max-retained-bytes", 0, "most bytes of retained messages; a message to retain that grows them past it gets PUBACK 0x97 (0: a sixteenth of the machine's memory; -1: no limit)")
 	f.IntVar(&cfg.MaxTopicLevels, "max-topic-levels", server.DefaultMaxTopicLevels, "most levels of a topic or filter a client sends; past it a SUBSCRIBE or UNSUBSCRIBE filter gets 0x8F, a publish PUBACK 0x90, a Will CONNACK 0x90 (-1: no limit)")
 	f.IntVar(&cfg.MaxTopicLength, "max-topic-length", server.DefaultMaxTopicLength, "most bytes of a topic or filter a client sends, refused past it as for --max-topic-levels (-1: no limit)")
 	f.DurationVar(&cfg.ConnectTimeout, "connect-timeout", 10*time.Second, "how long a new connection has to send its whole CONNECT packet")

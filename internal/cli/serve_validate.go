@@ -76,6 +76,8 @@ var serveChecks = []struct {
 	{"max-keynotify-per-client", countOrNoLimit},
 	{"max-subscriptions-per-client", countOrNoLimit},
 	{"max-topic-levels", countOrNoLimit},
+	{"max-retained-messages", countOrNoLimit},
+	{"max-retained-bytes", sizeOrNoLimit},
 	{"max-topic-length", countOrNoLimit},
 	{"max-store-bytes", sizeOrNoLimit},
 	{"connect-timeout", func(v string) string {

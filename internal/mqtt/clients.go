@@ -225,10 +225,13 @@ type ClientState struct {
 	// are queued until then, and sent after it).
 	handover        sync.RWMutex
 	successor       atomic.Pointer[Client]
-	awaitingConnack bool               // guarded by handover
-	packetID        uint32             // the current highest packetID
-	open            context.Context    // indicate that the client is open for packet exchange
-	cancelOpen      context.CancelFunc // cancel function for open context
+	awaitingConnack bool // guarded by handover
+	// retained sends the retained messages of new subscriptions that
+	// could not go at once (dss, see retaineddelivery.go).
+	retained   retainedSender
+	packetID   uint32             // the current highest packetID
+	open       context.Context    // indicate that the client is open for packet exchange
+	cancelOpen context.CancelFunc // cancel function for open context
 	// ended is set when cancelOpen cancels open. dss: Closed reads it,
 	// in the Client, rather than the context's own memory, which is out
 	// of the cache when thousands of connections take turns.
@@ -427,6 +430,7 @@ func (cl *Client) WriteLoop() {
 				batch = batch[n:]
 			}
 			cl.State.outbound.giveBack(nil)
+			cl.State.retained.wake() // dss: room for retained messages
 			batch, pks = batch[:0], pks[:0]
 			if cap(pks) > 2*writeBatch {
 				pks = nil

@@ -38,6 +38,10 @@ type Faults struct {
 	// StalledPackets counts connections closed because a packet stopped
 	// arriving for Options.PacketReadTimeout.
 	StalledPackets atomic.Int64
+	// RefusedRetained counts clients' messages to retain refused for
+	// the bounds of retained messages (Options.MaxRetained,
+	// MaxRetainedBytes).
+	RefusedRetained atomic.Int64
 }
 
 // ErrConnectionPanicked ends a connection on which handling a packet

@@ -213,6 +213,12 @@ type Options struct {
 	// protocol's 65,535 bytes), a negative number no bound. dss.
 	MaxTopicLevels int `yaml:"-" json:"-"`
 	MaxTopicLength int `yaml:"-" json:"-"`
+
+	// MaxRetained and MaxRetainedBytes bound the number and memory of
+	// the retained messages (see retained.go); a client's message past
+	// them is refused with 0x97. 0 means no bound. dss.
+	MaxRetained      int   `yaml:"-" json:"-"`
+	MaxRetainedBytes int64 `yaml:"-" json:"-"`
 }
 
 // Server is an MQTT broker server. It should be created with server.New()
@@ -318,6 +324,8 @@ func New(opts *Options) *Server {
 		acks:       newAckWaiter(),
 		connecting: map[*Client]struct{}{},
 	}
+
+	s.Topics.retained.maxExpiry = func() int64 { return s.Options.Capabilities.MaximumMessageExpiryInterval }
 
 	if s.Options.InlineClient {
 		s.inlineClient = s.NewClient(nil, LocalListener, InlineClientId, true)
@@ -737,6 +745,7 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 	s.queuedDropped(cl, dropped)
 
 	cl.closeLingering() // dss: after a DISCONNECT from the server
+	cl.State.retained.wait()
 
 	return err
 }
@@ -1425,8 +1434,10 @@ func (s *Server) publishIDInFlight(cl *Client, pk *packets.Packet) (bool, error)
 //go:noinline
 func (s *Server) publishAccepted(cl *Client, pk packets.Packet) error {
 	var err error
-	if pk.FixedHeader.Retain { // [MQTT-3.3.1-5] ![MQTT-3.3.1-8]
-		s.retainMessage(cl, pk)
+	if pk.FixedHeader.Retain && !s.retainMessage(cl, pk) { // [MQTT-3.3.1-5] ![MQTT-3.3.1-8]
+		// dss: past the bounds of retained messages, the message is
+		// refused whole: neither retained nor routed.
+		return s.refusePublishWith(cl, &pk, packets.ErrQuotaExceeded)
 	}
 
 	// If it's inlineClient, it can't handle PUBREC and PUBREL.
@@ -1476,15 +1487,39 @@ func (s *Server) publishAccepted(cl *Client, pk packets.Packet) error {
 
 // retainMessage adds a message to a topic, and if a persistent store is provided,
 // adds the message to the store to be reloaded if necessary.
-func (s *Server) retainMessage(cl *Client, pk packets.Packet) {
+//
+// dss: it reports false for a client's message that the bounds of
+// retained messages refuse (see retained.go), which it counts and logs.
+func (s *Server) retainMessage(cl *Client, pk packets.Packet) bool {
 	if s.Options.Capabilities.RetainAvailable == 0 || pk.Ignore {
-		return
+		return true
 	}
 
 	out := pk.Copy(false)
-	r := s.Topics.RetainMessage(out)
+	maxCount, maxBytes := s.Options.MaxRetained, s.Options.MaxRetainedBytes
+	if cl.Net.Inline {
+		maxCount, maxBytes = 0, 0
+	}
+	r, ok := s.Topics.retainWithin(&out, maxCount, maxBytes)
+	if !ok {
+		s.retainedRefused(cl, &pk)
+		return false
+	}
 	s.hooks.OnRetainMessage(cl, pk, r)
 	atomic.StoreInt64(&s.Info.Retained, int64(s.Topics.Retained.Len()))
+	return true
+}
+
+// retainedRefused counts and logs a retained message the bounds refused.
+//
+//go:noinline
+func (s *Server) retainedRefused(cl *Client, pk *packets.Packet) {
+	s.Faults.RefusedRetained.Add(1)
+	if s.faultLog.Allow() {
+		s.Log.Warn("retained message refused: the retained messages are at their bound", "client", cl.ID,
+			"remote", cl.Net.Remote, "retained", s.Topics.Retained.Len(), "retained_bytes", s.Topics.RetainedBytes(),
+			"max", s.Options.MaxRetained, "max_bytes", s.Options.MaxRetainedBytes, "payload_bytes", len(pk.Payload))
+	}
 }
 
 // publishToSubscribers publishes a publish packet to all subscribers with matching topic filters.
@@ -1805,26 +1840,6 @@ func (s *Server) enqueue(cl *Client, out, ack *packets.Packet) error {
 	return nil
 }
 
-func (s *Server) publishRetainedToClient(cl *Client, sub packets.Subscription, existed bool) {
-	if IsSharedFilter(sub.Filter) {
-		return // 4.8.2 Non-normative - Shared Subscriptions - No Retained Messages are sent to the Session when it first subscribes.
-	}
-
-	if sub.RetainHandling == 1 && existed || sub.RetainHandling == 2 { // [MQTT-3.3.1-10] [MQTT-3.3.1-11]
-		return
-	}
-
-	sub.FwdRetainedFlag = true
-	for _, pkv := range s.Topics.Messages(sub.Filter) { // [MQTT-3.8.4-4]
-		_, err := s.publishToClient(cl, sub, pkv)
-		if err != nil {
-			s.Log.Debug("failed to publish retained message", "error", err, "client", cl.ID, "listener", cl.Net.Listener, "packet", pkv)
-			continue
-		}
-		s.hooks.OnRetainPublished(cl, pkv)
-	}
-}
-
 // buildAck builds a standardised ack message for Puback, Pubrec, Pubrel, Pubcomp packets.
 func (s *Server) buildAck(packetID uint16, pkt, qos byte, properties packets.Properties, reason packets.Code) packets.Packet {
 	if s.Options.Capabilities.Compatibilities.NoInheritedPropertiesOnAck {
@@ -1861,6 +1876,7 @@ func (s *Server) processPubackPtr(cl *Client, pk *packets.Packet) error {
 	// Has first took the lock and looked the id up twice.
 	if ok := cl.State.Inflight.Delete(pk.PacketID); ok { // [MQTT-4.3.2-5]
 		cl.State.Inflight.IncreaseSendQuota()
+		cl.State.retained.wake()
 		atomic.AddInt64(&s.Info.Inflight, -1)
 		if s.hooks.Provides(OnQosComplete) {
 			s.qosComplete(cl, pk)
@@ -1935,6 +1951,7 @@ func (s *Server) processPubcomp(cl *Client, pk packets.Packet) error {
 	// regardless of whether the pubcomp is a success or failure, we end the qos flow, delete inflight, and restore the quotas.
 	cl.State.Inflight.IncreaseReceiveQuota() // +1 RECV QUOTA
 	cl.State.Inflight.IncreaseSendQuota()    // +1 SENT QUOTA
+	cl.State.retained.wake()
 	if ok := cl.State.Inflight.Delete(pk.PacketID); ok {
 		atomic.AddInt64(&s.Info.Inflight, -1)
 		s.hooks.OnQosComplete(cl, pk)
@@ -2471,19 +2488,18 @@ func (s *Server) sweep(fn func(*Client)) {
 }
 
 // clearExpiredRetainedMessage deletes retained messages from topics if they have expired.
+//
+// dss: a retained message expires at its own expiry [MQTT-3.3.2-5], or
+// once older than the server's maximum message expiry interval; they are
+// found by a heap of their deadlines (see retained.go), where every
+// retained message was copied every second.
 func (s *Server) clearExpiredRetainedMessages(now int64) {
-	for filter, pk := range s.Topics.Retained.GetAll() {
-		expired := pk.ProtocolVersion == 5 && pk.Expiry > 0 && pk.Expiry < now // [MQTT-3.3.2-5]
-
-		// If the maximum message expiry interval is set (greater than 0), and the message
-		// retention period exceeds the maximum expiry, the message will be forcibly removed.
-		enforced := s.Options.Capabilities.MaximumMessageExpiryInterval > 0 &&
-			now-pk.Created > s.Options.Capabilities.MaximumMessageExpiryInterval
-
-		if expired || enforced {
-			s.Topics.Retained.Delete(filter)
-			s.hooks.OnRetainedExpired(filter)
-		}
+	expired := s.Topics.expireRetained(now)
+	for _, topic := range expired {
+		s.hooks.OnRetainedExpired(topic)
+	}
+	if len(expired) > 0 {
+		atomic.StoreInt64(&s.Info.Retained, int64(s.Topics.Retained.Len()))
 	}
 }
 

@@ -3648,29 +3648,45 @@ func TestServerClearExpiredRetained(t *testing.T) {
 	require.NotNil(t, s)
 	s.Options.Capabilities.MaximumMessageExpiryInterval = 4
 
+	// dss: retained through the index, which keeps their deadlines.
+	retain := func(topic string, pk packets.Packet) {
+		pk.TopicName, pk.Payload = topic, []byte("r")
+		s.Topics.RetainMessage(pk)
+	}
 	n := time.Now().Unix()
-	s.Topics.Retained.Add("a/b/c", packets.Packet{ProtocolVersion: 5, Created: n, Expiry: n - 1})
-	s.Topics.Retained.Add("d/e/f", packets.Packet{ProtocolVersion: 5, Created: n, Expiry: n - 2})
-	s.Topics.Retained.Add("g/h/i", packets.Packet{ProtocolVersion: 5, Created: n - 3}) // within bounds
-	s.Topics.Retained.Add("j/k/l", packets.Packet{ProtocolVersion: 5, Created: n - 5}) // over max server expiry limit
-	s.Topics.Retained.Add("m/n/o", packets.Packet{ProtocolVersion: 5, Created: n})
+	retain("a/b/c", packets.Packet{ProtocolVersion: 5, Created: n, Expiry: n - 1})
+	retain("d/e/f", packets.Packet{ProtocolVersion: 5, Created: n, Expiry: n - 2})
+	retain("g/h/i", packets.Packet{ProtocolVersion: 5, Created: n - 3}) // within bounds
+	retain("j/k/l", packets.Packet{ProtocolVersion: 5, Created: n - 5}) // over max server expiry limit
+	retain("m/n/o", packets.Packet{ProtocolVersion: 5, Created: n})
 
 	require.Len(t, s.Topics.Retained.GetAll(), 5)
 	s.clearExpiredRetainedMessages(n)
 	require.Len(t, s.Topics.Retained.GetAll(), 2)
 
-	s.Topics.Retained.Add("p/q/r", packets.Packet{Created: n, Expiry: n - 1})
-	s.Topics.Retained.Add("s/t/u", packets.Packet{Created: n, Expiry: n - 2}) // expiry is ineffective for v3.
-	s.Topics.Retained.Add("v/w/x", packets.Packet{Created: n - 3})            // within bounds for v3
-	s.Topics.Retained.Add("y/z/1", packets.Packet{Created: n - 5})            // over max server expiry limit
+	retain("p/q/r", packets.Packet{Created: n, Expiry: n - 1})
+	retain("s/t/u", packets.Packet{Created: n, Expiry: n - 2}) // expiry is ineffective for v3.
+	retain("v/w/x", packets.Packet{Created: n - 3})            // within bounds for v3
+	retain("y/z/1", packets.Packet{Created: n - 5})            // over max server expiry limit
 	require.Len(t, s.Topics.Retained.GetAll(), 6)
 	s.clearExpiredRetainedMessages(n)
 	require.Len(t, s.Topics.Retained.GetAll(), 5)
 
 	s.Options.Capabilities.MaximumMessageExpiryInterval = 0
-	s.Topics.Retained.Add("2/3/4", packets.Packet{Created: n - 8})
+	retain("2/3/4", packets.Packet{Created: n - 8})
 	s.clearExpiredRetainedMessages(n)
 	require.Len(t, s.Topics.Retained.GetAll(), 6)
+
+	// dss: what expired left no level in the index, and no memory counted.
+	for _, topic := range []string{"a/b/c", "d/e/f", "j/k/l", "y/z/1"} {
+		require.Nil(t, s.Topics.seek(topic, 0), topic)
+	}
+	for _, topic := range []string{"g/h/i", "m/n/o", "p/q/r", "s/t/u", "v/w/x", "2/3/4"} {
+		retain(topic, packets.Packet{})
+		s.Topics.RetainMessage(packets.Packet{TopicName: topic})
+	}
+	require.Equal(t, int64(0), s.Topics.RetainedBytes())
+	require.Equal(t, 0, s.Topics.retained.deadlines.Len())
 }
 
 func TestServerClearExpiredClients(t *testing.T) {

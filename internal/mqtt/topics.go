@@ -361,6 +361,9 @@ func (s *Subscribers) MergeSharedSelected() {
 type TopicsIndex struct {
 	Retained *packets.Packets
 	root     *particle // a leaf containing a message and more leaves.
+	// retained accounts for the retained messages (dss, see
+	// retained.go); guarded by root's lock.
+	retained retainedAccount
 }
 
 // NewTopicsIndex returns a pointer to a new instance of Index.
@@ -456,34 +459,6 @@ func (x *TopicsIndex) Unsubscribe(filter, client string) bool {
 
 	x.trim(particle)
 	return true
-}
-
-// RetainMessage saves a message payload to the end of a topic address. Returns
-// 1 if a retained message was added, and -1 if the retained message was removed.
-// 0 is returned if sequential empty payloads are received.
-func (x *TopicsIndex) RetainMessage(pk packets.Packet) int64 {
-	x.root.Lock()
-	defer x.root.Unlock()
-
-	n := x.set(pk.TopicName, 0)
-	n.Lock()
-	defer n.Unlock()
-	if len(pk.Payload) > 0 {
-		n.retainPath = pk.TopicName
-		x.Retained.Add(pk.TopicName, pk)
-		return 1
-	}
-
-	var out int64
-	if pke, ok := x.Retained.Get(pk.TopicName); ok && len(pke.Payload) > 0 && pke.FixedHeader.Retain {
-		out = -1 // if a retained packet existed, return -1
-	}
-
-	n.retainPath = ""
-	x.Retained.Delete(pk.TopicName) // [MQTT-3.3.1-6] [MQTT-3.3.1-7]
-	x.trim(n)
-
-	return out
 }
 
 // set creates a topic address in the index and returns the final particle;

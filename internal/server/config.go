@@ -119,6 +119,13 @@ type Config struct {
 	// a Will with CONNACK 0x90. 0 means DefaultMaxTopicLevels and
 	// DefaultMaxTopicLength, a negative number no bound.
 	MaxTopicLevels, MaxTopicLength int
+	// MaxRetained and MaxRetainedBytes bound the number and memory of the
+	// retained messages; a client's message to retain past them is
+	// refused with PUBACK 0x97 (a QoS 0 one is dropped). 0 means
+	// DefaultMaxRetained and a sixteenth of the machine's memory, a
+	// negative number no bound.
+	MaxRetained      int
+	MaxRetainedBytes int64
 	// MaxInflightPerClient bounds the unanswered requests of one
 	// connection; past it the connection is not read until one is
 	// answered. 0 means 256, a negative number no bound.
@@ -236,6 +243,12 @@ func (c *Config) setDefaults() error {
 	}
 	if c.HTTPMaxConnections == 0 {
 		c.HTTPMaxConnections = DefaultHTTPMaxConnections
+	}
+	if c.MaxRetained == 0 {
+		c.MaxRetained = DefaultMaxRetained
+	}
+	if c.MaxRetainedBytes == 0 {
+		c.MaxRetainedBytes = defaultMaxRetainedBytes()
 	}
 	if c.MaxTopicLevels == 0 {
 		c.MaxTopicLevels = DefaultMaxTopicLevels

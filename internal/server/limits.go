@@ -31,6 +31,9 @@ const (
 	// have it: the topics of the state store hold client ids and keys,
 	// which may be long (see --max-key-size).
 	DefaultMaxTopicLength = wire.MaxTopicLen
+	// DefaultMaxRetained bounds the retained messages: one per topic,
+	// such as the last state of each of a plant's devices.
+	DefaultMaxRetained = 1_000_000
 	// DefaultHTTPMaxConnections leaves the MQTT listeners nearly every
 	// descriptor while serving scrapers, health checks and backups.
 	DefaultHTTPMaxConnections = 64
@@ -55,6 +58,10 @@ func defaultMaxStoreBytes() int64 { return machineMemory() / 4 }
 // where the garbage collector's headroom may double them, beside the
 // store.
 func defaultMaxQueuedBytes() int64 { return machineMemory() / 16 }
+
+// defaultMaxRetainedBytes is a sixteenth of the machine's memory, as for
+// the queued messages: retained messages are held in memory too.
+func defaultMaxRetainedBytes() int64 { return machineMemory() / 16 }
 
 // machineMemory reads MemTotal from /proc/meminfo, or asks the system
 // where there is none (systemMemory).

@@ -141,6 +141,8 @@ func New(cfg Config) (*Server, error) {
 		MaxSubscriptionsPerClient: max(cfg.MaxSubscriptionsPerClient, 0),
 		MaxTopicLevels:            cfg.MaxTopicLevels,
 		MaxTopicLength:            cfg.MaxTopicLength,
+		MaxRetained:               max(cfg.MaxRetained, 0),
+		MaxRetainedBytes:          max(cfg.MaxRetainedBytes, 0),
 	})
 	if err != nil {
 		s.closeStorage()
