@@ -33,7 +33,7 @@ var coreEdge = []string{
 	"*listeners.TCP.Address", "*listeners.TCP.Failing", "*listeners.TCP.AcceptErrors",
 	// The memory queued for sessions without a connection, and the
 	// retained messages, for metrics.
-	"*mqtt.Queues.Bytes", "*mqtt.TopicsIndex.RetainedCount", "*mqtt.TopicsIndex.RetainedBytes",
+	"*mqtt.Queues.Bytes", "*mqtt.Queues.Held", "*mqtt.TopicsIndex.RetainedCount", "*mqtt.TopicsIndex.RetainedBytes",
 	// The request path: a response and its PUBACK in one write, routing
 	// without the topic trie.
 	"*mqtt.Server.PrepareDelivery", "*mqtt.Server.WriteDelivery", "*mqtt.Server.PublishToClient",

@@ -44,6 +44,7 @@ type Metrics struct {
 	// core's Queues: the memory of the messages queued for sessions
 	// without a connection, and the messages dropped to bound it.
 	QueuedBytes       prometheus.GaugeFunc
+	HeldBytes         prometheus.GaugeFunc
 	QueueDropsSession prometheus.CounterFunc
 	QueueDropsTotal   prometheus.CounterFunc
 	queues            atomic.Pointer[mqtt.Queues]
@@ -109,14 +110,17 @@ func NewMetrics() *Metrics {
 	m.QueuedBytes = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "dss_mqtt_queued_bytes", Help: "Memory of the messages queued for sessions without a connection (payload, topic, properties), bounded by --max-queued-bytes.",
 	}, m.queued(func(q *mqtt.Queues) int64 { return q.Bytes() }))
-	const dropsHelp = "Messages queued for a session without a connection that were dropped, oldest first, for the bound of the session (--max-queued-bytes-per-session) or of all sessions (--max-queued-bytes)."
+	m.HeldBytes = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "dss_mqtt_held_bytes", Help: "Memory of the QoS 1 and 2 messages held for connected clients that cannot take them yet (past their receive maximum); it counts with dss_mqtt_queued_bytes against --max-queued-bytes.",
+	}, m.queued(func(q *mqtt.Queues) int64 { return q.Held() }))
+	const dropsHelp = "Messages queued for a session without a connection, or held for a connected client past its receive window, that were dropped, oldest first, for the bound of the session (--max-queued-bytes-per-session, and its 65,535 packet ids) or of all sessions (--max-queued-bytes)."
 	m.QueueDropsSession = prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "dss_mqtt_queued_messages_dropped_total", Help: dropsHelp, ConstLabels: prometheus.Labels{"limit": "session"},
 	}, m.queued(func(q *mqtt.Queues) int64 { return q.DroppedSession.Load() }))
 	m.QueueDropsTotal = prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "dss_mqtt_queued_messages_dropped_total", Help: dropsHelp, ConstLabels: prometheus.Labels{"limit": "total"},
 	}, m.queued(func(q *mqtt.Queues) int64 { return q.DroppedTotal.Load() }))
-	const droppedHelp = "Messages for a connected client that were dropped: it left its maximum of QoS 1 and 2 messages unacknowledged (reason=\"unacknowledged\"), or read too slowly for its queue of pending writes (reason=\"pending_writes\")."
+	const droppedHelp = "Messages for a connected client that were dropped: every packet id of the client was held by messages it had not acknowledged (reason=\"unacknowledged\"), or a QoS 0 message found its queue of pending writes full (reason=\"pending_writes\")."
 	m.DropsUnacknowledged = prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "dss_mqtt_messages_dropped_total", Help: droppedHelp, ConstLabels: prometheus.Labels{"reason": "unacknowledged"},
 	}, m.infoCount(func(i *system.Info) *int64 { return &i.InflightDropped }))
@@ -184,5 +188,5 @@ func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.Requests, m.Refused, m.Errors, m.Notifications, m.Watches, m.Disconnects,
 		m.RefusedPackets, m.Panics, m.RefusedTopics, m.StalledPackets, m.AcceptErrors,
 		m.RefusedRetained, m.Retained, m.RetainedBytes, m.LoginsRefused,
-		m.QueuedBytes, m.QueueDropsSession, m.QueueDropsTotal, m.DropsUnacknowledged, m.DropsPendingWrites}
+		m.QueuedBytes, m.HeldBytes, m.QueueDropsSession, m.QueueDropsTotal, m.DropsUnacknowledged, m.DropsPendingWrites}
 }

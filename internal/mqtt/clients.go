@@ -228,7 +228,10 @@ type ClientState struct {
 	awaitingConnack bool // guarded by handover
 	// retained sends the retained messages of new subscriptions that
 	// could not go at once (dss, see retaineddelivery.go).
-	retained   retainedSender
+	retained retainedSender
+	// flow is the client's part in back-pressure (dss, see
+	// backpressure.go).
+	flow       flowState
 	packetID   uint32             // the current highest packetID
 	open       context.Context    // indicate that the client is open for packet exchange
 	cancelOpen context.CancelFunc // cancel function for open context
@@ -451,7 +454,16 @@ func (cl *Client) WriteLater(pk packets.Packet) bool {
 
 // enqueue hands w to the client's write loop, unless the queue is full.
 func (cl *Client) enqueue(w pendingWrite) bool {
-	if !cl.State.outbound.push(w, int(cl.ops.options.Capabilities.MaximumClientWritesPending)) {
+	return cl.enqueueBounded(w, true)
+}
+
+// enqueueBounded is enqueue, bounded by the queue's size or not.
+func (cl *Client) enqueueBounded(w pendingWrite, bounded bool) bool {
+	limit := 0
+	if bounded {
+		limit = int(cl.ops.options.Capabilities.MaximumClientWritesPending)
+	}
+	if !cl.State.outbound.push(w, limit) {
 		return false
 	}
 	atomic.AddInt32(&cl.State.outboundQty, 1)
@@ -492,7 +504,7 @@ func (cl *Client) ParseConnect(lid string, pk packets.Packet) {
 		cl.State.ServerKeepalive = true
 	}
 	cl.State.Inflight.ResetReceiveQuota(int32(cl.ops.options.Capabilities.ReceiveMaximum)) // server receive max per client
-	cl.State.Inflight.ResetSendQuota(int32(cl.Properties.Props.ReceiveMaximum))            // client receive max
+	cl.State.Inflight.ResetSendQuota(cl.sendWindow())                                      // client receive max
 	cl.State.TopicAliases.Outbound = NewOutboundTopicAliases(cl.Properties.Props.TopicAliasMaximum)
 
 	cl.ID = pk.Connect.ClientIdentifier
@@ -518,6 +530,21 @@ func (cl *Client) ParseConnect(lid string, pk packets.Packet) {
 			cl.Properties.Will.Flag = 1 // atomic for checking
 		}
 	}
+}
+
+// sendWindow is how many QoS 1 and 2 messages the client may be sent
+// unacknowledged: its Receive Maximum (at most Capabilities.
+// MaximumInflight), or MaximumInflight for a client that states none
+// (MQTT 3.1.1, or an MQTT 5 client that leaves it at its default).
+//
+// dss: such a client was sent any number, past MaximumInflight of
+// which they were dropped; now they wait in its session (parked) until
+// it acknowledges some, and their publishers are slowed meanwhile.
+func (cl *Client) sendWindow() int32 {
+	if rm := cl.Properties.Props.ReceiveMaximum; rm > 0 {
+		return int32(rm)
+	}
+	return int32(cl.ops.options.Capabilities.MaximumInflight)
 }
 
 // keepaliveTimeout is how long a connection with keepalive (seconds) may
@@ -784,6 +811,7 @@ func (cl *Client) Read(packetHandler ReadFn) error {
 			continue
 		}
 
+		cl.readOn()
 		cl.endPacket()
 		if cl.parks() {
 			if err := cl.park(); err != nil {

@@ -245,6 +245,7 @@ type Server struct {
 	// dropped for connected clients (dss, see drops.go).
 	dropLog       *rate.Limiter
 	unloggedDrops atomic.Int64
+	lastDrop      atomic.Pointer[dropNote]
 	// Queues accounts for the memory queued for sessions without a
 	// connection (dss, see queues.go).
 	Queues   *Queues
@@ -537,6 +538,7 @@ func (s *Server) eventLoop() {
 			s.publishSysTopics()
 		case <-s.loop.clientExpiry.C:
 			s.clearExpiredClients(time.Now().Unix())
+			s.flushDropLogs() // dss
 		case <-s.loop.retainedExpiry.C:
 			s.clearExpiredRetainedMessages(time.Now().Unix())
 		case <-s.loop.willDelaySend.C:
@@ -881,7 +883,7 @@ func (s *Server) inheritClientSession(pk packets.Packet, cl *Client) (bool, *Cli
 			cl.State.Inflight = existing.State.Inflight.Clone() // [MQTT-3.1.2-5]
 			if cl.State.Inflight.maximumReceiveQuota == 0 && cl.ops.options.Capabilities.ReceiveMaximum != 0 {
 				cl.State.Inflight.ResetReceiveQuota(int32(cl.ops.options.Capabilities.ReceiveMaximum)) // server receive max per client
-				cl.State.Inflight.ResetSendQuota(int32(cl.Properties.Props.ReceiveMaximum))            // client receive max
+				cl.State.Inflight.ResetSendQuota(cl.sendWindow())                                      // client receive max
 			}
 		}
 		existing.State.successor.Store(cl)
@@ -1464,8 +1466,12 @@ func (s *Server) publishAccepted(cl *Client, pk packets.Packet) error {
 	// acknowledged message is in every session subscribed to it: a
 	// subscriber that reconnects to its session once the publisher has
 	// the PUBACK gets it. Upstream acknowledged first, and a session
-	// resumed meanwhile lost the message, or got it with DUP 1.
-	s.publishToSubscribers(pk)
+	// resumed meanwhile lost the message, or got it with DUP 1. A
+	// subscriber that could not take it yet slows the publisher (see
+	// backpressure.go).
+	if congested := s.publishToSubscribers(pk); congested != nil && congested != cl {
+		cl.State.flow.slowedBy.Store(congested)
+	}
 
 	err = cl.WritePacket(ack)
 	if err != nil {
@@ -1523,9 +1529,13 @@ func (s *Server) retainedRefused(cl *Client, pk *packets.Packet) {
 }
 
 // publishToSubscribers publishes a publish packet to all subscribers with matching topic filters.
-func (s *Server) publishToSubscribers(pk packets.Packet) {
+//
+// dss: it returns a subscriber that could not take the message yet (it
+// was parked), for its publisher to wait for (see backpressure.go); nil
+// if none.
+func (s *Server) publishToSubscribers(pk packets.Packet) (congested *Client) {
 	if pk.Ignore {
-		return
+		return nil
 	}
 
 	if pk.Created == 0 {
@@ -1557,16 +1567,19 @@ func (s *Server) publishToSubscribers(pk packets.Packet) {
 
 	for id, subs := range subscribers.Subscriptions {
 		if cl, ok := s.Clients.Get(id); ok {
-			_, err := s.publishToClient(cl, subs, pk)
+			out, err := s.publishToClient(cl, subs, pk)
 			for errors.Is(err, errSessionMoved) && cl.State.successor.Load() != nil {
 				cl = cl.State.successor.Load() // dss: the session's connection now
-				_, err = s.publishToClient(cl, subs, pk)
+				out, err = s.publishToClient(cl, subs, pk)
 			}
 			if err != nil {
 				s.Log.Debug("failed publishing packet", "error", err, "client", cl.ID, "packet", pk)
+			} else if out.Expiry < 0 && congested == nil {
+				congested = cl // parked
 			}
 		}
 	}
+	return congested
 }
 
 func (s *Server) publishToClient(cl *Client, sub packets.Subscription, pk packets.Packet) (packets.Packet, error) {
@@ -1724,61 +1737,9 @@ func (s *Server) PrepareCheckedDelivery(cl *Client, sub packets.Subscription, ou
 	out.Queued = offline && !cl.Net.Inline
 
 	if out.FixedHeader.Qos > 0 {
-		if cl.State.Inflight.Len() >= int(s.Options.Capabilities.MaximumInflight) {
-			// add hook?
-			return false, s.deliveryDropped(cl, out, nil)
-		}
-
-		// dss: the session's messages do not move to a new connection
-		// while this one is added (see inheritClientSession); no hook
-		// runs under the lock.
-		cl.State.handover.RLock()
-		if cl.State.isTakenOver.Load() {
-			cl.State.handover.RUnlock()
-			return false, errSessionMoved
-		}
-		if cl.State.awaitingConnack {
-			offline, out.Queued = true, true
-		}
-		i, err := cl.NextPacketID() // [MQTT-4.3.2-1] [MQTT-4.3.3-1]
-		if err != nil {
-			cl.State.handover.RUnlock()
-			return false, s.deliveryDropped(cl, out, err)
-		}
-
-		out.PacketID = uint16(i) // [MQTT-2.2.1-4]
-		sentQuota := atomic.LoadInt32(&cl.State.Inflight.sendQuota)
-
-		// dss: a message queued for a session without a connection is
-		// kept within the bounds of the queued memory (queues.go).
-		var added bool
-		var dropped []droppedMessage
-		refused := withinLimits
-		if out.Queued {
-			dropped, refused = cl.State.Inflight.queue(out)
-			added = refused == withinLimits
-		} else {
-			added = cl.State.Inflight.SetCopy(out) // [MQTT-4.3.2-3] [MQTT-4.3.3-3]
-		}
-		park := sentQuota == 0 && atomic.LoadInt32(&cl.State.Inflight.maximumSendQuota) > 0
-		if park {
-			out.Expiry = -1
-			cl.State.Inflight.SetCopy(out)
-		}
-		cl.State.handover.RUnlock()
-		if out.Queued && !s.queueDelivered(cl, out, dropped, refused) {
-			return false, packets.ErrQuotaExceeded
-		}
-		if added {
-			atomic.AddInt64(&s.Info.Inflight, 1)
-			if s.hooks.Provides(OnQosPublish) {
-				s.qosPublished(cl, out)
-			}
-			cl.State.Inflight.DecreaseSendQuota()
-		}
-
-		if park {
-			return false, nil
+		held, err := s.holdDelivery(cl, out, &offline)
+		if err != nil || held {
+			return false, err
 		}
 	}
 
@@ -1791,6 +1752,86 @@ func (s *Server) PrepareCheckedDelivery(cl *Client, sub packets.Subscription, ou
 		return false, packets.CodeDisconnect
 	}
 	return true, nil
+}
+
+// holdDelivery takes out, a QoS 1 or 2 delivery to cl, into cl's
+// messages in flight with a packet id of its own. It reports held for a
+// message that is not to be written now: parked until cl's receive
+// window has room (see backpressure.go), or queued for a session without
+// a connection (*offline, which it may set). Held messages are kept
+// within the bounds of queued memory (queues.go); err is
+// ErrQuotaExceeded for one that cannot be.
+//
+// dss: a message past the client's receive window waited parked as
+// before, but past Capabilities.MaximumInflight messages (sent or not)
+// the next ones were dropped, for connected clients as for sessions
+// without a connection, although their publishers had their PUBACKs.
+// The messages sent and unacknowledged are bounded by the window (at
+// most MaximumInflight); the others by memory and packet ids, the oldest
+// never sent dropped past them.
+func (s *Server) holdDelivery(cl *Client, out *packets.Packet, offline *bool) (held bool, err error) {
+	// dss: the session's messages do not move to a new connection
+	// while this one is added (see inheritClientSession); no hook
+	// runs under the lock.
+	cl.State.handover.RLock()
+	if cl.State.isTakenOver.Load() {
+		cl.State.handover.RUnlock()
+		return false, errSessionMoved
+	}
+	if cl.State.awaitingConnack {
+		*offline = true
+	}
+	out.Queued = *offline && !cl.Net.Inline
+	inf := cl.State.Inflight
+	var dropped []droppedMessage
+	i, err := cl.NextPacketID() // [MQTT-4.3.2-1] [MQTT-4.3.3-1]
+	for err != nil {
+		// dss: every packet id is held: the oldest message never sent
+		// gives its up.
+		d, ok := inf.dropOldest(sessionLimit)
+		if !ok {
+			cl.State.handover.RUnlock()
+			s.queuedDropped(cl, dropped)
+			return false, s.deliveryDropped(cl, out, err)
+		}
+		dropped = append(dropped, d)
+		i, err = cl.NextPacketID()
+	}
+	out.PacketID = uint16(i) // [MQTT-2.2.1-4]
+
+	// A message is sent at once while the client's receive window has
+	// room and no older message waits for it; otherwise it is parked.
+	park := !out.Queued && atomic.LoadInt32(&inf.maximumSendQuota) > 0 &&
+		(atomic.LoadInt32(&inf.sendQuota) <= 0 || inf.HasParked())
+	added := false
+	refused := withinLimits
+	if out.Queued || park {
+		if park {
+			out.Expiry = -1
+		}
+		var more []droppedMessage
+		more, refused = inf.queue(out)
+		dropped = append(dropped, more...)
+		added = refused == withinLimits
+	} else {
+		added = inf.SetCopy(out) // [MQTT-4.3.2-3] [MQTT-4.3.3-3]
+	}
+	cl.State.handover.RUnlock()
+	if (out.Queued || park) && !s.queueDelivered(cl, out, dropped, refused) {
+		return false, packets.ErrQuotaExceeded
+	} else if len(dropped) > 0 && !out.Queued && !park {
+		s.queuedDropped(cl, dropped)
+	}
+	if added {
+		atomic.AddInt64(&s.Info.Inflight, 1)
+		if s.hooks.Provides(OnQosPublish) {
+			s.qosPublished(cl, out)
+		}
+		if !park {
+			cl.State.Inflight.DecreaseSendQuota()
+		}
+	}
+	return park, nil
 }
 
 // deliveryDropped counts and logs a QoS delivery dropped because the
@@ -1827,7 +1868,11 @@ func (s *Server) qosPublished(cl *Client, out *packets.Packet) {
 // enqueue hands a prepared delivery, and the acknowledgement to write
 // before it, if any, to the client's write loop.
 func (s *Server) enqueue(cl *Client, out, ack *packets.Packet) error {
-	if !cl.enqueue(pendingWrite{pk: out, ack: ack}) {
+	// dss: a QoS 1 or 2 message is queued whatever the queue holds: it
+	// is in flight already, within the client's receive window (at most
+	// MaximumInflight); dropping it here lost a message whose publisher
+	// had its PUBACK.
+	if !cl.enqueueBounded(pendingWrite{pk: out, ack: ack}, out.FixedHeader.Qos == 0) {
 		atomic.AddInt64(&s.Info.MessagesDropped, 1)
 		s.logDropped(cl, "too many pending writes")
 		cl.ops.hooks.OnPublishDropped(cl, *out)
@@ -1877,6 +1922,7 @@ func (s *Server) processPubackPtr(cl *Client, pk *packets.Packet) error {
 	if ok := cl.State.Inflight.Delete(pk.PacketID); ok { // [MQTT-4.3.2-5]
 		cl.State.Inflight.IncreaseSendQuota()
 		cl.State.retained.wake()
+		cl.acknowledged()
 		atomic.AddInt64(&s.Info.Inflight, -1)
 		if s.hooks.Provides(OnQosComplete) {
 			s.qosComplete(cl, pk)
@@ -1953,6 +1999,7 @@ func (s *Server) processPubcomp(cl *Client, pk packets.Packet) error {
 	cl.State.Inflight.IncreaseSendQuota()    // +1 SENT QUOTA
 	cl.State.retained.wake()
 	if ok := cl.State.Inflight.Delete(pk.PacketID); ok {
+		cl.acknowledged()
 		atomic.AddInt64(&s.Info.Inflight, -1)
 		s.hooks.OnQosComplete(cl, pk)
 		s.acks.signal()

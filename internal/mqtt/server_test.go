@@ -2205,10 +2205,12 @@ func TestPublishToClientExceedClientWritesPending(t *testing.T) {
 	require.ErrorIs(t, packets.ErrPendingClientWritesExceeded, err)
 	require.Equal(t, int32(sendQuota), atomic.LoadInt32(&cl.State.Inflight.sendQuota))
 
+	// dss: a QoS 1 or 2 message is in flight, within the client's
+	// receive window: it is queued whatever the queue holds.
 	_, err = s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 2}, packets.Packet{FixedHeader: packets.FixedHeader{Qos: 1}})
-	require.Error(t, err)
-	require.ErrorIs(t, packets.ErrPendingClientWritesExceeded, err)
-	require.Equal(t, int32(sendQuota), atomic.LoadInt32(&cl.State.Inflight.sendQuota))
+	require.NoError(t, err)
+	require.Equal(t, int32(sendQuota-1), atomic.LoadInt32(&cl.State.Inflight.sendQuota))
+	require.Equal(t, cl.ops.options.Capabilities.MaximumClientWritesPending+1, atomic.LoadInt32(&cl.State.outboundQty))
 }
 
 func TestPublishToClientServerTopicAlias(t *testing.T) {
@@ -2264,20 +2266,31 @@ func TestPublishToClientMqtt5RetainAsPublishedTrueLeverageNoConn(t *testing.T) {
 	require.ErrorIs(t, err, packets.CodeDisconnect)
 }
 
+// dss: past the client's receive window (at most MaximumInflight), a
+// message waits in the session, parked, and is sent as the client
+// acknowledges; it was dropped.
 func TestPublishToClientExceedMaximumInflight(t *testing.T) {
 	const MaxInflight uint16 = 5
 	s := newServer()
-	cl, _, _ := newTestClient()
+	cl, r, _ := newTestClient()
+	go func() { _, _ = io.Copy(io.Discard, r) }()
 	s.Options.Capabilities.MaximumInflight = MaxInflight
 	cl.ops.options.Capabilities.MaximumInflight = MaxInflight
-	for i := uint16(0); i < MaxInflight; i++ {
-		cl.State.Inflight.Set(packets.Packet{PacketID: i})
+	cl.State.Inflight.ResetSendQuota(int32(MaxInflight))
+	for i := uint16(1); i <= MaxInflight; i++ {
+		cl.State.Inflight.Set(packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 1}, PacketID: i})
+		cl.State.Inflight.DecreaseSendQuota()
 	}
 
-	_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
-	require.Error(t, err)
-	require.ErrorIs(t, err, packets.ErrQuotaExceeded)
-	require.Equal(t, int64(1), atomic.LoadInt64(&s.Info.InflightDropped))
+	out, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+	require.NoError(t, err)
+	require.Equal(t, int64(-1), out.Expiry, "the message is not parked")
+	require.True(t, cl.State.Inflight.HasParked())
+	require.Zero(t, atomic.LoadInt64(&s.Info.InflightDropped))
+
+	// An acknowledgement sends it.
+	require.NoError(t, s.processPacket(cl, packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback}, PacketID: 1}))
+	require.False(t, cl.State.Inflight.HasParked())
 }
 
 func TestPublishToClientExhaustedPacketID(t *testing.T) {
