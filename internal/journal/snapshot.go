@@ -110,6 +110,7 @@ func (w *SnapshotWriter) Finish(maxVersion hlc.Timestamp) error {
 	w.j.mu.Lock()
 	w.j.snapshotting = false
 	w.j.lastSnapshot = snapshotStats{size: w.size, keys: int64(w.count), data: w.data}
+	w.j.snapshotFile = final
 	w.j.mu.Unlock()
 	return w.j.removeBefore(w.seq)
 }

@@ -173,7 +173,7 @@ func New(cfg Config) (*Server, error) {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-			if err := s.node.Err(); err != nil {
+			if err := s.storageErr(); err != nil {
 				http.Error(w, "failing: "+err.Error(), http.StatusServiceUnavailable)
 				return
 			}
@@ -323,6 +323,20 @@ func withoutRepeat(err, seen error) error {
 		return err // nothing repeated: keep err as it is
 	}
 	return errors.Join(rest...)
+}
+
+// storageErr returns the error that stopped the node's writes: a
+// journal that failed, which the node learns at its next write and the
+// journal may know before (a file of it removed while the server is
+// idle).
+func (s *Server) storageErr() error {
+	if err := s.node.Err(); err != nil {
+		return err
+	}
+	if s.journal != nil {
+		return s.journal.Err()
+	}
+	return nil
 }
 
 // closeStorage closes what New opened to keep the state, after a failure.
