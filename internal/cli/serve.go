@@ -99,7 +99,7 @@ TLS files (which are also re-read when they change).`,
 	f.DurationVar(&cfg.HTTPIdleTimeout, "http-idle-timeout", server.DefaultHTTPIdleTimeout, "how long a connection to the HTTP endpoint may stay idle between requests before it is closed")
 	f.IntVar(&cfg.HTTPMaxConnections, "http-max-connections", server.DefaultHTTPMaxConnections, "most connections the HTTP endpoint holds; past it a new one takes the place of the one idle the longest, or waits to be accepted")
 	f.StringVar(&adminTokenFile, "admin-token-file", "", "file holding the secret (16 characters or more) that a backup request on the HTTP endpoint must carry (Authorization: Bearer); without it only clients on this machine may fetch one")
-	f.BoolVar(&cfg.Pprof, "pprof", false, "serve the Go profiler under /debug/pprof/ on the HTTP endpoint")
+	f.BoolVar(&cfg.Pprof, "pprof", false, "serve the Go profiler under /debug/pprof/ on the HTTP endpoint, to clients on this machine or with the admin token (--admin-token-file)")
 	f.StringVar(&cfg.NodeID, "node-id", "", "node id stamped on every version this node issues (default: the host name)")
 	f.DurationVar(&cfg.MaxClockSkew, "max-clock-skew", time.Minute, "how far ahead of the server clock a request's __ts or __ft may be")
 	f.Uint32Var(&cfg.MaxPacketSize, "max-packet-size", server.DefaultMaxPacketSize, "largest MQTT packet accepted, in bytes (the protocol's limit is 268435455)")

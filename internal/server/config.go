@@ -265,6 +265,9 @@ func (c *Config) setDefaults() error {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	// Much of what is logged comes from clients: no string of a line
+	// is longer than maxLoggedString.
+	c.Logger = truncatingLogger(c.Logger)
 	return c.Validate()
 }
 

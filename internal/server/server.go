@@ -186,11 +186,15 @@ func New(cfg Config) (*Server, error) {
 		mux.HandleFunc("GET /readyz", s.serveReady)
 		mux.HandleFunc("GET "+SnapshotPath, s.adminOnly(s.serveSnapshot))
 		if cfg.Pprof {
-			mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-			mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
-			mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-			mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
-			mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+			// The profiles show the server's memory, keys and values
+			// among it: the admin token guards them as it guards
+			// backups (without one, they answer this machine only).
+			mux.HandleFunc("GET /debug/pprof/", s.adminOnly(pprof.Index))
+			mux.HandleFunc("GET /debug/pprof/cmdline", s.adminOnly(pprof.Cmdline))
+			mux.HandleFunc("GET /debug/pprof/profile", s.adminOnly(pprof.Profile))
+			mux.HandleFunc("GET /debug/pprof/symbol", s.adminOnly(pprof.Symbol))
+			mux.HandleFunc("GET /debug/pprof/trace", s.adminOnly(pprof.Trace))
+			cfg.checkPprof(ln.Addr().String(), cfg.Logger)
 		}
 		// A connection idle between requests is closed after
 		// HTTPIdleTimeout, or earlier to make room for a new one: idle
