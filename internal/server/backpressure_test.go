@@ -52,6 +52,25 @@ func dialFloodSubscriber(t *testing.T, addr, id, filter string) *floodSubscriber
 	return f
 }
 
+// dialPublisher connects a publisher that waits for its PUBACKs as
+// long as back-pressure holds them (2 minutes), longer than dsstest's
+// clients do.
+func dialPublisher(t *testing.T, addr, id string) *paho.Client {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, dsstest.Timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := paho.NewClient(paho.ClientConfig{Conn: conn, PacketTimeout: 2 * time.Minute})
+	ctx, cancel := context.WithTimeout(context.Background(), dsstest.Timeout)
+	defer cancel()
+	if _, err := c.Connect(ctx, &paho.Connect{ClientID: id, KeepAlive: 30, CleanStart: true}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Disconnect(&paho.Disconnect{}) })
+	return c
+}
+
 func (f *floodSubscriber) missing(acked []string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -91,7 +110,7 @@ func TestAcknowledgedMessagesReachConnectedSubscribers(t *testing.T) {
 	var failed atomic.Value
 	stop := time.Now().Add(flood)
 	for i := range pubs {
-		pub := dsstest.DialNoSubscribe(t, s.Addr(), fmt.Sprintf("pub-%d", i))
+		pub := dialPublisher(t, s.Addr(), fmt.Sprintf("pub-%d", i))
 		// Each publisher has 16 messages in flight at once.
 		for k := range 16 {
 			wg.Add(1)
@@ -99,7 +118,11 @@ func TestAcknowledgedMessagesReachConnectedSubscribers(t *testing.T) {
 				defer wg.Done()
 				for j := 0; time.Now().Before(stop); j++ {
 					payload := fmt.Sprintf("%d-%d-%d", i, k, j)
-					pr, err := pub.Publish(&paho.Publish{Topic: fmt.Sprintf("flood/%d", i), QoS: 1, Payload: []byte(payload)})
+					// Slowed to the subscribers' pace, a publish may
+					// wait for its PUBACK longer than dsstest's timeout.
+					ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+					pr, err := pub.Publish(ctx, &paho.Publish{Topic: fmt.Sprintf("flood/%d", i), QoS: 1, Payload: []byte(payload)})
+					cancel()
 					if err != nil || pr.ReasonCode != 0 {
 						failed.Store(fmt.Sprintf("publish %s: %+v %v", payload, pr, err))
 						return
