@@ -60,6 +60,9 @@ type flowState struct {
 	progressAcks uint64
 	progressAt   time.Time
 	stalled      bool
+	// releasing is held by the goroutine that releases the client's
+	// parked messages (Server.releaseParked).
+	releasing sync.Mutex
 }
 
 // congested reports whether messages wait for cl's receive window.

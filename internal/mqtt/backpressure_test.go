@@ -3,6 +3,9 @@
 package mqtt
 
 import (
+	"bytes"
+	"io"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,4 +71,37 @@ func TestAStalledSubscriberSlowsNobody(t *testing.T) {
 	require.True(t, f.stalledNow(now.Add(2*stallLimit)))
 	f.acks.Add(1)
 	require.False(t, f.stalledNow(now.Add(2*stallLimit)), "an acknowledgement ends the stall")
+}
+
+// A message for a client whose older messages wait parked goes after
+// them, and both go at once when the client's window has room: one
+// parked behind them waited for the client's next packet, and a
+// released one was written past the write loop's queue.
+func TestAMessageParkedBehindOthersGoesAfterThemWithoutWaiting(t *testing.T) {
+	s := newServer()
+	cl, r, w := newTestClient()
+	cl.Properties.ProtocolVersion = 5
+	s.Clients.Add(cl)
+	older := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet
+	older.PacketID, older.Expiry, older.TopicName = 1, -1, "older"
+	cl.State.Inflight.Set(older) // parked, and the window has room again
+	require.Equal(t, int32(5), atomic.LoadInt32(&cl.State.Inflight.sendQuota))
+
+	got := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(r)
+		got <- b
+	}()
+	pk := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet
+	pk.TopicName = "newer"
+	out, err := s.publishToClient(cl, packets.Subscription{Filter: "newer", Qos: 1}, pk)
+	require.NoError(t, err)
+	require.Equal(t, int64(-1), out.Expiry, "the newer message went ahead of the parked one")
+	waitWritten(cl)
+	_ = w.Close()
+	b := <-got
+	require.Less(t, bytes.Index(b, []byte("older")), bytes.Index(b, []byte("newer")))
+	require.NotEqual(t, -1, bytes.Index(b, []byte("older")))
+	require.False(t, cl.State.Inflight.HasParked())
+	require.Equal(t, int32(3), atomic.LoadInt32(&cl.State.Inflight.sendQuota))
 }

@@ -1081,18 +1081,43 @@ func (s *Server) sendParked(cl *Client) {
 	if !cl.State.Inflight.HasParked() {
 		return
 	}
-	next, ok := cl.State.Inflight.NextImmediate()
-	if ok {
-		// dss: the packet was deleted from the inflight map once
-		// written, so its PUBACK found nothing and the send quota
-		// it took was never given back: after Receive Maximum such
-		// releases every later message to the client stayed
-		// parked. It now stays inflight, no longer parked, until
-		// its PUBACK.
-		next.Expiry = 0
-		cl.State.Inflight.Set(next)
-		cl.State.Inflight.DecreaseSendQuota()
-		_ = cl.WritePacket(next)
+	s.releaseParked(cl)
+}
+
+// releaseParked sends cl's parked messages, oldest first, as far as its
+// send quota goes. They go through cl's write loop, after what it holds
+// (they are newer), and one goroutine at a time releases: a publisher
+// whose message was parked behind them may release them too (see
+// holdDelivery), and no message may be released twice.
+//
+// dss: one message was released per packet the client sent, written at
+// once past the write loop's queue; a message parked behind others while
+// the quota had room then waited for the client's next packet.
+func (s *Server) releaseParked(cl *Client) {
+	inf := cl.State.Inflight
+	for inf.HasParked() && atomic.LoadInt32(&inf.sendQuota) > 0 {
+		if !cl.State.flow.releasing.TryLock() {
+			return // its holder looks again once it lets go
+		}
+		for atomic.LoadInt32(&inf.sendQuota) > 0 {
+			next, ok := inf.NextImmediate()
+			if !ok {
+				break
+			}
+			// dss: the packet was deleted from the inflight map once
+			// written, so its PUBACK found nothing and the send quota
+			// it took was never given back: after Receive Maximum such
+			// releases every later message to the client stayed
+			// parked. It now stays inflight, no longer parked, until
+			// its PUBACK.
+			next.Expiry = 0
+			inf.Set(next)
+			inf.DecreaseSendQuota()
+			out := new(packets.Packet)
+			*out = next
+			_ = s.enqueue(cl, out, nil)
+		}
+		cl.State.flow.releasing.Unlock()
 	}
 }
 
@@ -1821,6 +1846,9 @@ func (s *Server) holdDelivery(cl *Client, out *packets.Packet, offline *bool) (h
 		return false, packets.ErrQuotaExceeded
 	} else if len(dropped) > 0 && !out.Queued && !park {
 		s.queuedDropped(cl, dropped)
+	}
+	if park && atomic.LoadInt32(&inf.sendQuota) > 0 {
+		s.releaseParked(cl) // parked behind older ones, with quota to go
 	}
 	if added {
 		atomic.AddInt64(&s.Info.Inflight, 1)

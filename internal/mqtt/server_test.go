@@ -1515,6 +1515,7 @@ func TestServerProcessPacketAndNextImmediate(t *testing.T) {
 	go func() {
 		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet)
 		require.NoError(t, err)
+		waitWritten(cl) // dss: released through the write loop
 		_ = w.Close()
 	}()
 
