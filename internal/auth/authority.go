@@ -68,6 +68,10 @@ type Credentials struct {
 	// Certificate is the client's certificate, verified by the TLS
 	// handshake against the client CA; nil without one.
 	Certificate *x509.Certificate
+	// Suspect says that the client's address failed to log in recently
+	// (Throttle.Failures): its password is checked after those of the
+	// other addresses.
+	Suspect bool
 }
 
 // Authenticate establishes who c is: a user whose password matches, or
@@ -91,7 +95,7 @@ func (a *Authority) Authenticate(c Credentials) (Principal, error) {
 				return p, nil
 			}
 		}
-		if err := users.Verify(c.Username, c.Password); err != nil {
+		if err := users.verify(c.Username, c.Password, c.Suspect); err != nil {
 			return p, err
 		}
 		p.Username = c.Username

@@ -80,11 +80,17 @@ func CertificateAttributes(cert *x509.Certificate) map[string][]string {
 	return a
 }
 
-// remoteHost is the address part of a remote address, which failures
-// are counted by.
+// remoteHost is the source a remote address counts for, which failures
+// are counted by: its IP address, and for IPv6 its /64 network, which
+// one host has whole (an attacker changing addresses within it stays one
+// source).
 func remoteHost(remote string) string {
-	if h, _, err := net.SplitHostPort(remote); err == nil {
-		return h
+	h, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		h = strings.TrimSpace(remote)
 	}
-	return strings.TrimSpace(remote)
+	if ip := net.ParseIP(h); ip != nil && ip.To4() == nil {
+		return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+	}
+	return h
 }

@@ -11,7 +11,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 )
@@ -39,16 +38,27 @@ type Users struct {
 	// nothing a password could be recovered from without the key.
 	mu       sync.Mutex
 	verified map[string][sha256.Size]byte // guarded by mu
-	// checking holds a lock per name while its hash is computed, so that
-	// many connections of one user at once (a reconnect storm) cost one
-	// argon2id, the others finding its result in verified.
-	checking map[string]*sync.Mutex // guarded by mu
+	// checking holds the computation under way for a name and password
+	// (by their MAC), so that many connections of one user at once (a
+	// reconnect storm) cost one argon2id, the others sharing its
+	// outcome. Logins of the same name with other passwords (guesses)
+	// compute their own and do not wait for it: a lock per name made a
+	// correct login wait behind every guess of its name.
+	checking map[checkKey]*check // guarded by mu
 	macKey   [32]byte
 }
 
-// verifySlots bounds the argon2id computations at once: each takes 19
-// MiB, and a flood of logins must not take the memory of the machine.
-var verifySlots = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
+// checkKey names a computation: a user and the MAC of a password.
+type checkKey struct {
+	name string
+	mac  [sha256.Size]byte
+}
+
+// check is a computation under way; ok is set before done is closed.
+type check struct {
+	done chan struct{}
+	ok   bool
+}
 
 // ParseUsers reads a users file. An error names the line and the reason.
 func ParseUsers(r io.Reader) (*Users, error) {
@@ -56,7 +66,7 @@ func ParseUsers(r io.Reader) (*Users, error) {
 		hashes:   make(map[string]argonHash),
 		lines:    make(map[string]string),
 		verified: make(map[string][sha256.Size]byte),
-		checking: make(map[string]*sync.Mutex),
+		checking: make(map[checkKey]*check),
 	}
 	if _, err := rand.Read(u.macKey[:]); err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
@@ -108,38 +118,54 @@ func (u *Users) Len() int { return len(u.hashes) }
 // Verify checks name's password. It returns ErrBadCredentials for an
 // unknown name or a wrong password.
 func (u *Users) Verify(name string, password []byte) error {
+	return u.verify(name, password, false)
+}
+
+// verify is Verify for a login from an address with recent failures
+// (suspect) or without: its computation waits behind those of the
+// others (see hashSlots).
+func (u *Users) verify(name string, password []byte, suspect bool) error {
 	h, ok := u.hashes[name]
 	if !ok {
 		// Take the time a known name takes, so that the answer's delay
-		// does not tell which names exist.
+		// does not tell which names exist (and a slot, as it costs the
+		// same).
+		verifySlots.acquire(suspect)
 		dummy.matches(password)
+		verifySlots.release()
 		return ErrBadCredentials
 	}
 	mac := u.mac(name, password)
 	if u.cached(name, mac) {
 		return nil
 	}
+	key := checkKey{name: name, mac: mac}
 	u.mu.Lock()
-	lock := u.checking[name]
-	if lock == nil {
-		lock = new(sync.Mutex)
-		u.checking[name] = lock
-	}
-	u.mu.Unlock()
-	lock.Lock()
-	defer lock.Unlock()
-	if u.cached(name, mac) { // verified while this one waited
+	if c := u.checking[key]; c != nil {
+		u.mu.Unlock()
+		<-c.done
+		if !c.ok {
+			return ErrBadCredentials
+		}
 		return nil
 	}
-	verifySlots <- struct{}{}
-	ok = h.matches(password)
-	<-verifySlots
-	if !ok {
+	c := &check{done: make(chan struct{})}
+	u.checking[key] = c
+	u.mu.Unlock()
+
+	verifySlots.acquire(suspect)
+	c.ok = h.matches(password)
+	verifySlots.release()
+	u.mu.Lock()
+	if c.ok {
+		u.verified[name] = mac
+	}
+	delete(u.checking, key)
+	u.mu.Unlock()
+	close(c.done)
+	if !c.ok {
 		return ErrBadCredentials
 	}
-	u.mu.Lock()
-	u.verified[name] = mac
-	u.mu.Unlock()
 	return nil
 }
 

@@ -32,11 +32,15 @@ type access struct {
 	// grants is what the policy in force grants the principal; nil when
 	// there is no policy (everything isolation allows).
 	grants atomic.Pointer[auth.Grants]
+	// revoked is set once the principal's user is gone or its password
+	// changed: what the connection still does (its Will, sent after its
+	// end) is refused.
+	revoked atomic.Bool
 }
 
 // mayPublish reports whether the client may publish on topic.
 func (a *access) mayPublish(topic string) bool {
-	if !a.iso.MayPublish(topic) {
+	if !a.iso.MayPublish(topic) || a.revoked.Load() {
 		return false
 	}
 	g := a.grants.Load()
@@ -118,6 +122,7 @@ func (b *Broker) authenticate(cl *mqtt.Client, pk *packets.Packet) error {
 		Password:    c.Password,
 		HasPassword: c.PasswordFlag,
 		Certificate: peerCertificate(cl),
+		Suspect:     b.throttle.Failures(cl.Net.Remote) > 0,
 	})
 	done(err != nil)
 	if err != nil {

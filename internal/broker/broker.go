@@ -55,6 +55,10 @@ type Config struct {
 	// ConnectTimeout bounds the time a new connection has to send its
 	// CONNECT; 0 means 10 seconds.
 	ConnectTimeout time.Duration
+	// PacketReadTimeout bounds the time between the bytes of a packet
+	// once it began; 0 means DefaultPacketReadTimeout, a negative
+	// duration no bound.
+	PacketReadTimeout time.Duration
 	// MaxKeySize and MaxValueSize bound a request's key and value, in
 	// bytes: 0 means DefaultMaxKeySize and DefaultMaxValueSize. A client
 	// id may be as long as leaves room for the notification topic of the
@@ -66,6 +70,17 @@ type Config struct {
 	// MaxSubscriptionsPerClient bounds the topic filters of one client's
 	// session (SUBACK 0x97 past it); 0 means no bound.
 	MaxSubscriptionsPerClient int
+	// MaxTopicLevels and MaxTopicLength bound the levels and bytes of
+	// the topics and filters clients send (SUBACK or UNSUBACK 0x8F,
+	// PUBACK 0x90, CONNACK 0x90 for a Will past them). 0 means
+	// mqtt.DefaultMaxTopicLevels and no bound on the length but the
+	// protocol's; a negative number no bound.
+	MaxTopicLevels, MaxTopicLength int
+	// MaxRetained and MaxRetainedBytes bound the number and memory of
+	// the retained messages: a client's message to retain past them is
+	// refused with PUBACK 0x97 (a QoS 0 one dropped). 0 means no bound.
+	MaxRetained      int
+	MaxRetainedBytes int64
 	// TLSListen, when set, is the TCP address of a second MQTT listener
 	// that speaks TLS with the configuration TLS.
 	TLSListen string
@@ -115,6 +130,9 @@ const (
 	// DefaultMaxInflightPerClient is a quarter of the Receive Maximum the
 	// broker announces (1024).
 	DefaultMaxInflightPerClient = 256
+	// DefaultMaxTopicLevels is Mosquitto's bound on the levels of a
+	// topic (CVE-2019-11779).
+	DefaultMaxTopicLevels = mqtt.DefaultMaxTopicLevels
 )
 
 // MaxClientIDSize returns the longest client id whose notification topic
@@ -127,6 +145,12 @@ func MaxClientIDSize(maxKeySize int) int {
 // DefaultConnectTimeout is how long a new connection has to send its
 // CONNECT by default.
 const DefaultConnectTimeout = 10 * time.Second
+
+// DefaultPacketReadTimeout is how long the bytes of a packet may stop
+// coming before its connection is closed: far longer than a slow link
+// leaves between two segments, short enough that connections which
+// stopped mid-packet do not pile up.
+const DefaultPacketReadTimeout = time.Minute
 
 // inlineClientID names the broker's own client, which publishes responses
 // and notifications. It holds a NUL byte, which MQTT forbids in client
@@ -188,6 +212,9 @@ func New(cfg Config) (*Broker, error) {
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = DefaultConnectTimeout
 	}
+	if cfg.PacketReadTimeout == 0 {
+		cfg.PacketReadTimeout = DefaultPacketReadTimeout
+	}
 	if cfg.MaxInflightPerClient == 0 {
 		cfg.MaxInflightPerClient = DefaultMaxInflightPerClient
 	}
@@ -229,9 +256,12 @@ func New(cfg Config) (*Broker, error) {
 		// The hook answers every request and copies what it keeps: a
 		// request is read into memory of its connection, reused by the
 		// next packet.
-		ConsumedTopic:       wire.RequestTopic,
-		ReadLoops:           readLoops(cfg.ReadLoops),
-		ConnectTimeout:      cfg.ConnectTimeout,
+		ConsumedTopic:  wire.RequestTopic,
+		ReadLoops:      readLoops(cfg.ReadLoops),
+		ConnectTimeout: cfg.ConnectTimeout,
+		// A packet that stops arriving is not held for good, whatever
+		// the client's keep alive.
+		PacketReadTimeout:   max(cfg.PacketReadTimeout, 0),
 		MaxClientIDSize:     MaxClientIDSize(cfg.MaxKeySize),
 		MaxPendingPerClient: int32(max(cfg.MaxInflightPerClient, 0)),
 		// A session without a connection holds what it is sent until
@@ -244,6 +274,13 @@ func New(cfg Config) (*Broker, error) {
 		// The rest of the cluster, which the core tells of its filters
 		// and messages.
 		Remote: remote,
+		// Refused before the topic index's lock is taken for them.
+		MaxTopicLevels: cfg.MaxTopicLevels,
+		MaxTopicLength: cfg.MaxTopicLength,
+		// Each retained message is kept in memory until replaced or
+		// expired.
+		MaxRetained:      max(cfg.MaxRetained, 0),
+		MaxRetainedBytes: max(cfg.MaxRetainedBytes, 0),
 	})
 	if cfg.Auth != nil {
 		srv.Options.MayTakeOver = sameOwner
@@ -251,6 +288,7 @@ func New(cfg Config) (*Broker, error) {
 	cfg.Metrics.faults.Store(srv.Faults)
 	cfg.Metrics.queues.Store(srv.Queues)
 	cfg.Metrics.info.Store(srv.Info)
+	cfg.Metrics.topics.Store(srv.Topics)
 	b := &Broker{
 		cfg:       cfg,
 		log:       cfg.Logger,

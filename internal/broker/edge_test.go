@@ -34,8 +34,9 @@ var coreEdge = []string{
 	// MQTT over WebSocket.
 	"listeners.NewWebSocket", "*listeners.WebSocket.Address", "*listeners.WebSocket.Failing",
 	"*listeners.WebSocket.AcceptErrors",
-	// The memory queued for sessions without a connection, for metrics.
-	"*mqtt.Queues.Bytes",
+	// The memory queued for sessions without a connection, and the
+	// retained messages, for metrics.
+	"*mqtt.Queues.Bytes", "*mqtt.Queues.Held", "*mqtt.TopicsIndex.RetainedCount", "*mqtt.TopicsIndex.RetainedBytes",
 	// The request path: a response and its PUBACK in one write, routing
 	// without the topic trie.
 	"*mqtt.Server.PrepareDelivery", "*mqtt.Server.WriteDelivery", "*mqtt.Server.PublishToClient",

@@ -27,11 +27,24 @@ type Metrics struct {
 	// broker is bound to these metrics.
 	RefusedPackets prometheus.CounterFunc
 	Panics         prometheus.CounterFunc
-	faults         atomic.Pointer[mqtt.Faults]
+	// RefusedTopics counts topics and filters refused for their levels
+	// or length; StalledPackets connections closed for a packet that
+	// stopped arriving.
+	RefusedTopics  prometheus.CounterFunc
+	StalledPackets prometheus.CounterFunc
+	// RefusedRetained counts messages to retain refused at the bounds of
+	// retained messages; Retained and RetainedBytes read their number
+	// and memory.
+	RefusedRetained prometheus.CounterFunc
+	Retained        prometheus.GaugeFunc
+	RetainedBytes   prometheus.GaugeFunc
+	topics          atomic.Pointer[mqtt.TopicsIndex]
+	faults          atomic.Pointer[mqtt.Faults]
 	// QueuedBytes, QueueDropsSession and QueueDropsTotal read the broker
 	// core's Queues: the memory of the messages queued for sessions
 	// without a connection, and the messages dropped to bound it.
 	QueuedBytes       prometheus.GaugeFunc
+	HeldBytes         prometheus.GaugeFunc
 	QueueDropsSession prometheus.CounterFunc
 	QueueDropsTotal   prometheus.CounterFunc
 	queues            atomic.Pointer[mqtt.Queues]
@@ -82,17 +95,35 @@ func NewMetrics() *Metrics {
 	m.Panics = prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "dss_mqtt_connection_panics_total", Help: "Panics while serving a connection, each contained to that connection, which is closed.",
 	}, m.fault(func(f *mqtt.Faults) int64 { return f.Panics.Load() }))
+	m.RefusedTopics = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "dss_mqtt_topics_refused_total", Help: "Topic names and filters refused for their levels (--max-topic-levels) or length (--max-topic-length), in a PUBLISH, SUBSCRIBE, UNSUBSCRIBE or Will.",
+	}, m.fault(func(f *mqtt.Faults) int64 { return f.RefusedTopics.Load() }))
+	m.StalledPackets = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "dss_mqtt_packets_stalled_total", Help: "Connections closed because a packet stopped arriving for --packet-read-timeout (or, with a keep alive, until its deadline).",
+	}, m.fault(func(f *mqtt.Faults) int64 { return f.StalledPackets.Load() }))
+	m.RefusedRetained = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "dss_mqtt_retained_refused_total", Help: "Messages to retain refused at --max-retained-messages or --max-retained-bytes (PUBACK 0x97; a QoS 0 one dropped).",
+	}, m.fault(func(f *mqtt.Faults) int64 { return f.RefusedRetained.Load() }))
+	m.Retained = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "dss_mqtt_retained_messages", Help: "Retained messages, bounded by --max-retained-messages.",
+	}, m.retained(func(x *mqtt.TopicsIndex) int64 { return int64(x.RetainedCount()) }))
+	m.RetainedBytes = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "dss_mqtt_retained_bytes", Help: "Memory of the retained messages (payload, topic, properties and about 1 KB each), bounded by --max-retained-bytes.",
+	}, m.retained(func(x *mqtt.TopicsIndex) int64 { return x.RetainedBytes() }))
 	m.QueuedBytes = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "dss_mqtt_queued_bytes", Help: "Memory of the messages queued for sessions without a connection (payload, topic, properties), bounded by --max-queued-bytes.",
 	}, m.queued(func(q *mqtt.Queues) int64 { return q.Bytes() }))
-	const dropsHelp = "Messages queued for a session without a connection that were dropped, oldest first, for the bound of the session (--max-queued-bytes-per-session) or of all sessions (--max-queued-bytes)."
+	m.HeldBytes = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "dss_mqtt_held_bytes", Help: "Memory of the QoS 1 and 2 messages held for connected clients that cannot take them yet (past their receive maximum); it counts with dss_mqtt_queued_bytes against --max-queued-bytes.",
+	}, m.queued(func(q *mqtt.Queues) int64 { return q.Held() }))
+	const dropsHelp = "Messages queued for a session without a connection, or held for a connected client past its receive window, that were dropped, oldest first, for the bound of the session (--max-queued-bytes-per-session, and its 65,535 packet ids) or of all sessions (--max-queued-bytes)."
 	m.QueueDropsSession = prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "dss_mqtt_queued_messages_dropped_total", Help: dropsHelp, ConstLabels: prometheus.Labels{"limit": "session"},
 	}, m.queued(func(q *mqtt.Queues) int64 { return q.DroppedSession.Load() }))
 	m.QueueDropsTotal = prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "dss_mqtt_queued_messages_dropped_total", Help: dropsHelp, ConstLabels: prometheus.Labels{"limit": "total"},
 	}, m.queued(func(q *mqtt.Queues) int64 { return q.DroppedTotal.Load() }))
-	const droppedHelp = "Messages for a connected client that were dropped: it left its maximum of QoS 1 and 2 messages unacknowledged (reason=\"unacknowledged\"), or read too slowly for its queue of pending writes (reason=\"pending_writes\")."
+	const droppedHelp = "Messages for a connected client that were dropped: every packet id of the client was held by messages it had not acknowledged (reason=\"unacknowledged\"), or a QoS 0 message found its queue of pending writes full (reason=\"pending_writes\")."
 	m.DropsUnacknowledged = prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "dss_mqtt_messages_dropped_total", Help: droppedHelp, ConstLabels: prometheus.Labels{"reason": "unacknowledged"},
 	}, m.infoCount(func(i *system.Info) *int64 { return &i.InflightDropped }))
@@ -129,6 +160,17 @@ func (m *Metrics) fault(read func(*mqtt.Faults) int64) func() float64 {
 	}
 }
 
+// retained returns a reading of the bound broker core's retained
+// messages.
+func (m *Metrics) retained(read func(*mqtt.TopicsIndex) int64) func() float64 {
+	return func() float64 {
+		if x := m.topics.Load(); x != nil {
+			return float64(read(x))
+		}
+		return 0
+	}
+}
+
 // queued returns a reading of the bound broker core's queues.
 func (m *Metrics) queued(read func(*mqtt.Queues) int64) func() float64 {
 	return func() float64 {
@@ -153,7 +195,8 @@ func (m *Metrics) infoCount(counter func(*system.Info) *int64) func() float64 {
 // Collectors returns the metrics for registration.
 func (m *Metrics) Collectors() []prometheus.Collector {
 	return append([]prometheus.Collector{m.Requests, m.Refused, m.Errors, m.Notifications, m.Watches, m.Disconnects,
-		m.RefusedPackets, m.Panics, m.AcceptErrors, m.LoginsRefused,
-		m.QueuedBytes, m.QueueDropsSession, m.QueueDropsTotal, m.DropsUnacknowledged, m.DropsPendingWrites,
+		m.RefusedPackets, m.Panics, m.RefusedTopics, m.StalledPackets, m.AcceptErrors,
+		m.RefusedRetained, m.Retained, m.RetainedBytes, m.LoginsRefused,
+		m.QueuedBytes, m.HeldBytes, m.QueueDropsSession, m.QueueDropsTotal, m.DropsUnacknowledged, m.DropsPendingWrites,
 	}, m.traffic.collectors()...)
 }

@@ -19,16 +19,26 @@ var codeAccessRevoked = packets.Code{Code: packets.ErrNotAuthorized.Code, Reason
 // key it watches is no longer granted. Those are disconnected with 0x87
 // (and learn the new limits when they connect again), where the vendor's
 // broker disconnects every client.
+//
+// A session without a connection gets the new grants too: its Will, if
+// it waits for its delay, is checked against them when it is sent; and
+// if its user is gone or has a new password, it is sent no longer.
 func (b *Broker) Reauthorize() {
 	if b.cfg.Auth == nil {
 		return
 	}
 	for _, cl := range b.srv.Clients.GetAll() {
 		a := accessOf(cl)
-		if a == nil || cl.Closed() {
+		if a == nil {
 			continue
 		}
 		a.grants.Store(b.cfg.Auth.Grants(&a.principal))
+		if !b.cfg.Auth.StillValid(&a.principal, a.hash) {
+			a.revoked.Store(true)
+		}
+		if cl.Closed() {
+			continue
+		}
 		if why := b.revoked(cl, a); why != "" {
 			b.log.Info("client disconnected: its access was revoked", "client", cl.ID, "principal", a.identity, "why", why)
 			b.metrics.LoginsRefused.WithLabelValues(codeAccessRevoked.Reason).Inc()

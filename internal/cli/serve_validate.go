@@ -75,10 +75,32 @@ var serveChecks = []struct {
 	{"max-inflight-per-client", countOrNoLimit},
 	{"max-keynotify-per-client", countOrNoLimit},
 	{"max-subscriptions-per-client", countOrNoLimit},
+	{"max-topic-levels", countOrNoLimit},
+	{"max-retained-messages", countOrNoLimit},
+	{"max-retained-bytes", sizeOrNoLimit},
+	{"max-topic-length", countOrNoLimit},
 	{"max-store-bytes", sizeOrNoLimit},
 	{"connect-timeout", func(v string) string {
 		if d, err := time.ParseDuration(v); err == nil && d <= 0 {
 			return "want a duration above 0, such as 10s"
+		}
+		return ""
+	}},
+	{"packet-read-timeout", func(v string) string {
+		if d, err := time.ParseDuration(v); err == nil && d <= 0 {
+			return "want a duration above 0, such as 1m"
+		}
+		return ""
+	}},
+	{"http-idle-timeout", func(v string) string {
+		if d, err := time.ParseDuration(v); err == nil && d <= 0 {
+			return "want a duration above 0, such as 1m"
+		}
+		return ""
+	}},
+	{"http-max-connections", func(v string) string {
+		if n, err := strconv.Atoi(v); err == nil && n < 1 {
+			return "want 1 or more"
 		}
 		return ""
 	}},

@@ -35,8 +35,9 @@ type fsm struct {
 	waiters []waiter // guarded by mu; in no particular order
 	stopped bool     // guarded by mu; no more waiters: Raft stopped
 
-	decoded []decodedWrite // FSM goroutine only
-	writes  []engine.Write // FSM goroutine only
+	decoded []decodedWrite      // FSM goroutine only
+	writes  []engine.Write      // FSM goroutine only
+	seen    map[string]struct{} // FSM goroutine only; the dedupe keys of a batch
 }
 
 // waiter runs fn once the entry at index is applied, or abandon if the
@@ -83,7 +84,11 @@ func (f *fsm) applyWrites(data []byte) error {
 	f.decoded = decoded
 	writes := f.writes[:0]
 	start := 0
-	seen := map[string]struct{}{}
+	if f.seen == nil {
+		f.seen = make(map[string]struct{})
+	}
+	seen := f.seen
+	defer clear(seen)
 	for i := range decoded {
 		dw := &decoded[i]
 		if dw.dedupe != "" {

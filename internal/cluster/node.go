@@ -80,17 +80,9 @@ type Node struct {
 	inflight atomic.Int64
 
 	wake     chan struct{}
-	futures  chan proposal
 	leaderCh chan bool
 	stop     chan struct{}
 	wg       sync.WaitGroup
-}
-
-// proposal is a batch handed to Raft, for the goroutine that waits for
-// its outcome.
-type proposal struct {
-	f   raft.ApplyFuture
-	ids []uint64
 }
 
 var _ engine.Log = (*Node)(nil)
@@ -119,7 +111,6 @@ func New(cfg Config) (*Node, error) {
 		pending:  make(map[uint64]*engine.Op),
 		sessions: make(map[string]*forwardSession),
 		wake:     make(chan struct{}, 1),
-		futures:  make(chan proposal, 256),
 		leaderCh: make(chan bool, 16),
 		stop:     make(chan struct{}),
 	}
@@ -216,10 +207,9 @@ func (n *Node) Start(e *engine.Node) error {
 		}
 	}
 	n.watchPeers()
-	n.wg.Add(3)
+	n.wg.Add(2)
 	go n.watchLeadership()
 	go n.propose()
-	go n.awaitProposals()
 	n.reads.start()
 	n.fwd.start()
 	n.meta.start()
@@ -388,6 +378,14 @@ func (n *Node) Propose(w *engine.Write) engine.Proposed {
 
 // propose hands the batches of writes to Raft, one at a time and in the
 // order they were decided, so that the log holds them in version order.
+//
+// It waits for each batch to be committed and applied before it hands
+// over the next: the writes decided meanwhile gather into that one. Every
+// entry costs each node a log sync and a message per follower, whatever
+// it holds, so fewer and larger entries are what makes a replicated
+// write cheap; the clients' requests wait about as long, for the
+// commit of the batch before theirs instead of for the leader's log
+// being busy with it.
 func (n *Node) propose() {
 	defer n.wg.Done()
 	for {
@@ -415,42 +413,13 @@ func (n *Node) propose() {
 		// No timeout: a batch that Raft did not take while a later one
 		// was taken would let a client's write overtake an earlier one.
 		// Raft takes or refuses every batch (it refuses them all once it
-		// no longer leads or shuts down), in order.
-		f := n.raft.Apply(entry, 0)
-		select {
-		case n.futures <- proposal{f: f, ids: ids}:
-		case <-n.stop:
-			return
-		}
-	}
-}
-
-// awaitProposals answers the requests of batches that Raft did not
-// commit (leadership lost, shut down, timed out): the engine answers them
-// "the state store is unavailable". The requests of committed batches
-// were answered when they were applied.
-func (n *Node) awaitProposals() {
-	defer n.wg.Done()
-	for {
-		select {
-		case p := <-n.futures:
-			if err := p.f.Error(); err != nil {
-				n.log.Debug("writes not committed", "err", err, "requests", len(p.ids))
-				n.abandon(p.ids)
-				n.endEpoch()
-			}
-		case <-n.stop:
-			// Raft is shut down: every future left fails at once.
-			for {
-				select {
-				case p := <-n.futures:
-					if p.f.Error() != nil {
-						n.abandon(p.ids)
-					}
-				default:
-					return
-				}
-			}
+		// no longer leads or shuts down). The requests of a committed
+		// batch were answered when it was applied; those of a batch Raft
+		// did not commit are answered "the state store is unavailable".
+		if err := n.raft.Apply(entry, 0).Error(); err != nil {
+			n.log.Debug("writes not committed", "err", err, "requests", len(ids))
+			n.abandon(ids)
+			n.endEpoch()
 		}
 	}
 }

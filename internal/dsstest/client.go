@@ -59,8 +59,19 @@ type Login struct {
 	// WebSocket, when set, is the URL (ws:// or wss://, with TLS) of the
 	// WebSocket listener to connect to instead of addr.
 	WebSocket string
-	// Will, when set, is the client's Last Will.
-	Will *paho.WillMessage
+	// Will, when set, is the client's Last Will, with WillDelay its Will
+	// Delay Interval in seconds.
+	Will      *paho.WillMessage
+	WillDelay uint32
+	// SessionExpiry is the Session Expiry Interval the client asks for,
+	// in seconds: its session outlives the connection by that long.
+	SessionExpiry uint32
+	// Conn, when set, receives the client's network connection, for a
+	// test that ends it without a DISCONNECT.
+	Conn *net.Conn
+	// LocalAddr, when set, is the address the client connects from (a
+	// loopback address other than 127.0.0.1 is another source).
+	LocalAddr string
 }
 
 // DialWith connects a client that presents login, without subscribing to
@@ -96,7 +107,13 @@ func Connect(t testing.TB, addr, id string, login Login) (*Client, *paho.Connack
 		// together; it holds a writer's lock for the whole packet.
 		conn = &lockedConn{Conn: tc}
 	} else {
-		conn, err = DialMQTT(addr)
+		if login.LocalAddr != "" {
+			// A source address of its own: plain TCP.
+			d := &net.Dialer{Timeout: Timeout, LocalAddr: &net.TCPAddr{IP: net.ParseIP(login.LocalAddr)}}
+			conn, err = d.Dial("tcp", addr)
+		} else {
+			conn, err = DialMQTT(addr)
+		}
 	}
 	if err != nil {
 		return nil, nil, err
@@ -117,7 +134,16 @@ func Connect(t testing.TB, addr, id string, login Login) (*Client, *paho.Connack
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
+	if login.Conn != nil {
+		*login.Conn = conn
+	}
 	cp := &paho.Connect{ClientID: id, KeepAlive: 30, CleanStart: true, WillMessage: login.Will}
+	if login.WillDelay > 0 {
+		cp.WillProperties = &paho.WillProperties{WillDelayInterval: &login.WillDelay}
+	}
+	if login.SessionExpiry > 0 {
+		cp.Properties = &paho.ConnectProperties{SessionExpiryInterval: &login.SessionExpiry}
+	}
 	if login.Username != "" {
 		cp.UsernameFlag, cp.Username = true, login.Username
 	}

@@ -45,7 +45,10 @@ func TestSoakKeepsMemoryFlat(t *testing.T) {
 		t.Skip("the server's memory is read from /proc:", err)
 	}
 	addr, httpAddr := freeAddr(t), freeAddr(t)
-	p := startDSS(t, addr, "--data", t.TempDir(), "--fsync", "everysec", "--max-store-bytes", "67108864", "--http-listen", httpAddr)
+	// The offline session's bound is its memory: 24 MiB, about 8,500 of
+	// the messages below (2,000 bytes and about 900 of bookkeeping).
+	p := startDSS(t, addr, "--data", t.TempDir(), "--fsync", "everysec", "--max-store-bytes", "67108864", "--http-listen", httpAddr,
+		"--max-queued-bytes-per-session", "25165824")
 	pid := p.cmd.Process.Pid
 	ctx, cancel := context.WithTimeout(context.Background(), warmupLimit+window+2*time.Minute)
 	defer cancel()
@@ -82,8 +85,8 @@ func TestSoakKeepsMemoryFlat(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = offline.Disconnect(&paho.Disconnect{})
-	// Fill the offline session's queue to its bound (8,192 messages)
-	// before the clock starts, so that the warm-up sees the steady state.
+	// Fill the offline session's queue to its bound before the clock
+	// starts, so that the warm-up sees the steady state.
 	feeder, err := dial(ctx, addr, "feeder")
 	if err != nil {
 		t.Fatal(err)

@@ -63,6 +63,10 @@ type Options struct {
 	// Timings, when set, receives how long writes, fsyncs and snapshots
 	// take.
 	Timings *Timings
+	// WatchInterval is how often the journal looks whether its files are
+	// still where they were (see watch.go). Zero means a second;
+	// negative, never (Flush still notices a deleted segment).
+	WatchInterval time.Duration
 }
 
 // Journal is the on-disk log of one node. Append, Flush and BeginSnapshot
@@ -83,16 +87,21 @@ type Journal struct {
 	sinceSnapshot int64         // guarded by mu; bytes appended since the last snapshot began
 	lastSnapshot  snapshotStats // guarded by mu
 	snapshotting  bool          // guarded by mu
+	// snapshotFile is the path of the snapshot recovery starts from, ""
+	// for none; guarded by mu.
+	snapshotFile string
+	// dirInfo is the data directory as it was at Open.
+	dirInfo os.FileInfo
 
 	// wmu serializes everything that writes or syncs files.
 	wmu       sync.Mutex
-	file      *os.File // guarded by wmu; the segment being appended to
-	first     uint64   // guarded by wmu; the first seq of that segment
-	spare     []byte   // guarded by wmu
-	dirty     bool     // guarded by wmu; written since the last sync
-	failed    error    // guarded by wmu
-	closed    bool     // guarded by wmu
-	syncing   sync.WaitGroup
+	file      *os.File       // guarded by wmu; the segment being appended to
+	first     uint64         // guarded by wmu; the first seq of that segment
+	spare     []byte         // guarded by wmu
+	dirty     bool           // guarded by wmu; written since the last sync
+	failed    error          // guarded by wmu
+	closed    bool           // guarded by wmu
+	syncing   sync.WaitGroup // the background goroutines: syncEverySecond, watchFiles
 	stop      chan struct{}
 	closeOnce sync.Once
 }
@@ -148,6 +157,13 @@ func (j *Journal) Flush() error {
 	}
 	if err == nil && j.opts.Fsync == FsyncAlways && j.dirty {
 		err = j.syncLocked()
+	}
+	if err == nil {
+		// Written into a file no restart reads: not kept (watch.go).
+		if err = j.checkSegmentLocked(); err != nil {
+			j.failLocked(err)
+			return j.failed
+		}
 	}
 	if cap(buf) <= 4<<20 {
 		j.spare = buf[:0] // keep a reasonable buffer for the next round

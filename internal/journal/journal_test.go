@@ -296,7 +296,8 @@ func TestVolatileChangesKeepOnlyTheirVersion(t *testing.T) {
 	apply(&store.Command{Op: store.OpSet, Key: []byte("replaced"), Value: []byte("d"), Version: ver(4), Volatile: true})
 	j.Flush()
 	j.Close()
-	_, m2 := open(t, dir)
+	j2, m2 := open(t, dir)
+	defer j2.Close()
 	if _, _, ok := m2.Get([]byte("durable"), 0); !ok {
 		t.Fatal("durable key lost")
 	}

@@ -37,3 +37,12 @@ func syncDir(dir string) error {
 	defer d.Close()
 	return d.Sync()
 }
+
+// linkCount returns the number of links to the file fi describes.
+func linkCount(fi os.FileInfo) (uint64, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return uint64(st.Nlink), true
+}

@@ -33,3 +33,6 @@ func lockDir(dir string) (*os.File, error) {
 // renaming and removal of files durable on their own (NTFS journals its
 // metadata) and offer no way to sync a directory.
 func syncDir(string) error { return nil }
+
+// linkCount is not known here: a file open cannot be deleted on Windows.
+func linkCount(os.FileInfo) (uint64, bool) { return 0, false }

@@ -32,6 +32,10 @@ func Open(opts Options) (*Journal, *store.Machine, error) {
 		return nil, nil, fmt.Errorf("%w (%s)", ErrRestoring, opts.Dir)
 	}
 	j := &Journal{opts: opts, log: opts.Logger, lock: lock, stop: make(chan struct{})}
+	if j.dirInfo, err = os.Stat(opts.Dir); err != nil {
+		lock.Close()
+		return nil, nil, fmt.Errorf("journal: %w", err)
+	}
 	m, err := j.recover()
 	if err != nil {
 		lock.Close()
@@ -40,6 +44,14 @@ func Open(opts Options) (*Journal, *store.Machine, error) {
 	if opts.Fsync == FsyncEverySec {
 		j.syncing.Add(1)
 		go j.syncEverySecond()
+	}
+	if opts.WatchInterval >= 0 {
+		interval := opts.WatchInterval
+		if interval == 0 {
+			interval = defaultWatchInterval
+		}
+		j.syncing.Add(1)
+		go j.watchFiles(interval)
 	}
 	return j, m, nil
 }
@@ -62,6 +74,7 @@ func (j *Journal) recover() (*store.Machine, error) {
 	var snapSeq uint64
 	if n := len(files.snapshots); n > 0 {
 		snapSeq = files.snapshots[n-1]
+		j.snapshotFile = j.snapshotPath(snapSeq)
 		_, stats, err := loadSnapshot(filepath.Join(dir, snapshotName(snapSeq)), m)
 		if err != nil {
 			return nil, err

@@ -112,6 +112,7 @@ func (w *SnapshotWriter) Finish(maxVersion hlc.Timestamp) error {
 	w.j.mu.Lock()
 	w.j.snapshotting = false
 	w.j.lastSnapshot = snapshotStats{size: w.size, keys: int64(w.count), data: w.data}
+	w.j.snapshotFile = final
 	w.j.mu.Unlock()
 	err = w.j.removeBefore(w.seq)
 	if t := w.j.opts.Timings; t != nil && err == nil {

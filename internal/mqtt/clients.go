@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -224,10 +225,16 @@ type ClientState struct {
 	// are queued until then, and sent after it).
 	handover        sync.RWMutex
 	successor       atomic.Pointer[Client]
-	awaitingConnack bool               // guarded by handover
-	packetID        uint32             // the current highest packetID
-	open            context.Context    // indicate that the client is open for packet exchange
-	cancelOpen      context.CancelFunc // cancel function for open context
+	awaitingConnack bool // guarded by handover
+	// retained sends the retained messages of new subscriptions that
+	// could not go at once (dss, see retaineddelivery.go).
+	retained retainedSender
+	// flow is the client's part in back-pressure (dss, see
+	// backpressure.go).
+	flow       flowState
+	packetID   uint32             // the current highest packetID
+	open       context.Context    // indicate that the client is open for packet exchange
+	cancelOpen context.CancelFunc // cancel function for open context
 	// ended is set when cancelOpen cancels open. dss: Closed reads it,
 	// in the Client, rather than the context's own memory, which is out
 	// of the cache when thousands of connections take turns.
@@ -264,7 +271,7 @@ func newClient(c net.Conn, o *ops) *Client {
 		if sc, ok := c.(syscall.Conn); ok && rawIO {
 			cl.Net.raw, _ = sc.SyscallConn()
 		}
-		cl.Net.src = connReader{conn: c, raw: cl.Net.raw}
+		cl.Net.src = connReader{conn: c, raw: cl.Net.raw, keepalive: &cl.Net.deadlineAt}
 		cl.Net.src.readFD = cl.Net.src.readOnce
 		cl.Net.writer.writeFD = cl.Net.writer.writeNoWait
 		cl.Net.bconn = bufio.NewReaderSize(&cl.Net.src, o.options.ClientNetReadBufferSize)
@@ -426,6 +433,7 @@ func (cl *Client) WriteLoop() {
 				batch = batch[n:]
 			}
 			cl.State.outbound.giveBack(nil)
+			cl.State.retained.wake() // dss: room for retained messages
 			batch, pks = batch[:0], pks[:0]
 			if cap(pks) > 2*writeBatch {
 				pks = nil
@@ -446,7 +454,16 @@ func (cl *Client) WriteLater(pk packets.Packet) bool {
 
 // enqueue hands w to the client's write loop, unless the queue is full.
 func (cl *Client) enqueue(w pendingWrite) bool {
-	if !cl.State.outbound.push(w, int(cl.ops.options.Capabilities.MaximumClientWritesPending)) {
+	return cl.enqueueBounded(w, true)
+}
+
+// enqueueBounded is enqueue, bounded by the queue's size or not.
+func (cl *Client) enqueueBounded(w pendingWrite, bounded bool) bool {
+	limit := 0
+	if bounded {
+		limit = int(cl.ops.options.Capabilities.MaximumClientWritesPending)
+	}
+	if !cl.State.outbound.push(w, limit) {
 		return false
 	}
 	atomic.AddInt32(&cl.State.outboundQty, 1)
@@ -487,7 +504,7 @@ func (cl *Client) ParseConnect(lid string, pk packets.Packet) {
 		cl.State.ServerKeepalive = true
 	}
 	cl.State.Inflight.ResetReceiveQuota(int32(cl.ops.options.Capabilities.ReceiveMaximum)) // server receive max per client
-	cl.State.Inflight.ResetSendQuota(int32(cl.Properties.Props.ReceiveMaximum))            // client receive max
+	cl.State.Inflight.ResetSendQuota(cl.sendWindow())                                      // client receive max
 	cl.State.TopicAliases.Outbound = NewOutboundTopicAliases(cl.Properties.Props.TopicAliasMaximum)
 
 	cl.ID = pk.Connect.ClientIdentifier
@@ -513,6 +530,21 @@ func (cl *Client) ParseConnect(lid string, pk packets.Packet) {
 			cl.Properties.Will.Flag = 1 // atomic for checking
 		}
 	}
+}
+
+// sendWindow is how many QoS 1 and 2 messages the client may be sent
+// unacknowledged: its Receive Maximum (at most Capabilities.
+// MaximumInflight), or MaximumInflight for a client that states none
+// (MQTT 3.1.1, or an MQTT 5 client that leaves it at its default).
+//
+// dss: such a client was sent any number, past MaximumInflight of
+// which they were dropped; now they wait in its session (parked) until
+// it acknowledges some, and their publishers are slowed meanwhile.
+func (cl *Client) sendWindow() int32 {
+	if rm := cl.Properties.Props.ReceiveMaximum; rm > 0 {
+		return int32(rm)
+	}
+	return int32(cl.ops.options.Capabilities.MaximumInflight)
 }
 
 // keepaliveTimeout is how long a connection with keepalive (seconds) may
@@ -550,6 +582,66 @@ func (cl *Client) refreshDeadline(keepalive uint16) {
 	}
 	cl.Net.deadlineAt, cl.Net.deadlineSet = now.Add(full), true
 	_ = cl.Net.Conn.SetDeadline(cl.Net.deadlineAt) // [MQTT-3.1.2-22]
+}
+
+// endPacket ends the read deadline of the packet read last, if it set
+// one: the keepalive's is set again.
+func (cl *Client) endPacket() {
+	src := &cl.Net.src
+	src.packetTimeout = 0
+	if src.packetDeadline {
+		src.packetDeadline = false
+		cl.Net.deadlineSet = false
+	}
+}
+
+// stillSending is asked when a read of the established connection
+// passed its deadline (the keepalive's, or a packet's): if the client's
+// bytes wait in the socket, it did send in time and the server was late
+// to read them (it was stopped, or starved of CPU), and the keepalive's
+// deadline starts again from now.
+//
+// dss: a read past its deadline fails without looking at the socket: a
+// server stopped for longer than 1.5 keepalives ended every connection
+// whose PINGREQs waited in their sockets.
+func (cl *Client) stillSending() bool {
+	if !socketReadable(cl.Net.Conn) {
+		return false
+	}
+	cl.Net.deadlineSet = false
+	cl.refreshDeadline(cl.State.Keepalive)
+	return true
+}
+
+// writeConn writes b to the connection; the caller holds its write lock.
+//
+// dss: the write deadline is the keepalive's (see refreshDeadline). One
+// that passed while the socket takes bytes, the client reading what it
+// is sent, passed because the server did not run (it was stopped, or
+// starved of CPU): the write is made again with a deadline from now.
+func (cl *Client) writeConn(b []byte) (int, error) {
+	written := 0
+	for {
+		n, err := cl.Net.Conn.Write(b[written:])
+		written += n
+		if err == nil || !cl.lateWrite(err) {
+			return written, err
+		}
+	}
+}
+
+// lateWrite reports whether err is a write deadline that passed while
+// the client was reading, and if so moves the write deadline on from now.
+func (cl *Client) lateWrite(err error) bool {
+	if !errors.Is(err, os.ErrDeadlineExceeded) || !socketWritable(cl.Net.Conn) {
+		return false
+	}
+	var d time.Time
+	if full := keepaliveTimeout(cl.State.Keepalive); full > 0 {
+		d = time.Now().Add(full)
+	}
+	_ = cl.Net.Conn.SetWriteDeadline(d)
+	return true
 }
 
 // NextPacketID returns the next available (unused) packet id for the client.
@@ -719,6 +811,8 @@ func (cl *Client) Read(packetHandler ReadFn) error {
 			continue
 		}
 
+		cl.readOn()
+		cl.endPacket()
 		if cl.parks() {
 			if err := cl.park(); err != nil {
 				return err
@@ -870,6 +964,9 @@ func (cl *Client) ReadFixedHeader(fh *packets.FixedHeader) error {
 	if err != nil {
 		return err
 	}
+	// dss: the rest of the packet must keep coming (see
+	// Options.PacketReadTimeout).
+	cl.Net.src.packetTimeout = cl.ops.options.PacketReadTimeout
 
 	err = fh.Decode(b)
 	if err != nil {
@@ -1075,16 +1172,16 @@ func (cl *Client) writePacketsWaiting(pks []*packets.Packet) error {
 	}
 	data := buf.Bytes()
 
-	n, err := func() (int64, error) {
+	n, err := func() (int, error) {
 		cl.Net.writeMu.Lock()
 		defer cl.Net.writeMu.Unlock()
-		return buf.WriteTo(cl.Net.Conn)
+		return cl.writeConn(data)
 	}()
 	if err != nil {
 		return err
 	}
 
-	atomic.AddInt64(&cl.ops.info.BytesSent, n)
+	atomic.AddInt64(&cl.ops.info.BytesSent, int64(n))
 	cl.packetsSent(pks, sizes, data)
 	return encodeErr
 }

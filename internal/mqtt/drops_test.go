@@ -13,20 +13,18 @@ import (
 	"github.com/dssio/dss/internal/mqtt/packets"
 )
 
-// A client that subscribes with QoS 1 and never acknowledges makes every
-// message for it past its inflight maximum a drop: each is counted, but
-// the log gets at most a line a second, saying how many were dropped
-// since the line before, not a line per message.
+// A client that subscribes with QoS 1 and never acknowledges, until all
+// its packet ids are held by messages it was sent, makes every message
+// for it a drop: each is counted, but the log gets at most a line a
+// second, saying how many were dropped since the line before, not a line
+// per message.
 func TestMessagesDroppedForAClientThatDoesNotAcknowledgeAreLoggedOnceASecond(t *testing.T) {
-	const maxInflight uint16 = 5
 	logs := new(syncBuffer)
 	s := newServer()
 	s.Log = slog.New(slog.NewTextHandler(logs, nil))
 	cl, _, _ := newTestClient()
-	s.Options.Capabilities.MaximumInflight = maxInflight
-	cl.ops.options.Capabilities.MaximumInflight = maxInflight
-	for i := uint16(0); i < maxInflight; i++ {
-		cl.State.Inflight.Set(packets.Packet{PacketID: i})
+	for i := uint32(0); i <= cl.ops.options.Capabilities.maximumPacketID; i++ {
+		cl.State.Inflight.Set(packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 1}, PacketID: uint16(i)})
 	}
 	publish := func() {
 		_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)

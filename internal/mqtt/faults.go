@@ -31,6 +31,17 @@ type Faults struct {
 	// Panics counts panics while serving a connection, each contained to
 	// that connection, which is closed.
 	Panics atomic.Int64
+	// RefusedTopics counts topic names and filters refused for their
+	// levels or length (Options.MaxTopicLevels, MaxTopicLength): in a
+	// PUBLISH, SUBSCRIBE, UNSUBSCRIBE or a Will.
+	RefusedTopics atomic.Int64
+	// StalledPackets counts connections closed because a packet stopped
+	// arriving for Options.PacketReadTimeout.
+	StalledPackets atomic.Int64
+	// RefusedRetained counts clients' messages to retain refused for
+	// the bounds of retained messages (Options.MaxRetained,
+	// MaxRetainedBytes).
+	RefusedRetained atomic.Int64
 }
 
 // ErrConnectionPanicked ends a connection on which handling a packet
@@ -90,6 +101,14 @@ func newFaultLog() *rate.Limiter { return rate.NewLimiter(rate.Every(time.Second
 // sizes), and answered with DISCONNECT and its reason code when the
 // client speaks MQTT 5. The caller closes the connection.
 func (s *Server) readFailed(cl *Client, err error) {
+	if errors.Is(err, errPacketStalled) {
+		s.Faults.StalledPackets.Add(1)
+		if s.faultLog.Allow() {
+			s.Log.Warn("a packet stopped arriving; closing the connection", "client", cl.ID, "remote", cl.Net.Remote,
+				"listener", cl.Net.Listener, "timeout", s.Options.PacketReadTimeout)
+		}
+		return
+	}
 	var pe *PacketError
 	if !errors.As(err, &pe) {
 		return

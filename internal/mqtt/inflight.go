@@ -34,7 +34,10 @@ type Inflight struct {
 	sendQuota           int32                     // remaining outbound qos quota for flow control
 	maximumReceiveQuota int32                     // maximum allowed receive quota
 	maximumSendQuota    int32                     // maximum allowed send quota
-	parked              int                       // packets waiting for send quota (Expiry < 0); guarded by the mutex
+	// parked counts the packets waiting for send quota (Expiry < 0);
+	// changed under the mutex, read without it (dss: every delivery
+	// asks, see holdDelivery).
+	parked atomic.Int32
 
 	// dss: the order of the entries and the memory of the server's
 	// messages (see queues.go); guarded by the mutex.
@@ -44,6 +47,12 @@ type Inflight struct {
 	unsentBytes int64        // the part of bytes in unsent
 	queues      *Queues      // the server's account of queued memory; nil: none
 	offline     bool         // bytes count in queues: the session has no connection
+	// detached is set once the session was resumed, taken over, ended
+	// or expired: nothing of this Inflight counts in queues any more.
+	detached bool
+	// reserved is set while an entry whose memory queue reserved in
+	// queues is added: its bytes are counted there already.
+	reserved bool
 }
 
 // inflightEntry is an entry of an Inflight. dss: its order (seq) is the
@@ -102,10 +111,10 @@ func (i *Inflight) setLocked(m *packets.Packet) bool {
 	key := inflightKey(m)
 	e, ok := i.internal[key]
 	if ok && e.pk.Expiry < 0 {
-		i.parked--
+		i.parked.Add(-1)
 	}
 	if m.Expiry < 0 {
-		i.parked++
+		i.parked.Add(1)
 	}
 	if !ok {
 		if n := len(i.spare); n > 0 {
@@ -123,7 +132,7 @@ func (i *Inflight) setLocked(m *packets.Packet) bool {
 	}
 	e.pk = *m
 	if e.unsent {
-		i.unsentBytes -= e.size
+		i.adjustUnsent(-e.size)
 	}
 	size := heldBytes(m)
 	i.account(size - e.size)
@@ -137,7 +146,7 @@ func (i *Inflight) setLocked(m *packets.Packet) bool {
 		e.unsent = unsent
 	}
 	if e.unsent {
-		i.unsentBytes += e.size
+		i.adjustUnsent(e.size)
 	}
 	return !ok
 }
@@ -225,8 +234,11 @@ func (i *Inflight) Clone() *Inflight {
 			c.unsentBytes += e.size
 		}
 	}
-	c.parked = i.parked
+	c.parked.Store(i.parked.Load())
 	c.next = i.next
+	if c.queues != nil {
+		c.queues.held.Add(c.unsentBytes) // dss: a session with a connection
+	}
 	return c
 }
 
@@ -268,10 +280,7 @@ func (i *Inflight) expired(now, maximumExpiry int64) []uint32 {
 // HasParked reports whether packets wait for send quota. dss: it spares
 // the read loop NextImmediate's packet-sized result after every packet.
 func (i *Inflight) HasParked() bool {
-	i.RLock()
-	n := i.parked
-	i.RUnlock()
-	return n > 0
+	return i.parked.Load() > 0
 }
 
 // NextImmediate returns the next inflight packet which is indicated to be sent immediately.
@@ -286,7 +295,7 @@ func (i *Inflight) HasParked() bool {
 func (i *Inflight) NextImmediate() (packets.Packet, bool) {
 	i.RLock()
 	defer i.RUnlock()
-	if i.parked == 0 {
+	if i.parked.Load() == 0 {
 		return packets.Packet{}, false
 	}
 	for e := i.unsent.head; e != nil; e = e.next {
@@ -329,13 +338,13 @@ func (i *Inflight) delete(key uint32) bool {
 // deleteLocked removes the entry e of key, with the mutex held.
 func (i *Inflight) deleteLocked(key uint32, e *inflightEntry) {
 	if e.pk.Expiry < 0 {
-		i.parked--
+		i.parked.Add(-1)
 	}
 	delete(i.internal, key)
 	if e.unsent {
 		i.unsent.remove(e)
 		e.unsent = false
-		i.unsentBytes -= e.size
+		i.adjustUnsent(-e.size)
 	}
 	i.account(-e.size)
 	e.size = 0

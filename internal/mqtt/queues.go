@@ -27,11 +27,22 @@ import (
 // of their connection (goOffline) until they are resumed, taken over,
 // ended or expired (detach). Only messages never sent are dropped: a
 // message the client may have received keeps its packet id.
+//
+// The same bounds hold the messages a connected client cannot take yet
+// (beyond its receive window, parked): they count in Queues.held while
+// they wait, and the session bound counts all of the session's messages.
+// Their publishers are slowed meanwhile (see backpressure.go), so that
+// the bounds are reached only by a subscriber that stopped taking
+// messages, or publishers that feed each other's subscribers.
 
 // Queues accounts for the memory of the messages queued for sessions
-// without a connection, and counts the messages dropped to bound it.
+// without a connection, and held for connected ones that cannot take
+// them yet, and counts the messages dropped to bound it.
 type Queues struct {
 	bytes atomic.Int64 // heldBytes of the sessions without a connection
+	// held is the heldBytes of the messages never sent of the sessions
+	// with a connection (parked, or queued until its CONNACK).
+	held atomic.Int64
 	// DroppedSession and DroppedTotal count the queued messages dropped
 	// for the bound of their session and for the bound of all sessions.
 	DroppedSession atomic.Int64
@@ -41,6 +52,16 @@ type Queues struct {
 	log                  *slog.Logger
 	logLimit             *rate.Limiter
 	unlogged             atomic.Int64 // drops since the last line logged
+	// last is the session of the last drop and its bound, for the line
+	// that reports it.
+	last atomic.Pointer[queueDropNote]
+}
+
+// queueDropNote is what a line about queued drops names.
+type queueDropNote struct {
+	client       string
+	limit        queueLimit
+	sessionBytes int64
 }
 
 // newQueues returns the account of the bounds in opts.
@@ -55,6 +76,10 @@ func newQueues(opts *Options, log *slog.Logger) *Queues {
 
 // Bytes returns the memory held for the sessions without a connection.
 func (q *Queues) Bytes() int64 { return q.bytes.Load() }
+
+// Held returns the memory of the messages that connected clients cannot
+// take yet.
+func (q *Queues) Held() int64 { return q.held.Load() }
 
 // entryOverhead is what an inflight entry costs beside the bytes its
 // packet refers to: the entry itself and its slot in the map.
@@ -83,8 +108,18 @@ func heldBytes(pk *packets.Packet) int64 {
 // queued memory while the session has no connection. The mutex is held.
 func (i *Inflight) account(delta int64) {
 	i.bytes += delta
-	if i.offline && delta != 0 {
+	if i.offline && !i.reserved && delta != 0 {
 		i.queues.bytes.Add(delta)
+	}
+}
+
+// adjustUnsent adds delta to the memory of the messages never sent, and
+// to the held memory while the session has a connection. The mutex is
+// held.
+func (i *Inflight) adjustUnsent(delta int64) {
+	i.unsentBytes += delta
+	if i.queues != nil && !i.offline && !i.detached && !i.reserved && delta != 0 {
+		i.queues.held.Add(delta)
 	}
 }
 
@@ -119,15 +154,16 @@ type droppedMessage struct {
 	held  bool
 }
 
-// queue adds m, a message never sent, for a session without a
-// connection, within the bounds of q: it drops the oldest messages never
-// sent to make room. It returns them, and the bound that refused m if
-// even that could leave no room.
+// queue adds m, a message never sent (queued for a session without a
+// connection, or parked for a connected one), within the bounds of q: it
+// drops the oldest messages never sent of this session to make room. It
+// returns them, and the bound that refused m if even that could leave
+// no room.
 func (i *Inflight) queue(m *packets.Packet) (dropped []droppedMessage, refused queueLimit) {
 	i.Lock()
 	defer i.Unlock()
 	q := i.queues
-	if q == nil {
+	if q == nil || i.detached {
 		i.setLocked(m)
 		return nil, withinLimits
 	}
@@ -140,47 +176,51 @@ func (i *Inflight) queue(m *packets.Packet) (dropped []droppedMessage, refused q
 			dropped = append(dropped, i.dropOldestLocked(sessionLimit))
 		}
 	}
-	reserved := false
 	if q.maxTotal > 0 {
-		if !i.offline {
-			// The session counts in the total once its connection's
-			// end is through (goOffline); until then it has nothing
-			// there to drop.
-			if q.bytes.Load()+need > q.maxTotal {
+		for !q.reserve(need, i.offline) {
+			if i.unsentBytes == 0 {
 				return dropped, totalLimit
 			}
-		} else {
-			for !q.reserve(need) {
-				if i.unsentBytes == 0 {
-					return dropped, totalLimit
-				}
-				dropped = append(dropped, i.dropOldestLocked(totalLimit))
-			}
-			reserved = true
+			dropped = append(dropped, i.dropOldestLocked(totalLimit))
 		}
-	}
-	if reserved {
-		// The reservation counted m in the total already.
-		i.offline = false
+		// The reservation counted m in queues already.
+		i.reserved = true
 		i.setLocked(m)
-		i.offline = true
+		i.reserved = false
 	} else {
 		i.setLocked(m)
 	}
 	return dropped, withinLimits
 }
 
-// reserve adds n to the queued memory unless that passes the total bound.
-func (q *Queues) reserve(n int64) bool {
+// reserve adds n to the memory of the sessions without a connection
+// (offline) or to the held memory unless the two together pass the
+// total bound.
+func (q *Queues) reserve(n int64, offline bool) bool {
+	counter := &q.held
+	if offline {
+		counter = &q.bytes
+	}
 	for {
-		cur := q.bytes.Load()
-		if cur+n > q.maxTotal {
+		cur := counter.Load()
+		if q.bytes.Load()+q.held.Load()+n > q.maxTotal {
 			return false
 		}
-		if q.bytes.CompareAndSwap(cur, cur+n) {
+		if counter.CompareAndSwap(cur, cur+n) {
 			return true
 		}
 	}
+}
+
+// dropOldest drops the oldest message never sent of the session, for
+// limit, and reports whether there was one.
+func (i *Inflight) dropOldest(limit queueLimit) (droppedMessage, bool) {
+	i.Lock()
+	defer i.Unlock()
+	if i.unsentBytes == 0 {
+		return droppedMessage{}, false
+	}
+	return i.dropOldestLocked(limit), true
 }
 
 // dropOldestLocked drops the oldest message never sent, for limit. The
@@ -203,12 +243,13 @@ func (i *Inflight) goOffline() (dropped []droppedMessage) {
 	i.Lock()
 	defer i.Unlock()
 	q := i.queues
-	if q == nil || i.offline {
+	if q == nil || i.offline || i.detached {
 		return nil
 	}
 	for q.maxSession > 0 && i.bytes > q.maxSession && i.unsentBytes > 0 {
 		dropped = append(dropped, i.dropOldestLocked(sessionLimit))
 	}
+	q.held.Add(-i.unsentBytes) // they count whole now
 	i.offline = true
 	q.bytes.Add(i.bytes)
 	for q.maxTotal > 0 && q.bytes.Load() > q.maxTotal && i.unsentBytes > 0 {
@@ -223,10 +264,15 @@ func (i *Inflight) goOffline() (dropped []droppedMessage) {
 func (i *Inflight) detach() {
 	i.Lock()
 	defer i.Unlock()
-	if i.offline {
+	switch {
+	case i.queues == nil || i.detached:
+	case i.offline:
 		i.queues.bytes.Add(-i.bytes)
 		i.offline = false
+	default:
+		i.queues.held.Add(-i.unsentBytes)
 	}
+	i.detached = true
 }
 
 // queueDelivery adds out, a message for cl's session, which has no
@@ -272,11 +318,29 @@ func (s *Server) queuedDropped(cl *Client, dropped []droppedMessage) {
 		s.hooks.OnQosDropped(cl, d.pk)
 	}
 	q.unlogged.Add(int64(len(dropped)))
+	q.last.Store(&queueDropNote{client: cl.ID, limit: dropped[len(dropped)-1].limit, sessionBytes: cl.State.Inflight.Bytes()})
 	if q.logLimit.Allow() {
-		last := dropped[len(dropped)-1]
-		q.log.Warn("messages queued for a session without a connection dropped",
-			"client", cl.ID, "limit", last.limit.String(), "dropped", q.unlogged.Swap(0),
-			"session_bytes", cl.State.Inflight.Bytes(), "queued_bytes", q.Bytes())
+		q.logDrops()
+	}
+}
+
+// logDrops logs the drops since the last line, naming the session of the
+// last one.
+func (q *Queues) logDrops() {
+	n := q.unlogged.Swap(0)
+	if n == 0 {
+		return
+	}
+	last := q.last.Load()
+	q.log.Warn("queued messages dropped at their bound",
+		"client", last.client, "limit", last.limit.String(), "dropped", n,
+		"session_bytes", last.sessionBytes, "queued_bytes", q.Bytes(), "held_bytes", q.Held())
+}
+
+// flushLog logs the drops no line reported yet, once a line is allowed.
+func (q *Queues) flushLog() {
+	if q.unlogged.Load() > 0 && q.logLimit.Allow() {
+		q.logDrops()
 	}
 }
 

@@ -211,17 +211,22 @@ func TestGoOfflineEnforcesTheBounds(t *testing.T) {
 	require.Equal(t, []uint16{3, 4}, ids(i.GetAll(false)))
 	require.Equal(t, 3*size, q.Bytes())
 
-	// Resumed and offline again with one more: the session's bound
-	// drops one, and the total has room for the rest.
+	// Resumed (by a new connection, which has a clone) and offline
+	// again with one more: the session's bound drops one, and the total
+	// has room for the rest. While connected, its messages never sent
+	// are held.
+	resumed := i.Clone()
 	i.detach()
-	i.Set(*queuedMessage(5, 100))
+	resumed.Set(*queuedMessage(5, 100))
 	require.Equal(t, size, q.Bytes())
-	dropped = i.goOffline()
+	require.Equal(t, 3*size, q.Held())
+	dropped = resumed.goOffline()
 	require.Len(t, dropped, 1)
 	require.Equal(t, uint16(3), dropped[0].pk.PacketID)
 	require.Equal(t, sessionLimit, dropped[0].limit)
-	require.Equal(t, []uint16{4, 5}, ids(i.GetAll(false)))
+	require.Equal(t, []uint16{4, 5}, ids(resumed.GetAll(false)))
 	require.Equal(t, 3*size, q.Bytes())
+	require.Zero(t, q.Held())
 }
 
 // Messages are kept in the order they came, also within one second.

@@ -4,7 +4,10 @@
 
 package mqtt
 
-import "errors"
+import (
+	"errors"
+	"net"
+)
 
 // rawIO is false where sockets are not read and written through a
 // descriptor that can be tried without waiting (Windows's overlapped
@@ -25,3 +28,11 @@ func (w *fdWriter) writeNoWait(uintptr) bool {
 	w.err = errRawIOUnavailable
 	return true
 }
+
+// socketReadable cannot look into a socket here: a read past its
+// deadline ends the connection.
+func socketReadable(net.Conn) bool { return false }
+
+// socketWritable cannot look into a socket here: a write past its
+// deadline ends the connection.
+func socketWritable(net.Conn) bool { return false }

@@ -5,6 +5,7 @@ package mqtt
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -53,6 +54,20 @@ type connReader struct {
 	p      []byte
 	n      int
 	err    error
+
+	// dss: packetTimeout is Options.PacketReadTimeout while a packet is
+	// being read (its first byte came): each read from the connection
+	// must then bring a byte within it, or the keepalive's deadline
+	// (*keepalive) if that is sooner. packetDeadline says that the read
+	// deadline is one of those, to be put back after the packet.
+	packetTimeout  time.Duration
+	packetDeadline bool
+	keepalive      *time.Time
+	// stillSending, once the connection is established, is asked when a
+	// read's deadline passed: it reports whether the peer's bytes wait
+	// in the socket after all (see Client.stillSending); the read is
+	// then made again.
+	stillSending func() bool
 }
 
 func (r *connReader) Read(p []byte) (int, error) {
@@ -62,7 +77,7 @@ func (r *connReader) Read(p []byte) (int, error) {
 		return n, nil
 	}
 	if !r.turn {
-		return r.conn.Read(p)
+		return r.readConn(p)
 	}
 	if r.read {
 		return 0, errWouldBlock
@@ -85,6 +100,34 @@ func (r *connReader) Read(p []byte) (int, error) {
 	}
 	return n, nil
 }
+
+// readConn reads from the connection, waiting, by the reader goroutine.
+func (r *connReader) readConn(p []byte) (int, error) {
+	for {
+		if r.packetTimeout > 0 {
+			d := time.Now().Add(r.packetTimeout)
+			if ka := *r.keepalive; !ka.IsZero() && ka.Before(d) {
+				d = ka
+			}
+			_ = r.conn.SetReadDeadline(d)
+			r.packetDeadline = true
+		}
+		n, err := r.conn.Read(p)
+		if n > 0 || err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return n, err
+		}
+		if r.stillSending == nil || !r.stillSending() {
+			if r.packetTimeout > 0 {
+				return n, fmt.Errorf("%w (%w)", errPacketStalled, err)
+			}
+			return n, err
+		}
+	}
+}
+
+// errPacketStalled ends a connection whose packet stopped arriving for
+// Options.PacketReadTimeout (or, with a keepalive, until its deadline).
+var errPacketStalled = errors.New("the packet stopped arriving")
 
 // loopBuffers are a read loop's buffers, which the connection it gives a
 // turn uses instead of its own: with thousands of connections taking
@@ -144,6 +187,10 @@ type loopState struct {
 	serving atomic.Bool
 	resume  chan error   // the loop hands the connection back, with the error that ended it
 	read    atomic.Int64 // monoNow of the loop's last read, for the keepalive
+	// partial is the monoNow of the last bytes of a packet whose rest
+	// has not come, which the loop holds; 0 when it holds none. For
+	// Options.PacketReadTimeout. dss.
+	partial atomic.Int64
 }
 
 // serving reports whether a read loop is handling a packet of the
@@ -172,6 +219,7 @@ func (cl *Client) park() error {
 		_ = cl.Net.Conn.SetDeadline(time.Time{})
 	}
 	ls.read.Store(monoNow())
+	ls.partial.Store(0) // nothing is buffered: no packet begun
 	// The loop's turns read with its own reader: this one goes back to
 	// the pool until the connection is handed back.
 	size := cl.Net.bconn.Size()
@@ -193,10 +241,11 @@ func (cl *Client) park() error {
 	}
 
 	full := keepaliveTimeout(cl.State.Keepalive)
-	var expiry <-chan time.Time // nil, never ready, without a keepalive
+	stall := cl.ops.options.PacketReadTimeout
+	var expiry <-chan time.Time // nil, never ready, without a keepalive or a packet timeout
 	var t *time.Timer
-	if full > 0 {
-		t = time.NewTimer(full)
+	if first := nextCheck(full, stall, full, stall); first > 0 {
+		t = time.NewTimer(first)
 		defer t.Stop()
 		expiry = t.C
 	}
@@ -207,13 +256,43 @@ func (cl *Client) park() error {
 		case <-cl.State.open.Done():
 			return cl.unpark(net.ErrClosed)
 		case <-expiry:
-			idle := time.Duration(monoNow() - ls.read.Load())
-			if idle >= full {
-				return cl.unpark(os.ErrDeadlineExceeded)
+			now := monoNow()
+			// dss: a packet whose start the loop holds must be whole
+			// within the packet timeout, whatever the keepalive.
+			held := time.Duration(0)
+			if since := ls.partial.Load(); since != 0 {
+				held = time.Duration(now - since)
 			}
-			t.Reset(full - idle)
+			if stall > 0 && held >= stall {
+				return cl.unpark(errPacketStalled)
+			}
+			idle := time.Duration(now - ls.read.Load())
+			if full > 0 && idle >= full {
+				// dss: bytes in the socket came in time, if the loop
+				// did not read them yet (the server was stopped or
+				// starved): the client is not idle.
+				if !socketReadable(cl.Net.Conn) {
+					return cl.unpark(os.ErrDeadlineExceeded)
+				}
+				ls.read.Store(now)
+				idle = 0
+			}
+			t.Reset(nextCheck(full, stall, full-idle, stall-held))
 		}
 	}
+}
+
+// nextCheck returns when the parked connection's keepalive (full, 0 for
+// none) or packet timeout (stall, 0 for none) is next to be looked at:
+// the sooner of keepaliveLeft and stallLeft among those that apply.
+func nextCheck(full, stall, keepaliveLeft, stallLeft time.Duration) time.Duration {
+	switch {
+	case full > 0 && stall > 0:
+		return min(keepaliveLeft, stallLeft)
+	case full > 0:
+		return keepaliveLeft
+	}
+	return stallLeft
 }
 
 // unpark takes the connection back from its read loop, after the loop's
@@ -264,6 +343,7 @@ func (cl *Client) turn(bufs *loopBuffers, now int64) error {
 			return errHandBack // malformed, or larger than the buffer: read as before
 		case size == 0 || size > buffered:
 			if src.read {
+				cl.holdsPartial(buffered > 0, now)
 				return nil
 			}
 			if _, err := cl.Net.bconn.Peek(buffered + 1); err != nil && err != errWouldBlock {
@@ -285,6 +365,17 @@ func (cl *Client) turn(bufs *loopBuffers, now int64) error {
 			return err
 		}
 	}
+}
+
+// holdsPartial notes whether the read loop holds the start of a packet
+// of cl's (partial) after a turn at now, which read more of it: the
+// packet timeout counts from the last byte that came, as it does for a
+// reader goroutine.
+func (cl *Client) holdsPartial(partial bool, now int64) {
+	if !partial {
+		now = 0
+	}
+	cl.Net.loop.partial.Store(now)
 }
 
 // handlesFast reports whether the packet pk, whose fixed header is

@@ -80,17 +80,21 @@ func keepServed(subs *Subscribers, r Routed) {
 // publishToSubscribers does, and reports whether its acknowledgement is
 // deferred until the other nodes have it: finishPublish runs then.
 func (s *Server) publishAwaiting(cl *Client, pk packets.Packet, ack packets.Packet) bool {
+	var congested *Client
+	var r Routed
 	if pk.Ignore || s.Options.Remote == nil {
-		s.publishToSubscribers(pk)
-		return false
+		congested = s.publishToSubscribers(pk)
+	} else {
+		s.stampRouted(&pk)
+		r = s.Options.Remote.Route(&pk)
+		congested = s.routeLocal(pk, r)
 	}
-	s.stampRouted(&pk)
-	r := s.Options.Remote.Route(&pk)
-	s.routeLocal(pk, r)
-	if r == nil {
-		return false
+	if congested != nil && congested != cl {
+		// A subscriber that could not take it yet slows the publisher
+		// (see backpressure.go).
+		cl.State.flow.slowedBy.Store(congested)
 	}
-	return r.Await(cl, func() { _ = s.finishPublish(cl, &pk, &ack) })
+	return r != nil && r.Await(cl, func() { _ = s.finishPublish(cl, &pk, &ack) })
 }
 
 // DeliverRemote delivers pk, a message another node of the cluster

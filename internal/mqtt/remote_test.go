@@ -191,7 +191,7 @@ func TestTakeSessionHandsTheSessionOver(t *testing.T) {
 	s.Topics.Subscribe(cl.ID, packets.Subscription{Filter: "cmd", Qos: 1})
 	cl.State.Subscriptions.Add("cmd", packets.Subscription{Filter: "cmd", Qos: 1})
 	cl.State.Inflight.Set(*packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
-	s.loop.willDelayed.Add(cl.ID, packets.Packet{TopicName: "will"})
+	s.loop.willDelayed.Add(cl.ID, packets.Packet{TopicName: "will"}, cl)
 	got := make(chan []byte, 1)
 	go func() {
 		b, _ := io.ReadAll(rd)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -135,6 +136,65 @@ func TestAWillIsCheckedAgainWhenSent(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the allowed Will was not delivered")
 	}
+}
+
+func TestADelayedWillIsCheckedWhenItsDelayHasPassed(t *testing.T) {
+	h := &aclHook{deny: map[string]bool{}}
+	s := aclServer(h)
+	defer s.Close()
+	watcher, r, _ := newTestClient()
+	watcher.ID = "watcher"
+	s.Clients.Add(watcher)
+	s.Topics.Subscribe(watcher.ID, packets.Subscription{Filter: "#", Qos: 0})
+
+	// Granted when the connection ends, refused once the delay passed:
+	// not sent. The client left the list of clients meanwhile.
+	cl, _, _ := newTestClient()
+	cl.ID = "dying"
+	cl.Properties.Will = Will{TopicName: "lwt", Payload: []byte("gone"), Flag: 1, WillDelayInterval: 1}
+	s.sendLWT(cl)
+	require.Equal(t, 1, s.loop.willDelayed.Len())
+	h.deny["lwt"] = true
+	s.sendDelayedLWT(time.Now().Unix() + 2)
+	require.Equal(t, 0, s.loop.willDelayed.Len())
+
+	// Granted then, it is sent.
+	delete(h.deny, "lwt")
+	cl.Properties.Will = Will{TopicName: "lwt", Payload: []byte("gone"), Flag: 1, WillDelayInterval: 1}
+	s.sendLWT(cl)
+	got := make(chan []byte, 1)
+	go func() {
+		buf := make([]byte, 64)
+		n, _ := r.Read(buf)
+		got <- buf[:n]
+	}()
+	s.sendDelayedLWT(time.Now().Unix() + 2)
+	select {
+	case b := <-got:
+		require.Contains(t, string(b), "lwt")
+		require.Contains(t, string(b), "gone", "the first Will, refused, came instead")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the allowed delayed Will was not delivered")
+	}
+}
+
+func TestAWillOnTheConsumedTopicIsNeverSent(t *testing.T) {
+	// An OnWill hook moves the Will to the topic whose publishes a hook
+	// consumes: it is not routed, where the consumer would never see it.
+	h := &aclHook{willTo: "consumed"}
+	s := aclServer(h)
+	s.Options.ConsumedTopic = "consumed"
+	defer s.Close()
+	watcher, _, _ := newTestClient()
+	watcher.ID = "watcher"
+	s.Clients.Add(watcher)
+	s.Topics.Subscribe(watcher.ID, packets.Subscription{Filter: "#", Qos: 0})
+	cl, _, _ := newTestClient()
+	cl.ID = "dying"
+	cl.Properties.Will = Will{TopicName: "lwt", Payload: []byte("gone"), Flag: 1}
+	s.sendLWT(cl)
+	require.Equal(t, uint32(0), cl.Properties.Will.Flag, "the Will is still pending")
+	require.Equal(t, int32(0), atomic.LoadInt32(&watcher.State.outboundQty), "the Will was routed")
 }
 
 func TestATakeoverResendsAndInheritsOnlyWhatTheNewConnectionMayRead(t *testing.T) {

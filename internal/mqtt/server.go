@@ -162,6 +162,13 @@ type Options struct {
 	// never sent one (or one byte a second) was kept for good.
 	ConnectTimeout time.Duration `yaml:"-" json:"-"`
 
+	// PacketReadTimeout bounds the time between the bytes of a packet
+	// once its first byte came, whatever the keep alive: a connection
+	// whose packet stops arriving for that long is closed. 0 waits for
+	// ever. dss: with keep alive 0, a PUBLISH that announced 60 MiB and
+	// stopped after 4 was held for good, with the memory of what came.
+	PacketReadTimeout time.Duration `yaml:"-" json:"-"`
+
 	// MaxClientIDSize bounds the length of client ids, in bytes; a
 	// CONNECT with a longer one is refused with CONNACK 0x85. 0 means
 	// 65,535. dss: the state store's notification topics hold the client
@@ -203,6 +210,20 @@ type Options struct {
 	// dss.
 	MaxSessionQueueBytes int64 `yaml:"-" json:"-"`
 	MaxQueuedBytes       int64 `yaml:"-" json:"-"`
+
+	// MaxTopicLevels bounds the levels of the topics and filters clients
+	// send, MaxTopicLength their bytes (see topiclevels.go); past a
+	// bound they are refused before any work. 0 means
+	// DefaultMaxTopicLevels and no bound on the length (but the
+	// protocol's 65,535 bytes), a negative number no bound. dss.
+	MaxTopicLevels int `yaml:"-" json:"-"`
+	MaxTopicLength int `yaml:"-" json:"-"`
+
+	// MaxRetained and MaxRetainedBytes bound the number and memory of
+	// the retained messages (see retained.go); a client's message past
+	// them is refused with 0x97. 0 means no bound. dss.
+	MaxRetained      int   `yaml:"-" json:"-"`
+	MaxRetainedBytes int64 `yaml:"-" json:"-"`
 }
 
 // Server is an MQTT broker server. It should be created with server.New()
@@ -229,6 +250,7 @@ type Server struct {
 	// dropped for connected clients (dss, see drops.go).
 	dropLog       *rate.Limiter
 	unloggedDrops atomic.Int64
+	lastDrop      atomic.Pointer[dropNote]
 	// Queues accounts for the memory queued for sessions without a
 	// connection (dss, see queues.go).
 	Queues   *Queues
@@ -242,12 +264,12 @@ type Server struct {
 
 // loop contains interval tickers for the system events loop.
 type loop struct {
-	sysTopics      *time.Ticker     // interval ticker for sending updating $SYS topics
-	clientExpiry   *time.Ticker     // interval ticker for cleaning expired clients
-	inflightExpiry *time.Ticker     // interval ticker for cleaning up expired inflight messages
-	retainedExpiry *time.Ticker     // interval ticker for cleaning retained messages
-	willDelaySend  *time.Ticker     // interval ticker for sending Will Messages with a delay
-	willDelayed    *packets.Packets // activate LWT packets which will be sent after a delay
+	sysTopics      *time.Ticker  // interval ticker for sending updating $SYS topics
+	clientExpiry   *time.Ticker  // interval ticker for cleaning expired clients
+	inflightExpiry *time.Ticker  // interval ticker for cleaning up expired inflight messages
+	retainedExpiry *time.Ticker  // interval ticker for cleaning retained messages
+	willDelaySend  *time.Ticker  // interval ticker for sending Will Messages with a delay
+	willDelayed    *delayedWills // activate LWT packets which will be sent after a delay
 
 	// swept holds the clients a sweep of the event loop goes through,
 	// kept from sweep to sweep (dss: the sweeps of every second copied
@@ -290,7 +312,7 @@ func New(opts *Options) *Server {
 			inflightExpiry: time.NewTicker(time.Second),
 			retainedExpiry: time.NewTicker(time.Second),
 			willDelaySend:  time.NewTicker(time.Second),
-			willDelayed:    packets.NewPackets(),
+			willDelayed:    newDelayedWills(),
 		},
 		Options: opts,
 		Info: &system.Info{
@@ -310,6 +332,8 @@ func New(opts *Options) *Server {
 	}
 	s.Topics.remote = opts.Remote
 
+	s.Topics.retained.maxExpiry = func() int64 { return s.Options.Capabilities.MaximumMessageExpiryInterval }
+
 	if s.Options.InlineClient {
 		s.inlineClient = s.NewClient(nil, LocalListener, InlineClientId, true)
 		s.Clients.Add(s.inlineClient)
@@ -328,6 +352,10 @@ func (o *Options) ensureDefaults() {
 
 	if o.Capabilities.MaximumInflight == 0 {
 		o.Capabilities.MaximumInflight = 1024 * 8
+	}
+
+	if o.MaxTopicLevels == 0 {
+		o.MaxTopicLevels = DefaultMaxTopicLevels
 	}
 
 	if o.SysTopicResendInterval == 0 {
@@ -516,6 +544,7 @@ func (s *Server) eventLoop() {
 			s.publishSysTopics()
 		case <-s.loop.clientExpiry.C:
 			s.clearExpiredClients(time.Now().Unix())
+			s.flushDropLogs() // dss
 		case <-s.loop.retainedExpiry.C:
 			s.clearExpiredRetainedMessages(time.Now().Unix())
 		case <-s.loop.willDelaySend.C:
@@ -599,7 +628,14 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 	}
 
 	cl.Net.deadlineSet = false // the keepalive's deadline replaces the CONNECT's
+	cl.Net.src.packetTimeout, cl.Net.src.packetDeadline = 0, false
 	cl.refreshDeadline(cl.State.Keepalive)
+	if cl.Net.Conn != nil {
+		// dss: from here on, a deadline past while the client's bytes
+		// wait in the socket is the server's lateness, not the client's
+		// (the CONNECT's deadline bounds the whole CONNECT).
+		cl.Net.src.stillSending = cl.stillSending
+	}
 	if !s.hooks.OnConnectAuthenticate(cl, pk) { // [MQTT-3.1.4-2]
 		err := s.SendConnack(cl, packets.ErrBadUsernameOrPassword, false, nil)
 		if err != nil {
@@ -612,8 +648,10 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 	// dss: a Will is a publish like any other, checked like one before
 	// the connection is accepted (and again when it is sent); upstream
 	// never checked it, so a client could publish through its Will where
-	// it may not publish.
-	if atomic.LoadUint32(&cl.Properties.Will.Flag) == 1 && !s.hooks.OnACLCheck(cl, cl.Properties.Will.TopicName, true) {
+	// it may not publish. A Will cannot be a publish the application
+	// consumes (see willConsumed).
+	if atomic.LoadUint32(&cl.Properties.Will.Flag) == 1 && (s.willConsumed(cl.Properties.Will.TopicName) ||
+		!s.hooks.OnACLCheck(cl, cl.Properties.Will.TopicName, true)) {
 		if err := s.SendConnack(cl, packets.ErrNotAuthorized, false, nil); err != nil {
 			return fmt.Errorf("refused will send ack: %w", err)
 		}
@@ -715,6 +753,7 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 	s.queuedDropped(cl, dropped)
 
 	cl.closeLingering() // dss: after a DISCONNECT from the server
+	cl.State.retained.wait()
 
 	return err
 }
@@ -808,6 +847,11 @@ func (s *Server) validateConnect(cl *Client, pk packets.Packet) packets.Code {
 		return packets.ErrBadAuthenticationMethod
 	}
 
+	if pk.Connect.WillFlag && s.Options.topicBeyondLimits(pk.Connect.WillTopic) {
+		s.Faults.RefusedTopics.Add(1)
+		return packets.ErrTopicNameInvalid // dss: a Will is a publish
+	}
+
 	if cl.Properties.ProtocolVersion < s.Options.Capabilities.MinimumProtocolVersion {
 		return packets.ErrUnsupportedProtocolVersion // [MQTT-3.1.2-2]
 	} else if cl.Properties.Will.Qos > s.Options.Capabilities.MaximumQos {
@@ -845,7 +889,7 @@ func (s *Server) inheritClientSession(pk packets.Packet, cl *Client) (bool, *Cli
 			cl.State.Inflight = existing.State.Inflight.Clone() // [MQTT-3.1.2-5]
 			if cl.State.Inflight.maximumReceiveQuota == 0 && cl.ops.options.Capabilities.ReceiveMaximum != 0 {
 				cl.State.Inflight.ResetReceiveQuota(int32(cl.ops.options.Capabilities.ReceiveMaximum)) // server receive max per client
-				cl.State.Inflight.ResetSendQuota(int32(cl.Properties.Props.ReceiveMaximum))            // client receive max
+				cl.State.Inflight.ResetSendQuota(cl.sendWindow())                                      // client receive max
 			}
 		}
 		existing.State.successor.Store(cl)
@@ -1043,18 +1087,43 @@ func (s *Server) sendParked(cl *Client) {
 	if !cl.State.Inflight.HasParked() {
 		return
 	}
-	next, ok := cl.State.Inflight.NextImmediate()
-	if ok {
-		// dss: the packet was deleted from the inflight map once
-		// written, so its PUBACK found nothing and the send quota
-		// it took was never given back: after Receive Maximum such
-		// releases every later message to the client stayed
-		// parked. It now stays inflight, no longer parked, until
-		// its PUBACK.
-		next.Expiry = 0
-		cl.State.Inflight.Set(next)
-		cl.State.Inflight.DecreaseSendQuota()
-		_ = cl.WritePacket(next)
+	s.releaseParked(cl)
+}
+
+// releaseParked sends cl's parked messages, oldest first, as far as its
+// send quota goes. They go through cl's write loop, after what it holds
+// (they are newer), and one goroutine at a time releases: a publisher
+// whose message was parked behind them may release them too (see
+// holdDelivery), and no message may be released twice.
+//
+// dss: one message was released per packet the client sent, written at
+// once past the write loop's queue; a message parked behind others while
+// the quota had room then waited for the client's next packet.
+func (s *Server) releaseParked(cl *Client) {
+	inf := cl.State.Inflight
+	for inf.HasParked() && atomic.LoadInt32(&inf.sendQuota) > 0 {
+		if !cl.State.flow.releasing.TryLock() {
+			return // its holder looks again once it lets go
+		}
+		for atomic.LoadInt32(&inf.sendQuota) > 0 {
+			next, ok := inf.NextImmediate()
+			if !ok {
+				break
+			}
+			// dss: the packet was deleted from the inflight map once
+			// written, so its PUBACK found nothing and the send quota
+			// it took was never given back: after Receive Maximum such
+			// releases every later message to the client stayed
+			// parked. It now stays inflight, no longer parked, until
+			// its PUBACK.
+			next.Expiry = 0
+			inf.Set(next)
+			inf.DecreaseSendQuota()
+			out := new(packets.Packet)
+			*out = next
+			_ = s.enqueue(cl, out, nil)
+		}
+		cl.State.flow.releasing.Unlock()
 	}
 }
 
@@ -1218,6 +1287,13 @@ func (s *Server) admitPublish(cl *Client, pk *packets.Packet) (bool, error) {
 		return true, code
 	}
 
+	// dss: a topic past the bounds of levels or length is refused before
+	// anything is done with it (the alias table does not keep it either).
+	if !cl.Net.Inline && s.Options.topicBeyondLimits(pk.TopicName) {
+		s.Faults.RefusedTopics.Add(1)
+		return true, s.refusePublishWith(cl, pk, packets.ErrTopicNameInvalid)
+	}
+
 	// dss: the topic an alias stands for is resolved before the ACL
 	// check, which judged the empty topic of a publish through an alias
 	// (refusing it under a policy, or admitting it to a topic no longer
@@ -1314,19 +1390,29 @@ func (s *Server) publishOutcome(cl *Client, pk *packets.Packet, err error) error
 //
 //go:noinline
 func (s *Server) publishDenied(cl *Client, pk *packets.Packet) error {
+	return s.refusePublishWith(cl, pk, packets.ErrNotAuthorized)
+}
+
+// refusePublishWith refuses a publish with code: a QoS 0 publish is
+// dropped, a QoS 1 or 2 publish of an MQTT 5 client acknowledged with
+// code, and an MQTT 3.1.1 client, which acknowledgements cannot tell,
+// disconnected.
+//
+//go:noinline
+func (s *Server) refusePublishWith(cl *Client, pk *packets.Packet, code packets.Code) error {
 	if pk.FixedHeader.Qos == 0 {
 		return nil
 	}
 
 	if cl.Properties.ProtocolVersion != 5 {
-		return s.DisconnectClient(cl, packets.ErrNotAuthorized)
+		return s.DisconnectClient(cl, code)
 	}
 
 	ackType := packets.Puback
 	if pk.FixedHeader.Qos == 2 {
 		ackType = packets.Pubrec
 	}
-	return s.refusePublish(cl, pk, ackType, packets.ErrNotAuthorized)
+	return s.refusePublish(cl, pk, ackType, code)
 }
 
 // refusePublish acknowledges a publish with an acknowledgement of type
@@ -1380,8 +1466,10 @@ func (s *Server) publishIDInFlight(cl *Client, pk *packets.Packet) (bool, error)
 //
 //go:noinline
 func (s *Server) publishAccepted(cl *Client, pk packets.Packet) error {
-	if pk.FixedHeader.Retain { // [MQTT-3.3.1-5] ![MQTT-3.3.1-8]
-		s.retainMessage(cl, pk)
+	if pk.FixedHeader.Retain && !s.retainMessage(cl, pk) { // [MQTT-3.3.1-5] ![MQTT-3.3.1-8]
+		// dss: past the bounds of retained messages, the message is
+		// refused whole: neither retained nor routed.
+		return s.refusePublishWith(cl, &pk, packets.ErrQuotaExceeded)
 	}
 
 	// If it's inlineClient, it can't handle PUBREC and PUBREL.
@@ -1408,9 +1496,10 @@ func (s *Server) publishAccepted(cl *Client, pk packets.Packet) error {
 	// acknowledged message is in every session subscribed to it: a
 	// subscriber that reconnects to its session once the publisher has
 	// the PUBACK gets it. Upstream acknowledged first, and a session
-	// resumed meanwhile lost the message, or got it with DUP 1. In a
-	// cluster, the acknowledgement may wait for the other nodes to have
-	// it too (remote.go).
+	// resumed meanwhile lost the message, or got it with DUP 1. A
+	// subscriber that could not take it yet slows the publisher (see
+	// backpressure.go). In a cluster, the acknowledgement may wait for the
+	// other nodes to have it too (remote.go).
 	if s.publishAwaiting(cl, pk, ack) {
 		return nil
 	}
@@ -1440,24 +1529,52 @@ func (s *Server) finishPublish(cl *Client, pk *packets.Packet, ack *packets.Pack
 
 // retainMessage adds a message to a topic, and if a persistent store is provided,
 // adds the message to the store to be reloaded if necessary.
-func (s *Server) retainMessage(cl *Client, pk packets.Packet) {
+//
+// dss: it reports false for a client's message that the bounds of
+// retained messages refuse (see retained.go), which it counts and logs.
+func (s *Server) retainMessage(cl *Client, pk packets.Packet) bool {
 	if s.Options.Capabilities.RetainAvailable == 0 || pk.Ignore {
-		return
+		return true
 	}
 
 	out := pk.Copy(false)
-	r := s.Topics.RetainMessage(out)
+	maxCount, maxBytes := s.Options.MaxRetained, s.Options.MaxRetainedBytes
+	if cl.Net.Inline {
+		maxCount, maxBytes = 0, 0
+	}
+	r, ok := s.Topics.retainWithin(&out, maxCount, maxBytes)
+	if !ok {
+		s.retainedRefused(cl, &pk)
+		return false
+	}
 	s.hooks.OnRetainMessage(cl, pk, r)
 	atomic.StoreInt64(&s.Info.Retained, int64(s.Topics.Retained.Len()))
+	return true
+}
+
+// retainedRefused counts and logs a retained message the bounds refused.
+//
+//go:noinline
+func (s *Server) retainedRefused(cl *Client, pk *packets.Packet) {
+	s.Faults.RefusedRetained.Add(1)
+	if s.faultLog.Allow() {
+		s.Log.Warn("retained message refused: the retained messages are at their bound", "client", cl.ID,
+			"remote", cl.Net.Remote, "retained", s.Topics.Retained.Len(), "retained_bytes", s.Topics.RetainedBytes(),
+			"max", s.Options.MaxRetained, "max_bytes", s.Options.MaxRetainedBytes, "payload_bytes", len(pk.Payload))
+	}
 }
 
 // publishToSubscribers publishes a publish packet to all subscribers with matching topic filters.
-func (s *Server) publishToSubscribers(pk packets.Packet) {
+//
+// dss: it returns a subscriber that could not take the message yet (it
+// was parked), for its publisher to wait for (see backpressure.go); nil
+// if none.
+func (s *Server) publishToSubscribers(pk packets.Packet) (congested *Client) {
 	if pk.Ignore {
-		return
+		return nil
 	}
 	s.stampRouted(&pk)
-	s.routeLocal(pk, s.remoteRoute(&pk)) // dss: and to the other nodes of a cluster
+	return s.routeLocal(pk, s.remoteRoute(&pk)) // dss: and to the other nodes of a cluster
 }
 
 // stampRouted sets when a message routed from here was created and
@@ -1479,8 +1596,10 @@ func (s *Server) stampRouted(pk *packets.Packet) {
 }
 
 // routeLocal delivers pk to the subscribers of this server; r, if not nil,
-// decides which shared subscriptions are served here (dss).
-func (s *Server) routeLocal(pk packets.Packet, r Routed) {
+// decides which shared subscriptions are served here (dss). It returns a
+// subscriber that could not take the message yet, as publishToSubscribers
+// does.
+func (s *Server) routeLocal(pk packets.Packet, r Routed) (congested *Client) {
 	subscribers := s.Topics.Subscribers(pk.TopicName)
 	if len(subscribers.Shared) > 0 {
 		keepServed(subscribers, r)
@@ -1499,16 +1618,19 @@ func (s *Server) routeLocal(pk packets.Packet, r Routed) {
 
 	for id, subs := range subscribers.Subscriptions {
 		if cl, ok := s.Clients.Get(id); ok {
-			_, err := s.publishToClient(cl, subs, pk)
+			out, err := s.publishToClient(cl, subs, pk)
 			for errors.Is(err, errSessionMoved) && cl.State.successor.Load() != nil {
 				cl = cl.State.successor.Load() // dss: the session's connection now
-				_, err = s.publishToClient(cl, subs, pk)
+				out, err = s.publishToClient(cl, subs, pk)
 			}
 			if err != nil {
 				s.Log.Debug("failed publishing packet", "error", err, "client", cl.ID, "packet", pk)
+			} else if out.Expiry < 0 && congested == nil {
+				congested = cl // parked
 			}
 		}
 	}
+	return congested
 }
 
 func (s *Server) publishToClient(cl *Client, sub packets.Subscription, pk packets.Packet) (packets.Packet, error) {
@@ -1666,61 +1788,9 @@ func (s *Server) PrepareCheckedDelivery(cl *Client, sub packets.Subscription, ou
 	out.Queued = offline && !cl.Net.Inline
 
 	if out.FixedHeader.Qos > 0 {
-		if cl.State.Inflight.Len() >= int(s.Options.Capabilities.MaximumInflight) {
-			// add hook?
-			return false, s.deliveryDropped(cl, out, nil)
-		}
-
-		// dss: the session's messages do not move to a new connection
-		// while this one is added (see inheritClientSession); no hook
-		// runs under the lock.
-		cl.State.handover.RLock()
-		if cl.State.isTakenOver.Load() {
-			cl.State.handover.RUnlock()
-			return false, errSessionMoved
-		}
-		if cl.State.awaitingConnack {
-			offline, out.Queued = true, true
-		}
-		i, err := cl.NextPacketID() // [MQTT-4.3.2-1] [MQTT-4.3.3-1]
-		if err != nil {
-			cl.State.handover.RUnlock()
-			return false, s.deliveryDropped(cl, out, err)
-		}
-
-		out.PacketID = uint16(i) // [MQTT-2.2.1-4]
-		sentQuota := atomic.LoadInt32(&cl.State.Inflight.sendQuota)
-
-		// dss: a message queued for a session without a connection is
-		// kept within the bounds of the queued memory (queues.go).
-		var added bool
-		var dropped []droppedMessage
-		refused := withinLimits
-		if out.Queued {
-			dropped, refused = cl.State.Inflight.queue(out)
-			added = refused == withinLimits
-		} else {
-			added = cl.State.Inflight.SetCopy(out) // [MQTT-4.3.2-3] [MQTT-4.3.3-3]
-		}
-		park := sentQuota == 0 && atomic.LoadInt32(&cl.State.Inflight.maximumSendQuota) > 0
-		if park {
-			out.Expiry = -1
-			cl.State.Inflight.SetCopy(out)
-		}
-		cl.State.handover.RUnlock()
-		if out.Queued && !s.queueDelivered(cl, out, dropped, refused) {
-			return false, packets.ErrQuotaExceeded
-		}
-		if added {
-			atomic.AddInt64(&s.Info.Inflight, 1)
-			if s.hooks.Provides(OnQosPublish) {
-				s.qosPublished(cl, out)
-			}
-			cl.State.Inflight.DecreaseSendQuota()
-		}
-
-		if park {
-			return false, nil
+		held, err := s.holdDelivery(cl, out, &offline)
+		if err != nil || held {
+			return false, err
 		}
 	}
 
@@ -1733,6 +1803,89 @@ func (s *Server) PrepareCheckedDelivery(cl *Client, sub packets.Subscription, ou
 		return false, packets.CodeDisconnect
 	}
 	return true, nil
+}
+
+// holdDelivery takes out, a QoS 1 or 2 delivery to cl, into cl's
+// messages in flight with a packet id of its own. It reports held for a
+// message that is not to be written now: parked until cl's receive
+// window has room (see backpressure.go), or queued for a session without
+// a connection (*offline, which it may set). Held messages are kept
+// within the bounds of queued memory (queues.go); err is
+// ErrQuotaExceeded for one that cannot be.
+//
+// dss: a message past the client's receive window waited parked as
+// before, but past Capabilities.MaximumInflight messages (sent or not)
+// the next ones were dropped, for connected clients as for sessions
+// without a connection, although their publishers had their PUBACKs.
+// The messages sent and unacknowledged are bounded by the window (at
+// most MaximumInflight); the others by memory and packet ids, the oldest
+// never sent dropped past them.
+func (s *Server) holdDelivery(cl *Client, out *packets.Packet, offline *bool) (held bool, err error) {
+	// dss: the session's messages do not move to a new connection
+	// while this one is added (see inheritClientSession); no hook
+	// runs under the lock.
+	cl.State.handover.RLock()
+	if cl.State.isTakenOver.Load() {
+		cl.State.handover.RUnlock()
+		return false, errSessionMoved
+	}
+	if cl.State.awaitingConnack {
+		*offline = true
+	}
+	out.Queued = *offline && !cl.Net.Inline
+	inf := cl.State.Inflight
+	var dropped []droppedMessage
+	i, err := cl.NextPacketID() // [MQTT-4.3.2-1] [MQTT-4.3.3-1]
+	for err != nil {
+		// dss: every packet id is held: the oldest message never sent
+		// gives its up.
+		d, ok := inf.dropOldest(sessionLimit)
+		if !ok {
+			cl.State.handover.RUnlock()
+			s.queuedDropped(cl, dropped)
+			return false, s.deliveryDropped(cl, out, err)
+		}
+		dropped = append(dropped, d)
+		i, err = cl.NextPacketID()
+	}
+	out.PacketID = uint16(i) // [MQTT-2.2.1-4]
+
+	// A message is sent at once while the client's receive window has
+	// room and no older message waits for it; otherwise it is parked.
+	park := !out.Queued && atomic.LoadInt32(&inf.maximumSendQuota) > 0 &&
+		(atomic.LoadInt32(&inf.sendQuota) <= 0 || inf.HasParked())
+	added := false
+	refused := withinLimits
+	if out.Queued || park {
+		if park {
+			out.Expiry = -1
+		}
+		var more []droppedMessage
+		more, refused = inf.queue(out)
+		dropped = append(dropped, more...)
+		added = refused == withinLimits
+	} else {
+		added = inf.SetCopy(out) // [MQTT-4.3.2-3] [MQTT-4.3.3-3]
+	}
+	cl.State.handover.RUnlock()
+	if (out.Queued || park) && !s.queueDelivered(cl, out, dropped, refused) {
+		return false, packets.ErrQuotaExceeded
+	} else if len(dropped) > 0 && !out.Queued && !park {
+		s.queuedDropped(cl, dropped)
+	}
+	if park && atomic.LoadInt32(&inf.sendQuota) > 0 {
+		s.releaseParked(cl) // parked behind older ones, with quota to go
+	}
+	if added {
+		atomic.AddInt64(&s.Info.Inflight, 1)
+		if s.hooks.Provides(OnQosPublish) {
+			s.qosPublished(cl, out)
+		}
+		if !park {
+			cl.State.Inflight.DecreaseSendQuota()
+		}
+	}
+	return park, nil
 }
 
 // deliveryDropped counts and logs a QoS delivery dropped because the
@@ -1769,7 +1922,11 @@ func (s *Server) qosPublished(cl *Client, out *packets.Packet) {
 // enqueue hands a prepared delivery, and the acknowledgement to write
 // before it, if any, to the client's write loop.
 func (s *Server) enqueue(cl *Client, out, ack *packets.Packet) error {
-	if !cl.enqueue(pendingWrite{pk: out, ack: ack}) {
+	// dss: a QoS 1 or 2 message is queued whatever the queue holds: it
+	// is in flight already, within the client's receive window (at most
+	// MaximumInflight); dropping it here lost a message whose publisher
+	// had its PUBACK.
+	if !cl.enqueueBounded(pendingWrite{pk: out, ack: ack}, out.FixedHeader.Qos == 0) {
 		atomic.AddInt64(&s.Info.MessagesDropped, 1)
 		s.logDropped(cl, "too many pending writes")
 		cl.ops.hooks.OnPublishDropped(cl, *out)
@@ -1780,26 +1937,6 @@ func (s *Server) enqueue(cl *Client, out, ack *packets.Packet) error {
 		return packets.ErrPendingClientWritesExceeded
 	}
 	return nil
-}
-
-func (s *Server) publishRetainedToClient(cl *Client, sub packets.Subscription, existed bool) {
-	if IsSharedFilter(sub.Filter) {
-		return // 4.8.2 Non-normative - Shared Subscriptions - No Retained Messages are sent to the Session when it first subscribes.
-	}
-
-	if sub.RetainHandling == 1 && existed || sub.RetainHandling == 2 { // [MQTT-3.3.1-10] [MQTT-3.3.1-11]
-		return
-	}
-
-	sub.FwdRetainedFlag = true
-	for _, pkv := range s.Topics.Messages(sub.Filter) { // [MQTT-3.8.4-4]
-		_, err := s.publishToClient(cl, sub, pkv)
-		if err != nil {
-			s.Log.Debug("failed to publish retained message", "error", err, "client", cl.ID, "listener", cl.Net.Listener, "packet", pkv)
-			continue
-		}
-		s.hooks.OnRetainPublished(cl, pkv)
-	}
 }
 
 // buildAck builds a standardised ack message for Puback, Pubrec, Pubrel, Pubcomp packets.
@@ -1838,6 +1975,8 @@ func (s *Server) processPubackPtr(cl *Client, pk *packets.Packet) error {
 	// Has first took the lock and looked the id up twice.
 	if ok := cl.State.Inflight.Delete(pk.PacketID); ok { // [MQTT-4.3.2-5]
 		cl.State.Inflight.IncreaseSendQuota()
+		cl.State.retained.wake()
+		cl.acknowledged()
 		atomic.AddInt64(&s.Info.Inflight, -1)
 		if s.hooks.Provides(OnQosComplete) {
 			s.qosComplete(cl, pk)
@@ -1912,7 +2051,9 @@ func (s *Server) processPubcomp(cl *Client, pk packets.Packet) error {
 	// regardless of whether the pubcomp is a success or failure, we end the qos flow, delete inflight, and restore the quotas.
 	cl.State.Inflight.IncreaseReceiveQuota() // +1 RECV QUOTA
 	cl.State.Inflight.IncreaseSendQuota()    // +1 SENT QUOTA
+	cl.State.retained.wake()
 	if ok := cl.State.Inflight.Delete(pk.PacketID); ok {
+		cl.acknowledged()
 		atomic.AddInt64(&s.Info.Inflight, -1)
 		s.hooks.OnQosComplete(cl, pk)
 		s.acks.signal()
@@ -1946,6 +2087,9 @@ func (s *Server) processSubscribe(cl *Client, pk packets.Packet) error {
 	for i, sub := range pk.Filters {
 		if !IsValidFilter(sub.Filter, false) {
 			reasonCodes[i] = packets.ErrTopicFilterInvalid.Code
+		} else if !cl.Net.Inline && s.Options.topicBeyondLimits(sub.Filter) {
+			s.Faults.RefusedTopics.Add(1)
+			reasonCodes[i] = packets.ErrTopicFilterInvalid.Code // dss: before the index's lock
 		} else if code, ok := s.unavailableSubscription(sub.Filter); !ok {
 			reasonCodes[i] = code.Code // dss
 		} else if sub.NoLocal && IsSharedFilter(sub.Filter) {
@@ -2042,6 +2186,13 @@ func (s *Server) processUnsubscribe(cl *Client, pk packets.Packet) error {
 	pk = s.hooks.OnUnsubscribe(cl, pk)
 	reasonCodes := make([]byte, len(pk.Filters))
 	for i, sub := range pk.Filters { // [MQTT-3.10.4-6] [MQTT-3.11.3-1]
+		if !cl.Net.Inline && s.Options.topicBeyondLimits(sub.Filter) {
+			// dss: nothing to look for (it could not be subscribed), and
+			// the index's lock is not taken for it.
+			s.Faults.RefusedTopics.Add(1)
+			reasonCodes[i] = packets.ErrTopicFilterInvalid.Code
+			continue
+		}
 		if q := s.Topics.Unsubscribe(sub.Filter, cl.ID); q {
 			atomic.AddInt64(&s.Info.Subscriptions, -1)
 			reasonCodes[i] = packets.CodeSuccess.Code
@@ -2242,61 +2393,6 @@ func (s *Server) closeListenerClients(listener string) {
 	}
 }
 
-// sendLWT issues an LWT message to a topic when a client disconnects.
-func (s *Server) sendLWT(cl *Client) {
-	if atomic.LoadUint32(&cl.Properties.Will.Flag) == 0 {
-		return
-	}
-	if cl.Properties.Will.WillDelayInterval > 0 && cl.IsTakenOver() {
-		// dss: a new connection took the session over before the delay
-		// passed, so the will is not sent [MQTT-3.1.3-9]. The old
-		// connection's reader may come here after the new connection
-		// cleared the wills waiting for their delay.
-		return
-	}
-
-	modifiedLWT := s.hooks.OnWill(cl, cl.Properties.Will)
-
-	// dss: checked again as it is sent (an OnWill hook may have changed
-	// it, and what the client may publish may have changed since it
-	// connected).
-	if !s.hooks.OnACLCheck(cl, modifiedLWT.TopicName, true) {
-		s.Log.Debug("will not authorized", "client", cl.ID, "topic", modifiedLWT.TopicName)
-		atomic.StoreUint32(&cl.Properties.Will.Flag, 0)
-		return
-	}
-
-	pk := packets.Packet{
-		FixedHeader: packets.FixedHeader{
-			Type:   packets.Publish,
-			Retain: modifiedLWT.Retain, // [MQTT-3.1.2-14] [MQTT-3.1.2-15]
-			Qos:    modifiedLWT.Qos,
-		},
-		TopicName: modifiedLWT.TopicName,
-		Payload:   modifiedLWT.Payload,
-		Properties: packets.Properties{
-			User: modifiedLWT.User,
-		},
-		Origin:  cl.ID,
-		Created: time.Now().Unix(),
-	}
-
-	if cl.Properties.Will.WillDelayInterval > 0 {
-		pk.Connect.WillProperties.WillDelayInterval = cl.Properties.Will.WillDelayInterval
-		pk.Expiry = time.Now().Unix() + int64(pk.Connect.WillProperties.WillDelayInterval)
-		s.loop.willDelayed.Add(cl.ID, pk)
-		return
-	}
-
-	if pk.FixedHeader.Retain {
-		s.retainMessage(cl, pk)
-	}
-
-	s.publishToSubscribers(pk)                      // [MQTT-3.1.2-8]
-	atomic.StoreUint32(&cl.Properties.Will.Flag, 0) // [MQTT-3.1.2-10]
-	s.hooks.OnWillSent(cl, pk)
-}
-
 // readStore reads in any data from the persistent datastore (if applicable).
 func (s *Server) readStore() error {
 	if s.hooks.Provides(StoredClients) {
@@ -2493,19 +2589,18 @@ func (s *Server) sweep(fn func(*Client)) {
 }
 
 // clearExpiredRetainedMessage deletes retained messages from topics if they have expired.
+//
+// dss: a retained message expires at its own expiry [MQTT-3.3.2-5], or
+// once older than the server's maximum message expiry interval; they are
+// found by a heap of their deadlines (see retained.go), where every
+// retained message was copied every second.
 func (s *Server) clearExpiredRetainedMessages(now int64) {
-	for filter, pk := range s.Topics.Retained.GetAll() {
-		expired := pk.ProtocolVersion == 5 && pk.Expiry > 0 && pk.Expiry < now // [MQTT-3.3.2-5]
-
-		// If the maximum message expiry interval is set (greater than 0), and the message
-		// retention period exceeds the maximum expiry, the message will be forcibly removed.
-		enforced := s.Options.Capabilities.MaximumMessageExpiryInterval > 0 &&
-			now-pk.Created > s.Options.Capabilities.MaximumMessageExpiryInterval
-
-		if expired || enforced {
-			s.Topics.Retained.Delete(filter)
-			s.hooks.OnRetainedExpired(filter)
-		}
+	expired := s.Topics.expireRetained(now)
+	for _, topic := range expired {
+		s.hooks.OnRetainedExpired(topic)
+	}
+	if len(expired) > 0 {
+		atomic.StoreInt64(&s.Info.Retained, int64(s.Topics.Retained.Len()))
 	}
 }
 
@@ -2516,23 +2611,6 @@ func (s *Server) clearExpiredInflights(now int64) {
 			s.hooks.OnQosDropped(client, packets.Packet{PacketID: id})
 		}
 	})
-}
-
-// sendDelayedLWT sends any LWT messages which have reached their issue time.
-func (s *Server) sendDelayedLWT(dt int64) {
-	for id, pk := range s.loop.willDelayed.GetAll() {
-		if dt > pk.Expiry {
-			s.publishToSubscribers(pk) // [MQTT-3.1.2-8]
-			if cl, ok := s.Clients.Get(id); ok {
-				if pk.FixedHeader.Retain {
-					s.retainMessage(cl, pk)
-				}
-				cl.Properties.Will = Will{} // [MQTT-3.1.2-10]
-				s.hooks.OnWillSent(cl, pk)
-			}
-			s.loop.willDelayed.Delete(id)
-		}
-	}
 }
 
 // Int64toa converts an int64 to a string.

@@ -1515,6 +1515,7 @@ func TestServerProcessPacketAndNextImmediate(t *testing.T) {
 	go func() {
 		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet)
 		require.NoError(t, err)
+		waitWritten(cl) // dss: released through the write loop
 		_ = w.Close()
 	}()
 
@@ -2205,10 +2206,12 @@ func TestPublishToClientExceedClientWritesPending(t *testing.T) {
 	require.ErrorIs(t, packets.ErrPendingClientWritesExceeded, err)
 	require.Equal(t, int32(sendQuota), atomic.LoadInt32(&cl.State.Inflight.sendQuota))
 
+	// dss: a QoS 1 or 2 message is in flight, within the client's
+	// receive window: it is queued whatever the queue holds.
 	_, err = s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 2}, packets.Packet{FixedHeader: packets.FixedHeader{Qos: 1}})
-	require.Error(t, err)
-	require.ErrorIs(t, packets.ErrPendingClientWritesExceeded, err)
-	require.Equal(t, int32(sendQuota), atomic.LoadInt32(&cl.State.Inflight.sendQuota))
+	require.NoError(t, err)
+	require.Equal(t, int32(sendQuota-1), atomic.LoadInt32(&cl.State.Inflight.sendQuota))
+	require.Equal(t, cl.ops.options.Capabilities.MaximumClientWritesPending+1, atomic.LoadInt32(&cl.State.outboundQty))
 }
 
 func TestPublishToClientServerTopicAlias(t *testing.T) {
@@ -2264,20 +2267,31 @@ func TestPublishToClientMqtt5RetainAsPublishedTrueLeverageNoConn(t *testing.T) {
 	require.ErrorIs(t, err, packets.CodeDisconnect)
 }
 
+// dss: past the client's receive window (at most MaximumInflight), a
+// message waits in the session, parked, and is sent as the client
+// acknowledges; it was dropped.
 func TestPublishToClientExceedMaximumInflight(t *testing.T) {
 	const MaxInflight uint16 = 5
 	s := newServer()
-	cl, _, _ := newTestClient()
+	cl, r, _ := newTestClient()
+	go func() { _, _ = io.Copy(io.Discard, r) }()
 	s.Options.Capabilities.MaximumInflight = MaxInflight
 	cl.ops.options.Capabilities.MaximumInflight = MaxInflight
-	for i := uint16(0); i < MaxInflight; i++ {
-		cl.State.Inflight.Set(packets.Packet{PacketID: i})
+	cl.State.Inflight.ResetSendQuota(int32(MaxInflight))
+	for i := uint16(1); i <= MaxInflight; i++ {
+		cl.State.Inflight.Set(packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 1}, PacketID: i})
+		cl.State.Inflight.DecreaseSendQuota()
 	}
 
-	_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
-	require.Error(t, err)
-	require.ErrorIs(t, err, packets.ErrQuotaExceeded)
-	require.Equal(t, int64(1), atomic.LoadInt64(&s.Info.InflightDropped))
+	out, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+	require.NoError(t, err)
+	require.Equal(t, int64(-1), out.Expiry, "the message is not parked")
+	require.True(t, cl.State.Inflight.HasParked())
+	require.Zero(t, atomic.LoadInt64(&s.Info.InflightDropped))
+
+	// An acknowledgement sends it.
+	require.NoError(t, s.processPacket(cl, packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback}, PacketID: 1}))
+	require.False(t, cl.State.Inflight.HasParked())
 }
 
 func TestPublishToClientExhaustedPacketID(t *testing.T) {
@@ -3240,7 +3254,7 @@ func TestServerProcessPacketDisconnect(t *testing.T) {
 	cl.Properties.Props.SessionExpiryInterval = 30
 	cl.Properties.ProtocolVersion = 5
 
-	s.loop.willDelayed.Add(cl.ID, packets.Packet{TopicName: "a/b/c", Payload: []byte("hello")})
+	s.loop.willDelayed.Add(cl.ID, packets.Packet{TopicName: "a/b/c", Payload: []byte("hello")}, cl)
 	require.Equal(t, 1, s.loop.willDelayed.Len())
 
 	err := s.processPacket(cl, *packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectMqtt5).Packet)
@@ -3270,7 +3284,7 @@ func TestServerProcessPacketDisconnectDisconnectWithWillMessage(t *testing.T) {
 	cl.Properties.Props.SessionExpiryInterval = 30
 	cl.Properties.ProtocolVersion = 5
 
-	s.loop.willDelayed.Add(cl.ID, packets.Packet{TopicName: "a/b/c", Payload: []byte("hello")})
+	s.loop.willDelayed.Add(cl.ID, packets.Packet{TopicName: "a/b/c", Payload: []byte("hello")}, cl)
 	require.Equal(t, 1, s.loop.willDelayed.Len())
 
 	err := s.processPacket(cl, *packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectMqtt5DisconnectWithWillMessage).Packet)
@@ -3421,7 +3435,7 @@ func TestServerSendLWTDelayed(t *testing.T) {
 		pk, ok := s.loop.willDelayed.Get(cl1.ID)
 		require.True(t, ok)
 		pk.Expiry = time.Now().Unix() - 1 // set back expiry time
-		s.loop.willDelayed.Add(cl1.ID, pk)
+		s.loop.willDelayed.Add(cl1.ID, pk, cl1)
 		require.Equal(t, 1, s.loop.willDelayed.Len())
 		s.sendDelayedLWT(time.Now().Unix())
 		require.Equal(t, 0, s.loop.willDelayed.Len())
@@ -3648,29 +3662,45 @@ func TestServerClearExpiredRetained(t *testing.T) {
 	require.NotNil(t, s)
 	s.Options.Capabilities.MaximumMessageExpiryInterval = 4
 
+	// dss: retained through the index, which keeps their deadlines.
+	retain := func(topic string, pk packets.Packet) {
+		pk.TopicName, pk.Payload = topic, []byte("r")
+		s.Topics.RetainMessage(pk)
+	}
 	n := time.Now().Unix()
-	s.Topics.Retained.Add("a/b/c", packets.Packet{ProtocolVersion: 5, Created: n, Expiry: n - 1})
-	s.Topics.Retained.Add("d/e/f", packets.Packet{ProtocolVersion: 5, Created: n, Expiry: n - 2})
-	s.Topics.Retained.Add("g/h/i", packets.Packet{ProtocolVersion: 5, Created: n - 3}) // within bounds
-	s.Topics.Retained.Add("j/k/l", packets.Packet{ProtocolVersion: 5, Created: n - 5}) // over max server expiry limit
-	s.Topics.Retained.Add("m/n/o", packets.Packet{ProtocolVersion: 5, Created: n})
+	retain("a/b/c", packets.Packet{ProtocolVersion: 5, Created: n, Expiry: n - 1})
+	retain("d/e/f", packets.Packet{ProtocolVersion: 5, Created: n, Expiry: n - 2})
+	retain("g/h/i", packets.Packet{ProtocolVersion: 5, Created: n - 3}) // within bounds
+	retain("j/k/l", packets.Packet{ProtocolVersion: 5, Created: n - 5}) // over max server expiry limit
+	retain("m/n/o", packets.Packet{ProtocolVersion: 5, Created: n})
 
 	require.Len(t, s.Topics.Retained.GetAll(), 5)
 	s.clearExpiredRetainedMessages(n)
 	require.Len(t, s.Topics.Retained.GetAll(), 2)
 
-	s.Topics.Retained.Add("p/q/r", packets.Packet{Created: n, Expiry: n - 1})
-	s.Topics.Retained.Add("s/t/u", packets.Packet{Created: n, Expiry: n - 2}) // expiry is ineffective for v3.
-	s.Topics.Retained.Add("v/w/x", packets.Packet{Created: n - 3})            // within bounds for v3
-	s.Topics.Retained.Add("y/z/1", packets.Packet{Created: n - 5})            // over max server expiry limit
+	retain("p/q/r", packets.Packet{Created: n, Expiry: n - 1})
+	retain("s/t/u", packets.Packet{Created: n, Expiry: n - 2}) // expiry is ineffective for v3.
+	retain("v/w/x", packets.Packet{Created: n - 3})            // within bounds for v3
+	retain("y/z/1", packets.Packet{Created: n - 5})            // over max server expiry limit
 	require.Len(t, s.Topics.Retained.GetAll(), 6)
 	s.clearExpiredRetainedMessages(n)
 	require.Len(t, s.Topics.Retained.GetAll(), 5)
 
 	s.Options.Capabilities.MaximumMessageExpiryInterval = 0
-	s.Topics.Retained.Add("2/3/4", packets.Packet{Created: n - 8})
+	retain("2/3/4", packets.Packet{Created: n - 8})
 	s.clearExpiredRetainedMessages(n)
 	require.Len(t, s.Topics.Retained.GetAll(), 6)
+
+	// dss: what expired left no level in the index, and no memory counted.
+	for _, topic := range []string{"a/b/c", "d/e/f", "j/k/l", "y/z/1"} {
+		require.Nil(t, s.Topics.seek(topic, 0), topic)
+	}
+	for _, topic := range []string{"g/h/i", "m/n/o", "p/q/r", "s/t/u", "v/w/x", "2/3/4"} {
+		retain(topic, packets.Packet{})
+		s.Topics.RetainMessage(packets.Packet{TopicName: topic})
+	}
+	require.Equal(t, int64(0), s.Topics.RetainedBytes())
+	require.Equal(t, 0, s.Topics.retained.deadlines.Len())
 }
 
 func TestServerClearExpiredClients(t *testing.T) {

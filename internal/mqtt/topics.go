@@ -124,6 +124,9 @@ func NewSharedSubscriptions() *SharedSubscriptions {
 func (s *SharedSubscriptions) Add(group, id string, val packets.Subscription) {
 	s.Lock()
 	defer s.Unlock()
+	if s.internal == nil {
+		s.internal = map[string]map[string]packets.Subscription{}
+	}
 	if _, ok := s.internal[group]; !ok {
 		s.internal[group] = map[string]packets.Subscription{}
 	}
@@ -210,6 +213,9 @@ func NewInlineSubscriptions() *InlineSubscriptions {
 func (s *InlineSubscriptions) Add(val InlineSubscription) {
 	s.Lock()
 	defer s.Unlock()
+	if s.internal == nil {
+		s.internal = map[int]InlineSubscription{}
+	}
 	s.internal[val.Identifier] = val
 }
 
@@ -265,6 +271,9 @@ func NewSubscriptions() *Subscriptions {
 func (s *Subscriptions) Add(id string, val packets.Subscription) {
 	s.Lock()
 	defer s.Unlock()
+	if s.internal == nil {
+		s.internal = map[string]packets.Subscription{}
+	}
 	s.internal[id] = val
 }
 
@@ -353,6 +362,9 @@ type TopicsIndex struct {
 	Retained *packets.Packets
 	root     *particle // a leaf containing a message and more leaves.
 	remote   Remote    // dss: told of the filters with subscriptions here (remote.go); nil: none
+	// retained accounts for the retained messages (dss, see
+	// retained.go); guarded by root's lock.
+	retained retainedAccount
 }
 
 // NewTopicsIndex returns a pointer to a new instance of Index.
@@ -464,43 +476,20 @@ func (x *TopicsIndex) Unsubscribe(filter, client string) bool {
 	return true
 }
 
-// RetainMessage saves a message payload to the end of a topic address. Returns
-// 1 if a retained message was added, and -1 if the retained message was removed.
-// 0 is returned if sequential empty payloads are received.
-func (x *TopicsIndex) RetainMessage(pk packets.Packet) int64 {
-	x.root.Lock()
-	defer x.root.Unlock()
-
-	n := x.set(pk.TopicName, 0)
-	n.Lock()
-	defer n.Unlock()
-	if len(pk.Payload) > 0 {
-		n.retainPath = pk.TopicName
-		x.Retained.Add(pk.TopicName, pk)
-		return 1
-	}
-
-	var out int64
-	if pke, ok := x.Retained.Get(pk.TopicName); ok && len(pke.Payload) > 0 && pke.FixedHeader.Retain {
-		out = -1 // if a retained packet existed, return -1
-	}
-
-	n.retainPath = ""
-	x.Retained.Delete(pk.TopicName) // [MQTT-3.3.1-6] [MQTT-3.3.1-7]
-	x.trim(n)
-
-	return out
-}
-
-// set creates a topic address in the index and returns the final particle.
+// set creates a topic address in the index and returns the final particle;
+// the first d levels of topic are not part of it (a shared filter's
+// $share/GROUP).
+//
+// dss: set, seek and the scans walk the topic once, level after level;
+// they looked each level up by scanning the topic from its start again,
+// so that a topic of n levels cost n² (a filter of 30,001 levels took
+// seconds, under the index's lock).
 func (x *TopicsIndex) set(topic string, d int) *particle {
-	var key string
-	var hasNext = true
+	rest := skipLevels(topic, d)
 	n := x.root
-	for hasNext {
-		key, hasNext = isolateParticle(topic, d)
-		d++
-
+	for more := true; more; {
+		var key string
+		key, rest, more = nextLevel(rest)
 		p := n.particles.get(key)
 		if p == nil {
 			p = newParticle(key, n)
@@ -514,14 +503,12 @@ func (x *TopicsIndex) set(topic string, d int) *particle {
 
 // seek finds the particle at a specific index in a topic filter.
 func (x *TopicsIndex) seek(filter string, d int) *particle {
-	var key string
-	var hasNext = true
+	rest := skipLevels(filter, d)
 	n := x.root
-	for hasNext {
-		key, hasNext = isolateParticle(filter, d)
-		n = n.particles.get(key)
-		d++
-		if n == nil {
+	for more := true; more; {
+		var key string
+		key, rest, more = nextLevel(rest)
+		if n = n.particles.get(key); n == nil {
 			return nil
 		}
 	}
@@ -540,65 +527,110 @@ func (x *TopicsIndex) trim(n *particle) {
 
 // Messages returns a slice of any retained messages which match a filter.
 func (x *TopicsIndex) Messages(filter string) []packets.Packet {
-	return x.scanMessages(filter, 0, nil, []packets.Packet{})
+	topics := x.RetainedTopics(filter, nil)
+	pks := make([]packets.Packet, 0, len(topics))
+	for _, topic := range topics {
+		if pk, ok := x.Retained.Get(topic); ok {
+			pks = append(pks, pk)
+		}
+	}
+	return pks
 }
 
-// scanMessages returns all retained messages on topics matching a given filter.
-func (x *TopicsIndex) scanMessages(filter string, d int, n *particle, pks []packets.Packet) []packets.Packet {
-	if n == nil {
-		n = x.root
-	}
-
+// RetainedTopics appends to out the topics of the retained messages that
+// filter matches, and returns the result.
+//
+// dss: the topics, not copies of the messages: a subscriber to # of a
+// server with a million retained messages got a slice of a million
+// packets (800 bytes each) before the first was sent. Retained messages
+// are sent one by one, each read when its turn comes (see
+// retainedDelivery). A filter whose first level is a wildcard does not
+// match topics that start with '$' [MQTT-4.7.2-1], and a filter that
+// ends with /# matches its parent level too [MQTT-4.7.1-2].
+func (x *TopicsIndex) RetainedTopics(filter string, out []string) []string {
 	if len(filter) == 0 || x.Retained.Len() == 0 {
-		return pks
+		return out
 	}
 
-	if !strings.ContainsRune(filter, '#') && !strings.ContainsRune(filter, '+') {
-		if pk, ok := x.Retained.Get(filter); ok {
-			pks = append(pks, pk)
+	if !strings.ContainsAny(filter, "+#") {
+		if x.Retained.Has(filter) {
+			out = append(out, filter)
 		}
-		return pks
+		return out
 	}
 
-	key, hasNext := isolateParticle(filter, d)
-	if key == "+" || key == "#" || d == -1 {
-		for _, adjacent := range n.particles.getAll() {
-			if d == 0 && adjacent.key == SysPrefix {
-				continue
+	return x.scanRetained(filter, x.root, out)
+}
+
+// scanRetained appends the retained topics under n that rest, what is
+// left of the filter, matches.
+func (x *TopicsIndex) scanRetained(rest string, n *particle, out []string) []string {
+	first := n == x.root
+	key, next, more := nextLevel(rest)
+	switch key {
+	case "#":
+		if !first {
+			out = appendRetained(out, n) // the parent level [MQTT-4.7.1-2]
+		}
+		return appendRetainedUnder(out, n, first)
+	case "+":
+		for _, child := range n.particles.getAll() {
+			if first && strings.HasPrefix(child.key, "$") {
+				continue // [MQTT-4.7.2-1]
 			}
-
-			if !hasNext {
-				if adjacent.retainPath != "" {
-					if pk, ok := x.Retained.Get(adjacent.retainPath); ok {
-						pks = append(pks, pk)
-					}
-				}
-			}
-
-			if hasNext || (d >= 0 && key == "#") {
-				pks = x.scanMessages(filter, d+1, adjacent, pks)
+			if more {
+				out = x.scanRetained(next, child, out)
+			} else {
+				out = appendRetained(out, child)
 			}
 		}
-		return pks
+		return out
 	}
-
-	if particle := n.particles.get(key); particle != nil {
-		if hasNext {
-			return x.scanMessages(filter, d+1, particle, pks)
-		}
-
-		if pk, ok := x.Retained.Get(particle.retainPath); ok {
-			pks = append(pks, pk)
-		}
+	child := n.particles.get(key)
+	switch {
+	case child == nil:
+		return out
+	case more:
+		return x.scanRetained(next, child, out)
 	}
+	return appendRetained(out, child)
+}
 
-	return pks
+// appendRetained appends the topic of n's retained message, if it has
+// one.
+func appendRetained(out []string, n *particle) []string {
+	n.Lock()
+	topic := n.retainPath
+	n.Unlock()
+	if topic != "" {
+		out = append(out, topic)
+	}
+	return out
+}
+
+// appendRetainedUnder appends the topics of the retained messages below
+// n, not n's own; from the root, not those that start with '$'.
+func appendRetainedUnder(out []string, n *particle, root bool) []string {
+	var stack []*particle
+	for _, child := range n.particles.getAll() {
+		if root && strings.HasPrefix(child.key, "$") {
+			continue // [MQTT-4.7.2-1]
+		}
+		stack = append(stack, child)
+	}
+	for len(stack) > 0 {
+		p := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		out = appendRetained(out, p)
+		stack = p.particles.appendTo(stack)
+	}
+	return out
 }
 
 // Subscribers returns a map of clients who are subscribed to matching filters,
 // their subscription ids and highest qos.
 func (x *TopicsIndex) Subscribers(topic string) *Subscribers {
-	return x.scanSubscribers(topic, 0, nil, &Subscribers{
+	return x.scanSubscribers(topic, topic, nil, &Subscribers{
 		Shared:              map[string]map[string]packets.Subscription{},
 		SharedSelected:      map[string]packets.Subscription{},
 		Subscriptions:       map[string]packets.Subscription{},
@@ -606,8 +638,9 @@ func (x *TopicsIndex) Subscribers(topic string) *Subscribers {
 	})
 }
 
-// scanSubscribers returns a list of client subscriptions matching an indexed topic address.
-func (x *TopicsIndex) scanSubscribers(topic string, d int, n *particle, subs *Subscribers) *Subscribers {
+// scanSubscribers returns a list of client subscriptions matching an
+// indexed topic address; rest is what is left of topic below n.
+func (x *TopicsIndex) scanSubscribers(topic, rest string, n *particle, subs *Subscribers) *Subscribers {
 	if n == nil {
 		n = x.root
 	}
@@ -616,20 +649,24 @@ func (x *TopicsIndex) scanSubscribers(topic string, d int, n *particle, subs *Su
 		return subs
 	}
 
-	key, hasNext := isolateParticle(topic, d)
-	for _, partKey := range []string{key, "+"} {
+	key, next, hasNext := nextLevel(rest)
+	for _, partKey := range [2]string{key, "+"} {
 		if particle := n.particles.get(partKey); particle != nil { // [MQTT-3.3.2-3]
 			if hasNext {
-				x.scanSubscribers(topic, d+1, particle, subs)
+				x.scanSubscribers(topic, next, particle, subs)
 			} else {
 				x.gatherSubscriptions(topic, particle, subs)
 				x.gatherSharedSubscriptions(particle, subs)
-				x.gatherInlineSubscriptions(particle, subs)
+				x.gatherInlineSubscriptions(topic, particle, subs)
 
-				if wild := particle.particles.get("#"); wild != nil && partKey != "+" {
+				// dss: +/# matches a as a/# does, and an inline
+				// subscription to a/# matches a (upstream matched
+				// neither: it left + out here, and gathered the inline
+				// subscriptions of a instead of a/#'s).
+				if wild := particle.particles.get("#"); wild != nil {
 					x.gatherSubscriptions(topic, wild, subs) // also match any subs where filter/# is filter as per 4.7.1.2
 					x.gatherSharedSubscriptions(wild, subs)
-					x.gatherInlineSubscriptions(particle, subs)
+					x.gatherInlineSubscriptions(topic, wild, subs)
 				}
 			}
 		}
@@ -638,7 +675,7 @@ func (x *TopicsIndex) scanSubscribers(topic string, d int, n *particle, subs *Su
 	if particle := n.particles.get("#"); particle != nil {
 		x.gatherSubscriptions(topic, particle, subs)
 		x.gatherSharedSubscriptions(particle, subs)
-		x.gatherInlineSubscriptions(particle, subs)
+		x.gatherInlineSubscriptions(topic, particle, subs)
 	}
 
 	return subs
@@ -682,12 +719,18 @@ func (x *TopicsIndex) gatherSharedSubscriptions(particle *particle, subs *Subscr
 }
 
 // gatherSharedSubscriptions gathers all inline subscriptions for a particle.
-func (x *TopicsIndex) gatherInlineSubscriptions(particle *particle, subs *Subscribers) {
+//
+// dss: topics that start with '$' are not matched by a filter whose
+// first level is a wildcard, as for clients' subscriptions [MQTT-4.7.2-1].
+func (x *TopicsIndex) gatherInlineSubscriptions(topic string, particle *particle, subs *Subscribers) {
 	if subs.InlineSubscriptions == nil {
 		subs.InlineSubscriptions = map[int]InlineSubscription{}
 	}
 
 	for id, inline := range particle.inlineSubscriptions.GetAll() {
+		if f := inline.Filter; len(f) > 0 && topic[0] == '$' && (f[0] == '+' || f[0] == '#') {
+			continue
+		}
 		subs.InlineSubscriptions[id] = inline
 	}
 }
@@ -778,14 +821,17 @@ type particle struct {
 }
 
 // newParticle returns a pointer to a new instance of particle.
+//
+// dss: its maps are made when something is first added to them: a level
+// that only leads to the next held four empty maps, and the levels of a
+// deep filter are mostly such.
 func newParticle(key string, parent *particle) *particle {
 	return &particle{
 		key:                 key,
 		parent:              parent,
-		particles:           newParticles(),
-		subscriptions:       NewSubscriptions(),
-		shared:              NewSharedSubscriptions(),
-		inlineSubscriptions: NewInlineSubscriptions(),
+		subscriptions:       new(Subscriptions),
+		shared:              new(SharedSubscriptions),
+		inlineSubscriptions: new(InlineSubscriptions),
 	}
 }
 
@@ -805,6 +851,9 @@ func newParticles() particles {
 // add adds a new particle.
 func (p *particles) add(val *particle) {
 	p.Lock()
+	if p.internal == nil {
+		p.internal = map[string]*particle{}
+	}
 	p.internal[val.key] = val
 	p.Unlock()
 }
@@ -818,6 +867,16 @@ func (p *particles) getAll() map[string]*particle {
 		m[k] = v
 	}
 	return m
+}
+
+// appendTo appends every particle to dst and returns the result.
+func (p *particles) appendTo(dst []*particle) []*particle {
+	p.RLock()
+	defer p.RUnlock()
+	for _, v := range p.internal {
+		dst = append(dst, v)
+	}
+	return dst
 }
 
 // get returns a particle by id (key).

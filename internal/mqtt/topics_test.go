@@ -501,7 +501,7 @@ func TestScanSubscribers(t *testing.T) {
 	index.Subscribe("cl4", packets.Subscription{Qos: 0, Filter: "#", Identifier: 5})
 	index.Subscribe("cl2", packets.Subscription{Qos: 0, Filter: "$SYS/test", Identifier: 2})
 
-	subs := index.scanSubscribers("a/b/c", 0, nil, new(Subscribers))
+	subs := index.scanSubscribers("a/b/c", "a/b/c", nil, new(Subscribers))
 	require.Equal(t, 3, len(subs.Subscriptions))
 	require.Contains(t, subs.Subscriptions, "cl1")
 	require.Contains(t, subs.Subscriptions, "cl2")
@@ -517,13 +517,13 @@ func TestScanSubscribers(t *testing.T) {
 	require.Equal(t, 0, subs.Subscriptions["cl2"].Identifiers["a/b/c"])
 	require.Equal(t, 5, subs.Subscriptions["cl4"].Identifiers["#"])
 
-	subs = index.scanSubscribers("d/e/f/g", 0, nil, new(Subscribers))
+	subs = index.scanSubscribers("d/e/f/g", "d/e/f/g", nil, new(Subscribers))
 	require.Equal(t, 1, len(subs.Subscriptions))
 	require.Contains(t, subs.Subscriptions, "cl4")
 	require.Equal(t, byte(0), subs.Subscriptions["cl4"].Qos)
 	require.Equal(t, 5, subs.Subscriptions["cl4"].Identifiers["#"])
 
-	subs = index.scanSubscribers("", 0, nil, new(Subscribers))
+	subs = index.scanSubscribers("", "", nil, new(Subscribers))
 	require.Equal(t, 0, len(subs.Subscriptions))
 }
 
@@ -532,7 +532,7 @@ func TestScanSubscribersTopicInheritanceBug(t *testing.T) {
 	index.Subscribe("cl1", packets.Subscription{Qos: 0, Filter: "a/b/c"})
 	index.Subscribe("cl2", packets.Subscription{Qos: 0, Filter: "a/b"})
 
-	subs := index.scanSubscribers("a/b/c", 0, nil, new(Subscribers))
+	subs := index.scanSubscribers("a/b/c", "a/b/c", nil, new(Subscribers))
 	require.Equal(t, 1, len(subs.Subscriptions))
 }
 
@@ -545,7 +545,7 @@ func TestScanSubscribersShared(t *testing.T) {
 	index.Subscribe("cl3", packets.Subscription{Qos: 1, Filter: SharePrefix + "/tmp/a/b/+", Identifier: 200})
 	index.Subscribe("cl4", packets.Subscription{Qos: 0, Filter: SharePrefix + "/tmp/a/b/+", Identifier: 201})
 	index.Subscribe("cl5", packets.Subscription{Qos: 0, Filter: SharePrefix + "/tmp/a/b/c/#"})
-	subs := index.scanSubscribers("a/b/c", 0, nil, new(Subscribers))
+	subs := index.scanSubscribers("a/b/c", "a/b/c", nil, new(Subscribers))
 	require.Equal(t, 4, len(subs.Shared))
 }
 
@@ -555,7 +555,7 @@ func TestSelectSharedSubscriber(t *testing.T) {
 	index.Subscribe("cl1b", packets.Subscription{Qos: 0, Filter: SharePrefix + "/tmp/a/b/c", Identifier: 111})
 	index.Subscribe("cl2", packets.Subscription{Qos: 0, Filter: SharePrefix + "/tmp/a/b/c", Identifier: 112})
 	index.Subscribe("cl3", packets.Subscription{Qos: 0, Filter: SharePrefix + "/tmp2/a/b/c", Identifier: 113})
-	subs := index.scanSubscribers("a/b/c", 0, nil, new(Subscribers))
+	subs := index.scanSubscribers("a/b/c", "a/b/c", nil, new(Subscribers))
 	require.Equal(t, 2, len(subs.Shared))
 	require.Contains(t, subs.Shared, SharePrefix+"/tmp/a/b/c")
 	require.Contains(t, subs.Shared, SharePrefix+"/tmp2/a/b/c")

@@ -80,6 +80,9 @@ func (cl *Client) writeNoWait(pks []*packets.Packet) ([]byte, error) {
 	w := &cl.Net.writer
 	w.data, w.n, w.err = data, 0, nil
 	err := cl.Net.raw.Write(w.writeFD)
+	for err != nil && cl.lateWrite(err) {
+		err = cl.Net.raw.Write(w.writeFD) // dss: see writeConn
+	}
 	n := w.n
 	if err == nil {
 		err = w.err
@@ -114,7 +117,7 @@ func (cl *Client) writeRaw(b []byte) {
 		return
 	}
 	cl.Net.writeMu.Lock()
-	_, err := cl.Net.Conn.Write(b)
+	_, err := cl.writeConn(b)
 	cl.Net.writeMu.Unlock()
 	if err != nil && !errors.Is(err, ErrConnectionClosed) {
 		cl.ops.log.Debug("failed writing packets", "error", err, "client", cl.ID)

@@ -64,6 +64,13 @@ type Config struct {
 	// HTTPListen is the address of the metrics and health endpoint;
 	// empty turns it off.
 	HTTPListen string
+	// HTTPIdleTimeout is how long a connection to the HTTP endpoint may
+	// stay idle between requests before it is closed; HTTPMaxConnections
+	// bounds its connections (at the bound, a new one takes the place of
+	// the connection idle the longest, or waits for one to end). 0 means
+	// DefaultHTTPIdleTimeout and DefaultHTTPMaxConnections.
+	HTTPIdleTimeout    time.Duration
+	HTTPMaxConnections int
 	// AdminToken, when set, is the secret that a backup request on the
 	// HTTP endpoint must carry (Authorization: Bearer); without it only
 	// clients on this machine may fetch a backup.
@@ -92,6 +99,11 @@ type Config struct {
 	// ConnectTimeout bounds the time a new connection has to send its
 	// whole CONNECT. Default 10 seconds.
 	ConnectTimeout time.Duration
+	// PacketReadTimeout bounds the time between the bytes of a packet
+	// once its first byte came: a connection whose packet stops
+	// arriving for that long is closed, whatever its keep alive.
+	// Default broker.DefaultPacketReadTimeout (a minute).
+	PacketReadTimeout time.Duration
 	// MaxKeys bounds the number of stored keys (a SET of a new key past
 	// it is answered "the quota has been exceeded"). 0 means
 	// DefaultMaxKeys, a negative number no bound.
@@ -111,6 +123,19 @@ type Config struct {
 	// session. 0 means DefaultMaxSubscriptionsPerClient, a negative
 	// number no bound.
 	MaxSubscriptionsPerClient int
+	// MaxTopicLevels and MaxTopicLength bound the levels and bytes of the
+	// topic names and filters clients send; past them a filter is
+	// refused with SUBACK or UNSUBACK 0x8F, a publish with PUBACK 0x90,
+	// a Will with CONNACK 0x90. 0 means DefaultMaxTopicLevels and
+	// DefaultMaxTopicLength, a negative number no bound.
+	MaxTopicLevels, MaxTopicLength int
+	// MaxRetained and MaxRetainedBytes bound the number and memory of the
+	// retained messages; a client's message to retain past them is
+	// refused with PUBACK 0x97 (a QoS 0 one is dropped). 0 means
+	// DefaultMaxRetained and a sixteenth of the machine's memory, a
+	// negative number no bound.
+	MaxRetained      int
+	MaxRetainedBytes int64
 	// MaxInflightPerClient bounds the unanswered requests of one
 	// connection; past it the connection is not read until one is
 	// answered. 0 means 256, a negative number no bound.
@@ -226,6 +251,24 @@ func (c *Config) setDefaults() error {
 	if c.MaxSubscriptionsPerClient == 0 {
 		c.MaxSubscriptionsPerClient = DefaultMaxSubscriptionsPerClient
 	}
+	if c.HTTPIdleTimeout == 0 {
+		c.HTTPIdleTimeout = DefaultHTTPIdleTimeout
+	}
+	if c.HTTPMaxConnections == 0 {
+		c.HTTPMaxConnections = DefaultHTTPMaxConnections
+	}
+	if c.MaxRetained == 0 {
+		c.MaxRetained = DefaultMaxRetained
+	}
+	if c.MaxRetainedBytes == 0 {
+		c.MaxRetainedBytes = defaultMaxRetainedBytes()
+	}
+	if c.MaxTopicLevels == 0 {
+		c.MaxTopicLevels = DefaultMaxTopicLevels
+	}
+	if c.MaxTopicLength == 0 {
+		c.MaxTopicLength = DefaultMaxTopicLength
+	}
 	if c.MaxSessionQueueBytes == 0 {
 		c.MaxSessionQueueBytes = DefaultMaxSessionQueueBytes
 	}
@@ -235,6 +278,9 @@ func (c *Config) setDefaults() error {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	// Much of what is logged comes from clients: no string of a line
+	// is longer than maxLoggedString.
+	c.Logger = truncatingLogger(c.Logger)
 	return c.Validate()
 }
 
@@ -248,6 +294,12 @@ func (c *Config) Validate() error {
 	}
 	if c.ConnectTimeout < 0 {
 		return errors.New("server: the connect timeout may not be negative")
+	}
+	if c.HTTPIdleTimeout < 0 || c.HTTPMaxConnections < 0 {
+		return errors.New("server: the HTTP idle timeout and connection bound may not be negative")
+	}
+	if c.PacketReadTimeout < 0 {
+		return errors.New("server: the packet read timeout may not be negative")
 	}
 	if c.MaxClockSkew < 0 {
 		return errors.New("server: the maximum clock skew may not be negative")

@@ -86,3 +86,16 @@ func (c *Config) checkListeners(plain, tls, ws, wss string, log *slog.Logger) er
 	}
 	return nil
 }
+
+// checkPprof warns, when the Go profiler is served on an HTTP listener
+// addr beyond loopback, that it answers this machine only without an
+// admin token, or says that it needs the token.
+func (c *Config) checkPprof(addr string, log *slog.Logger) {
+	switch {
+	case isLoopback(addr):
+	case c.AdminToken == "":
+		log.Warn("the Go profiler (--pprof) is on an HTTP listener beyond loopback, but answers clients on this machine only: its profiles show the server's memory, keys and values among it; give --admin-token-file to reach it from elsewhere with the token", "http", addr)
+	default:
+		log.Warn("the Go profiler (--pprof) is reachable beyond this machine with the admin token: its profiles show the server's memory, keys and values among it", "http", addr)
+	}
+}

@@ -194,8 +194,15 @@ func TestTheUsersFileIsReadAgainWhenItChanges(t *testing.T) {
 	alice.AwaitDisconnect(0x87, "her user was removed")
 	refusedWith(t, s.Addr(), "alice", dsstest.Login{Username: "alice", Password: "alice-pw"}, 0x86)
 
-	// A users file that does not parse leaves the last one in force.
-	if err := os.WriteFile(users, []byte("garbage\n"), 0o600); err != nil {
+	// A users file that does not parse leaves the last one in force. It
+	// is replaced whole: written in place, the reloader (every 10 ms) may
+	// see it empty between the truncation and the write on a busy
+	// machine, and an empty users file is a valid one.
+	garbage := users + ".new"
+	if err := os.WriteFile(garbage, []byte("garbage\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(garbage, users); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Reload(); err == nil || !strings.Contains(err.Error(), ":1: want NAME:HASH") {

@@ -3,7 +3,10 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +32,8 @@ type queueClient struct {
 	manual bool
 	got    chan *paho.Publish
 	c      *paho.Client
+	// receiveMaximum, when set, is the Receive Maximum it connects with.
+	receiveMaximum uint16
 }
 
 func newQueueClient(t *testing.T, id, filter string, expiry uint32, manual bool) *queueClient {
@@ -54,8 +59,11 @@ func (q *queueClient) connect(addr string, clean bool) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), dsstest.Timeout)
 	defer cancel()
-	ca, err := q.c.Connect(ctx, &paho.Connect{ClientID: q.id, KeepAlive: 30, CleanStart: clean,
-		Properties: &paho.ConnectProperties{SessionExpiryInterval: &q.expiry}})
+	props := &paho.ConnectProperties{SessionExpiryInterval: &q.expiry}
+	if q.receiveMaximum > 0 {
+		props.ReceiveMaximum = &q.receiveMaximum
+	}
+	ca, err := q.c.Connect(ctx, &paho.Connect{ClientID: q.id, KeepAlive: 30, CleanStart: clean, Properties: props})
 	if err != nil || ca.ReasonCode != 0 {
 		q.t.Fatalf("connect %s: %v %+v", q.id, err, ca)
 	}
@@ -289,4 +297,82 @@ func TestQueuedBytesAreLetGoOfWithTheirSession(t *testing.T) {
 	if v := metricValue(t, s, droppedForSession) + metricValue(t, s, droppedForAllOfThem); v != 0 {
 		t.Fatalf("%v messages dropped within the bounds", v)
 	}
+}
+
+// publishMany publishes n QoS 1 messages to topic, 16 at a time, with
+// payloads "0" to "n-1".
+func publishMany(t *testing.T, pub *dsstest.Client, topic string, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for k := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := k; i < n; i += 16 {
+				if _, err := pub.Publish(&paho.Publish{QoS: 1, Topic: topic, Payload: []byte(strconv.Itoa(i))}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// A session without a connection holds more than the broker's maximum
+// of messages in flight (8,192) when its memory bound has room for them,
+// and gets every one when it comes back. Past 8,192 the messages were
+// dropped (1,808 of 10,000), counted under the metric of connected
+// clients and logged as such, once.
+func TestAnOfflineSessionHoldsWhatItsBoundHasRoomFor(t *testing.T) {
+	s := dsstest.StartServer(t, server.Config{HTTPListen: "127.0.0.1:0"})
+	pub := dsstest.DialNoSubscribe(t, s.Addr(), "publisher")
+	many := newQueueClient(t, "many", "many/#", 60, false)
+	many.connect(s.Addr(), true)
+	many.disconnect()
+	awaitConnected(t, s, 1)
+
+	const n = 10_000
+	publishMany(t, pub, "many/a", n)
+	for _, series := range []string{droppedForSession, droppedForAllOfThem, `dss_mqtt_messages_dropped_total{reason="unacknowledged"}`} {
+		if v := metricValue(t, s, series); v != 0 {
+			t.Fatalf("%s %v", series, v)
+		}
+	}
+	many.connect(s.Addr(), false)
+	got := map[string]bool{}
+	for len(got) < n {
+		select {
+		case p := <-many.got:
+			got[string(p.Payload)] = true
+		case <-time.After(dsstest.Timeout):
+			t.Fatalf("the session got %d of its %d messages", len(got), n)
+		}
+	}
+}
+
+// Every queued message dropped is in a log line: a burst of drops within
+// a second was reported by its first line alone.
+func TestEveryQueuedDropIsLogged(t *testing.T) {
+	logs := new(dsstest.Buffer)
+	s := dsstest.StartServer(t, server.Config{HTTPListen: "127.0.0.1:0", MaxSessionQueueBytes: 1000 * 1000,
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	pub := dsstest.DialNoSubscribe(t, s.Addr(), "publisher")
+	few := newQueueClient(t, "few", "few/#", 60, false)
+	few.connect(s.Addr(), true)
+	few.disconnect()
+	awaitConnected(t, s, 1)
+	publishMany(t, pub, "few/a", 3000)
+	dropped := metricValue(t, s, droppedForSession)
+	if dropped < 1000 {
+		t.Fatalf("%v of 3,000 messages dropped for a bound of about 1,000", dropped)
+	}
+	dsstest.Eventually(t, "every drop is in a log line", func() bool {
+		return float64(loggedDrops(logs.String(), "queued messages dropped")) == dropped
+	})
 }

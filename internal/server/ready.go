@@ -36,7 +36,7 @@ func (s *Server) Ready() error {
 	case !s.started.Load():
 		return ErrStarting
 	}
-	if err := s.node.Err(); err != nil {
+	if err := s.storageErr(); err != nil {
 		return fmt.Errorf("the journal failed: %w", err)
 	}
 	if err := s.broker.Accepting(); err != nil {

@@ -39,7 +39,9 @@ type Server struct {
 	http    *http.Server
 	httpLn  net.Listener
 	console *console.Console // nil without the HTTP listener
-	sec     *security
+	// httpConns bounds the HTTP endpoint's connections.
+	httpConns *httpConns
+	sec       *security
 	// reloadMu serializes reloads of the security files.
 	reloadMu    sync.Mutex
 	stopReloads context.CancelFunc
@@ -137,6 +139,7 @@ func New(cfg Config) (*Server, error) {
 		Capabilities:         cfg.Capabilities,
 		ReadLoops:            cfg.ReadLoops,
 		ConnectTimeout:       cfg.ConnectTimeout,
+		PacketReadTimeout:    cfg.PacketReadTimeout,
 		MaxKeySize:           cfg.MaxKeySize,
 		MaxValueSize:         cfg.MaxValueSize,
 		MaxWatchesPerClient:  max(cfg.MaxWatchesPerClient, 0),
@@ -152,6 +155,10 @@ func New(cfg Config) (*Server, error) {
 		MaxQueuedBytes:       max(cfg.MaxQueuedBytes, 0),
 		// SUBACK 0x97 past it.
 		MaxSubscriptionsPerClient: max(cfg.MaxSubscriptionsPerClient, 0),
+		MaxTopicLevels:            cfg.MaxTopicLevels,
+		MaxTopicLength:            cfg.MaxTopicLength,
+		MaxRetained:               max(cfg.MaxRetained, 0),
+		MaxRetainedBytes:          max(cfg.MaxRetainedBytes, 0),
 		// One broker across the cluster's nodes.
 		Cluster: span,
 	})
@@ -184,7 +191,7 @@ func New(cfg Config) (*Server, error) {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-			if err := s.node.Err(); err != nil {
+			if err := s.storageErr(); err != nil {
 				http.Error(w, "failing: "+err.Error(), http.StatusServiceUnavailable)
 				return
 			}
@@ -199,13 +206,23 @@ func New(cfg Config) (*Server, error) {
 		s.console = s.newConsole(reg)
 		s.console.Register(mux)
 		if cfg.Pprof {
-			mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-			mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
-			mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-			mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
-			mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+			// The profiles show the server's memory, keys and values
+			// among it: the admin token guards them as it guards
+			// backups (without one, they answer this machine only).
+			mux.HandleFunc("GET /debug/pprof/", s.adminOnly(pprof.Index))
+			mux.HandleFunc("GET /debug/pprof/cmdline", s.adminOnly(pprof.Cmdline))
+			mux.HandleFunc("GET /debug/pprof/profile", s.adminOnly(pprof.Profile))
+			mux.HandleFunc("GET /debug/pprof/symbol", s.adminOnly(pprof.Symbol))
+			mux.HandleFunc("GET /debug/pprof/trace", s.adminOnly(pprof.Trace))
+			cfg.checkPprof(ln.Addr().String(), cfg.Logger)
 		}
-		s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		// A connection idle between requests is closed after
+		// HTTPIdleTimeout, or earlier to make room for a new one: idle
+		// keep-alive connections were kept for good, and enough of them
+		// took every descriptor the MQTT listeners had.
+		s.httpConns = newHTTPConns(cfg.HTTPMaxConnections)
+		s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.HTTPIdleTimeout,
+			ConnState: s.httpConns.track}
 	}
 	return s, nil
 }
@@ -250,7 +267,7 @@ func (s *Server) Start() error {
 	}
 	if s.http != nil {
 		go func() {
-			if err := s.http.Serve(s.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := s.http.Serve(s.httpConns.Listen(s.httpLn)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				s.log.Error("http endpoint stopped", "err", err)
 			}
 		}()
@@ -336,6 +353,20 @@ func withoutRepeat(err, seen error) error {
 		return err // nothing repeated: keep err as it is
 	}
 	return errors.Join(rest...)
+}
+
+// storageErr returns the error that stopped the node's writes: a
+// journal that failed, which the node learns at its next write and the
+// journal may know before (a file of it removed while the server is
+// idle).
+func (s *Server) storageErr() error {
+	if err := s.node.Err(); err != nil {
+		return err
+	}
+	if s.journal != nil {
+		return s.journal.Err()
+	}
+	return nil
 }
 
 // closeStorage closes what New opened to keep the state, after a failure.

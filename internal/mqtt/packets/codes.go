@@ -148,5 +148,9 @@ var (
 		ErrMalformedUsername:          ErrMalformedUsernameOrPassword,
 		ErrMalformedPassword:          ErrMalformedUsernameOrPassword,
 		ErrBadUsernameOrPassword:      Err3NotAuthorized,
+		// dss: refusals 3.1.1 has no code for are "not authorized";
+		// the v5 code was sent as it is, which 3.1.1 does not have.
+		ErrNotAuthorized:    Err3NotAuthorized,
+		ErrTopicNameInvalid: Err3NotAuthorized,
 	}
 )
