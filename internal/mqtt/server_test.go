@@ -18,6 +18,7 @@ import (
 	"github.com/dssio/dss/internal/mqtt/hooks/storage"
 	"github.com/dssio/dss/internal/mqtt/listeners"
 	"github.com/dssio/dss/internal/mqtt/packets"
+	"github.com/dssio/dss/internal/mqtt/packets/packettest"
 	"github.com/dssio/dss/internal/mqtt/system"
 
 	"github.com/stretchr/testify/require"
@@ -27,8 +28,8 @@ var logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 type ProtocolTest []struct {
 	protocolVersion byte
-	in              packets.TPacketCase
-	out             packets.TPacketCase
+	in              packettest.TPacketCase
+	out             packettest.TPacketCase
 	data            map[string]any
 }
 
@@ -392,11 +393,11 @@ func TestServerReadConnectionPacket(t *testing.T) {
 	}()
 
 	go func() {
-		_, _ = r.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt311).RawBytes)
+		_, _ = r.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt311).RawBytes)
 		_ = r.Close()
 	}()
 
-	require.Equal(t, *packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt311).Packet, <-o)
+	require.Equal(t, *packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt311).Packet, <-o)
 }
 
 func TestServerReadConnectionPacketBadFixedHeader(t *testing.T) {
@@ -413,7 +414,7 @@ func TestServerReadConnectionPacketBadFixedHeader(t *testing.T) {
 	}()
 
 	go func() {
-		_, _ = r.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectMalFixedHeader).RawBytes)
+		_, _ = r.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectMalFixedHeader).RawBytes)
 		_ = r.Close()
 	}()
 
@@ -430,7 +431,7 @@ func TestServerReadConnectionPacketBadPacketType(t *testing.T) {
 	s.Clients.Add(cl)
 
 	go func() {
-		_, _ = r.Write(packets.TPacketData[packets.Connack].Get(packets.TConnackAcceptedNoSession).RawBytes)
+		_, _ = r.Write(packettest.TPacketData[packets.Connack].Get(packettest.TConnackAcceptedNoSession).RawBytes)
 		_ = r.Close()
 	}()
 
@@ -447,7 +448,7 @@ func TestServerReadConnectionPacketBadPacket(t *testing.T) {
 	s.Clients.Add(cl)
 
 	go func() {
-		_, _ = r.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectMalProtocolName).RawBytes)
+		_, _ = r.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectMalProtocolName).RawBytes)
 		_ = r.Close()
 	}()
 
@@ -467,8 +468,8 @@ func TestEstablishConnection(t *testing.T) {
 	}()
 
 	go func() {
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectClean).RawBytes)
-		_, _ = w.Write(packets.TPacketData[packets.Disconnect].Get(packets.TDisconnect).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectClean).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnect).RawBytes)
 	}()
 
 	// receive the connack
@@ -489,13 +490,13 @@ func TestEstablishConnection(t *testing.T) {
 	// 	require.ErrorIs(t, v.StopCause(), packets.CodeDisconnect) // true error is disconnect
 	// }
 
-	require.Equal(t, packets.TPacketData[packets.Connack].Get(packets.TConnackAcceptedNoSession).RawBytes, <-recv)
+	require.Equal(t, packettest.TPacketData[packets.Connack].Get(packettest.TConnackAcceptedNoSession).RawBytes, <-recv)
 
 	_ = w.Close()
 	_ = r.Close()
 
 	// client must be deleted on session close if Clean = true
-	_, ok := s.Clients.Get(packets.TPacketData[packets.Connect].Get(packets.TConnectClean).Packet.Connect.ClientIdentifier)
+	_, ok := s.Clients.Get(packettest.TPacketData[packets.Connect].Get(packettest.TConnectClean).Packet.Connect.ClientIdentifier)
 	require.False(t, ok)
 }
 
@@ -510,7 +511,7 @@ func TestEstablishConnectionAckFailure(t *testing.T) {
 	}()
 
 	go func() {
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectClean).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectClean).RawBytes)
 		_ = w.Close()
 	}()
 
@@ -534,7 +535,7 @@ func TestEstablishConnectionReadError(t *testing.T) {
 
 	go func() {
 		_, _ = w.Write(connectMqtt5WithoutAuthMethod(t))
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectClean).RawBytes) // second connect error
+		_, _ = w.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectClean).RawBytes) // second connect error
 	}()
 
 	// receive the connack
@@ -549,14 +550,14 @@ func TestEstablishConnectionReadError(t *testing.T) {
 	require.Error(t, err)
 
 	// Retrieve the client corresponding to the Client Identifier.
-	retrievedCl, ok := s.Clients.Get(packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt5).Packet.Connect.ClientIdentifier)
+	retrievedCl, ok := s.Clients.Get(packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt5).Packet.Connect.ClientIdentifier)
 	require.True(t, ok)
 	require.ErrorIs(t, retrievedCl.StopCause(), packets.ErrProtocolViolationSecondConnect) // true error is disconnect
 
 	ret := <-recv
 	require.Equal(t, append(
-		packets.TPacketData[packets.Connack].Get(packets.TConnackMinCleanMqtt5).RawBytes,
-		packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectSecondConnect).RawBytes...),
+		packettest.TPacketData[packets.Connack].Get(packettest.TConnackMinCleanMqtt5).RawBytes,
+		packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnectSecondConnect).RawBytes...),
 		ret,
 	)
 
@@ -571,9 +572,9 @@ func TestEstablishConnectionInheritExisting(t *testing.T) {
 	cl, r0, _ := newTestClient()
 	cl.Properties.ProtocolVersion = 5
 	cl.Properties.Username = []byte("mochi")
-	cl.ID = packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt311).Packet.Connect.ClientIdentifier
+	cl.ID = packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt311).Packet.Connect.ClientIdentifier
 	cl.State.Subscriptions.Add("a/b/c", packets.Subscription{Filter: "a/b/c", Qos: 1})
-	cl.State.Inflight.Set(*packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+	cl.State.Inflight.Set(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
 	s.Clients.Add(cl)
 
 	r, w := net.Pipe()
@@ -584,8 +585,8 @@ func TestEstablishConnectionInheritExisting(t *testing.T) {
 	}()
 
 	connackPlusPacket := append(
-		packets.TPacketData[packets.Connack].Get(packets.TConnackAcceptedSessionExists).RawBytes,
-		packets.TPacketData[packets.Publish].Get(packets.TPublishQos1Dup).RawBytes...,
+		packettest.TPacketData[packets.Connack].Get(packettest.TConnackAcceptedSessionExists).RawBytes,
+		packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1Dup).RawBytes...,
 	)
 
 	// receive the disconnect session takeover
@@ -601,10 +602,10 @@ func TestEstablishConnectionInheritExisting(t *testing.T) {
 	// a loaded machine outlasts).
 	recv := make(chan []byte, 1)
 	go func() {
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt311).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt311).RawBytes)
 		buf := make([]byte, len(connackPlusPacket))
 		n, _ := io.ReadFull(w, buf)
-		_, _ = w.Write(packets.TPacketData[packets.Disconnect].Get(packets.TDisconnect).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnect).RawBytes)
 		rest, _ := io.ReadAll(w)
 		recv <- append(buf[:n], rest...)
 	}()
@@ -613,18 +614,18 @@ func TestEstablishConnectionInheritExisting(t *testing.T) {
 	require.NoError(t, err)
 
 	// Retrieve the client corresponding to the Client Identifier.
-	retrievedCl, ok := s.Clients.Get(packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt311).Packet.Connect.ClientIdentifier)
+	retrievedCl, ok := s.Clients.Get(packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt311).Packet.Connect.ClientIdentifier)
 	require.True(t, ok)
 	require.ErrorIs(t, retrievedCl.StopCause(), packets.CodeDisconnect) // true error is disconnect
 
 	require.Equal(t, connackPlusPacket, <-recv)
-	require.Equal(t, packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectTakeover).RawBytes, <-takeover)
+	require.Equal(t, packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnectTakeover).RawBytes, <-takeover)
 
 	time.Sleep(time.Microsecond * 100)
 	_ = w.Close()
 	_ = r.Close()
 
-	clw, ok := s.Clients.Get(packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt311).Packet.Connect.ClientIdentifier)
+	clw, ok := s.Clients.Get(packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt311).Packet.Connect.ClientIdentifier)
 	require.True(t, ok)
 	require.NotEmpty(t, clw.State.Subscriptions)
 	require.True(t, cl.IsTakenOver())
@@ -686,7 +687,7 @@ func TestEstablishConnectionInheritExistingTrueTakeover(t *testing.T) {
 
 	// Get the first client pointer
 	<-connacked
-	cl1, ok := s.Clients.Get(packets.TPacketData[packets.Connect].Get(packets.TConnectUserPass).Packet.Connect.ClientIdentifier)
+	cl1, ok := s.Clients.Get(packettest.TPacketData[packets.Connect].Get(packettest.TConnectUserPass).Packet.Connect.ClientIdentifier)
 	require.True(t, ok)
 	cl1.State.Subscriptions.Add("a/b/c", packets.Subscription{Filter: "a/b/c", Qos: 1})
 	cl1.State.Subscriptions.Add("d/e/f", packets.Subscription{Filter: "d/e/f", Qos: 0})
@@ -706,9 +707,9 @@ func TestEstablishConnectionInheritExistingTrueTakeover(t *testing.T) {
 		o2 <- err
 	}()
 	go func() {
-		x := packets.TPacketData[packets.Connect].Get(packets.TConnectUserPass).RawBytes[:]
+		x := packettest.TPacketData[packets.Connect].Get(packettest.TConnectUserPass).RawBytes[:]
 		x[19] = '.' // differentiate username bytes in debugging
-		_, _ = w2.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectUserPass).RawBytes)
+		_, _ = w2.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectUserPass).RawBytes)
 	}()
 
 	// receive the second connack
@@ -733,7 +734,7 @@ func TestEstablishConnectionInheritExistingTrueTakeover(t *testing.T) {
 	require.NotEmpty(t, clp2.State.Subscriptions.GetAll())
 	require.Empty(t, clp1.State.Subscriptions.GetAll())
 
-	_, _ = w2.Write(packets.TPacketData[packets.Disconnect].Get(packets.TDisconnect).RawBytes)
+	_, _ = w2.Write(packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnect).RawBytes)
 	require.NoError(t, <-o2)
 
 	require.True(t, clp1.IsTakenOver())
@@ -747,7 +748,7 @@ func TestEstablishConnectionResentPendingInflightsError(t *testing.T) {
 	n := time.Now().Unix()
 	cl, r0, _ := newTestClient()
 	cl.Properties.ProtocolVersion = 5
-	cl.ID = packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt311).Packet.Connect.ClientIdentifier
+	cl.ID = packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt311).Packet.Connect.ClientIdentifier
 	cl.State.Inflight = NewInflights()
 	cl.State.Inflight.Set(packets.Packet{PacketID: 2, Created: n - 2}) // no packet type
 	s.Clients.Add(cl)
@@ -759,7 +760,7 @@ func TestEstablishConnectionResentPendingInflightsError(t *testing.T) {
 	}()
 
 	go func() {
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt311).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt311).RawBytes)
 	}()
 
 	go func() {
@@ -782,7 +783,7 @@ func TestEstablishConnectionInheritExistingClean(t *testing.T) {
 	defer s.Close()
 
 	cl, r0, _ := newTestClient()
-	cl.ID = packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt311).Packet.Connect.ClientIdentifier
+	cl.ID = packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt311).Packet.Connect.ClientIdentifier
 	cl.Properties.Clean = true
 	cl.State.Subscriptions.Add("a/b/c", packets.Subscription{Filter: "a/b/c", Qos: 1})
 	s.Clients.Add(cl)
@@ -794,8 +795,8 @@ func TestEstablishConnectionInheritExistingClean(t *testing.T) {
 	}()
 
 	go func() {
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt311).RawBytes)
-		_, _ = w.Write(packets.TPacketData[packets.Disconnect].Get(packets.TDisconnect).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt311).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnect).RawBytes)
 	}()
 
 	// receive the disconnect
@@ -818,19 +819,19 @@ func TestEstablishConnectionInheritExistingClean(t *testing.T) {
 	require.NoError(t, err)
 
 	// Retrieve the client corresponding to the Client Identifier.
-	retrievedCl, ok := s.Clients.Get(packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt311).Packet.Connect.ClientIdentifier)
+	retrievedCl, ok := s.Clients.Get(packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt311).Packet.Connect.ClientIdentifier)
 	require.True(t, ok)
 	require.ErrorIs(t, retrievedCl.StopCause(), packets.CodeDisconnect) // true error is disconnect
 
-	require.Equal(t, packets.TPacketData[packets.Connack].Get(packets.TConnackAcceptedNoSession).RawBytes, <-recv)
-	require.Equal(t, packets.TPacketData[packets.Disconnect].Get(packets.TDisconnect).RawBytes, <-takeover)
+	require.Equal(t, packettest.TPacketData[packets.Connack].Get(packettest.TConnackAcceptedNoSession).RawBytes, <-recv)
+	require.Equal(t, packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnect).RawBytes, <-takeover)
 
 	require.True(t, cl.IsTakenOver())
 
 	_ = w.Close()
 	_ = r.Close()
 
-	clw, ok := s.Clients.Get(packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt311).Packet.Connect.ClientIdentifier)
+	clw, ok := s.Clients.Get(packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt311).Packet.Connect.ClientIdentifier)
 	require.True(t, ok)
 	require.Equal(t, 0, clw.State.Subscriptions.Len())
 
@@ -849,8 +850,8 @@ func TestEstablishConnectionBadAuthentication(t *testing.T) {
 	}()
 
 	go func() {
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectClean).RawBytes)
-		_, _ = w.Write(packets.TPacketData[packets.Disconnect].Get(packets.TDisconnect).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectClean).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnect).RawBytes)
 	}()
 
 	// receive the connack
@@ -864,7 +865,7 @@ func TestEstablishConnectionBadAuthentication(t *testing.T) {
 	err := <-o
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrBadUsernameOrPassword)
-	require.Equal(t, packets.TPacketData[packets.Connack].Get(packets.TConnackBadUsernamePasswordNoSession).RawBytes, <-recv)
+	require.Equal(t, packettest.TPacketData[packets.Connack].Get(packettest.TConnackBadUsernamePasswordNoSession).RawBytes, <-recv)
 
 	_ = w.Close()
 	_ = r.Close()
@@ -883,7 +884,7 @@ func TestEstablishConnectionBadAuthenticationAckFailure(t *testing.T) {
 	}()
 
 	go func() {
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectClean).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectClean).RawBytes)
 		_ = w.Close()
 	}()
 
@@ -904,8 +905,8 @@ func TestServerEstablishConnectionInvalidConnect(t *testing.T) {
 	}()
 
 	go func() {
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectMalReservedBit).RawBytes)
-		_, _ = w.Write(packets.TPacketData[packets.Disconnect].Get(packets.TDisconnect).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectMalReservedBit).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnect).RawBytes)
 	}()
 
 	// receive the connack
@@ -919,7 +920,7 @@ func TestServerEstablishConnectionInvalidConnect(t *testing.T) {
 	err := <-o
 	require.Error(t, err)
 	require.ErrorIs(t, packets.ErrProtocolViolationReservedBit, err)
-	require.Equal(t, packets.TPacketData[packets.Connack].Get(packets.TConnackProtocolViolationNoSession).RawBytes, <-recv)
+	require.Equal(t, packettest.TPacketData[packets.Connack].Get(packettest.TConnackProtocolViolationNoSession).RawBytes, <-recv)
 
 	_ = r.Close()
 }
@@ -941,7 +942,7 @@ func TestEstablishConnectionMaximumClientsReached(t *testing.T) {
 	}()
 
 	go func() {
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectClean).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectClean).RawBytes)
 	}()
 
 	// receive the connack
@@ -970,8 +971,8 @@ func TestServerEstablishConnectionZeroByteUsernameIsValid(t *testing.T) {
 	}()
 
 	go func() {
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectZeroByteUsername).RawBytes)
-		_, _ = w.Write(packets.TPacketData[packets.Disconnect].Get(packets.TDisconnect).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectZeroByteUsername).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnect).RawBytes)
 	}()
 
 	// receive the connack error
@@ -996,7 +997,7 @@ func TestServerEstablishConnectionInvalidConnectAckFailure(t *testing.T) {
 	}()
 
 	go func() {
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectMalReservedBit).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectMalReservedBit).RawBytes)
 		_ = w.Close()
 	}()
 
@@ -1017,8 +1018,8 @@ func TestServerEstablishConnectionBadPacket(t *testing.T) {
 	}()
 
 	go func() {
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnackBadProtocolVersion).RawBytes)
-		_, _ = w.Write(packets.TPacketData[packets.Disconnect].Get(packets.TDisconnect).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnackBadProtocolVersion).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnect).RawBytes)
 	}()
 
 	err := <-o
@@ -1042,7 +1043,7 @@ func TestServerEstablishConnectionOnConnectError(t *testing.T) {
 	}()
 
 	go func() {
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectClean).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectClean).RawBytes)
 	}()
 
 	err = <-o
@@ -1069,7 +1070,7 @@ func TestServerSendConnack(t *testing.T) {
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Connack].Get(packets.TConnackMinMqtt5).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Connack].Get(packettest.TConnackMinMqtt5).RawBytes, buf)
 }
 
 // TestServerSendConnackAnnouncesCapabilities: the CONNACK of an MQTT 5
@@ -1120,7 +1121,7 @@ func TestServerSendConnackFailureReason(t *testing.T) {
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Connack].Get(packets.TConnackInvalidMinMqtt5).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Connack].Get(packettest.TConnackInvalidMinMqtt5).RawBytes, buf)
 }
 
 func TestServerSendConnackWithServerKeepalive(t *testing.T) {
@@ -1138,11 +1139,11 @@ func TestServerSendConnackWithServerKeepalive(t *testing.T) {
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Connack].Get(packets.TConnackServerKeepalive).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Connack].Get(packettest.TConnackServerKeepalive).RawBytes, buf)
 }
 
 func TestServerValidateConnect(t *testing.T) {
-	packet := *packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt5).Packet
+	packet := *packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt5).Packet
 	invalidBitPacket := packet
 	invalidBitPacket.ReservedBit = 1
 	packetCleanIdPacket := packet
@@ -1218,7 +1219,7 @@ func TestServerSendConnackAdjustedExpiryInterval(t *testing.T) {
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Connack].Get(packets.TConnackAcceptedAdjustedExpiryInterval).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Connack].Get(packettest.TConnackAcceptedAdjustedExpiryInterval).RawBytes, buf)
 }
 
 func TestInheritClientSession(t *testing.T) {
@@ -1281,7 +1282,7 @@ func TestServerProcessPacketConnect(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
 
-	err := s.processPacket(cl, *packets.TPacketData[packets.Connect].Get(packets.TConnectClean).Packet)
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Connect].Get(packettest.TConnectClean).Packet)
 	require.Error(t, err)
 }
 
@@ -1290,14 +1291,14 @@ func TestServerProcessPacketPingreq(t *testing.T) {
 	cl, r, w := newTestClient()
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Pingreq].Get(packets.TPingreq).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Pingreq].Get(packettest.TPingreq).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Pingresp].Get(packets.TPingresp).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Pingresp].Get(packettest.TPingresp).RawBytes, buf)
 }
 
 func TestServerProcessPacketPingreqError(t *testing.T) {
@@ -1305,7 +1306,7 @@ func TestServerProcessPacketPingreqError(t *testing.T) {
 	cl, _, _ := newTestClient()
 	cl.Stop(packets.CodeDisconnect)
 
-	err := s.processPacket(cl, *packets.TPacketData[packets.Pingreq].Get(packets.TPingreq).Packet)
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Pingreq].Get(packettest.TPingreq).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, cl.StopCause(), packets.CodeDisconnect)
 }
@@ -1314,7 +1315,7 @@ func TestServerProcessPacketPublishInvalid(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
 
-	err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishInvalidQosMustPacketID).Packet)
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishInvalidQosMustPacketID).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrProtocolViolationNoPacketID)
 }
@@ -1344,14 +1345,14 @@ func TestInjectPacketPublishAndReceive(t *testing.T) {
 	}()
 
 	go func() {
-		err := s.InjectPacket(sender, *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet)
+		err := s.InjectPacket(sender, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet)
 		require.NoError(t, err)
 		_ = w1.Close()
 		waitWritten(receiver)
 		_ = w2.Close()
 	}()
 
-	require.Equal(t, packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).RawBytes, <-receiverBuf)
+	require.Equal(t, packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).RawBytes, <-receiverBuf)
 }
 
 func TestServerPublishAndReceive(t *testing.T) {
@@ -1380,7 +1381,7 @@ func TestServerPublishAndReceive(t *testing.T) {
 	}()
 
 	go func() {
-		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
+		pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet
 		err := s.Publish(pkx.TopicName, pkx.Payload, pkx.FixedHeader.Retain, pkx.FixedHeader.Qos)
 		require.NoError(t, err)
 		_ = w1.Close()
@@ -1388,12 +1389,12 @@ func TestServerPublishAndReceive(t *testing.T) {
 		_ = w2.Close()
 	}()
 
-	require.Equal(t, packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).RawBytes, <-receiverBuf)
+	require.Equal(t, packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).RawBytes, <-receiverBuf)
 }
 
 func TestServerPublishNoInlineClient(t *testing.T) {
 	s := newServer()
-	pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
+	pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet
 	err := s.Publish(pkx.TopicName, pkx.Payload, pkx.FixedHeader.Retain, pkx.FixedHeader.Qos)
 	require.Error(t, err)
 	require.ErrorIs(t, err, ErrInlineClientNotEnabled)
@@ -1404,7 +1405,7 @@ func TestInjectPacketError(t *testing.T) {
 	defer s.Close()
 	cl, _, _ := newTestClient()
 	cl.Net.Inline = true
-	pkx := *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribe).Packet
+	pkx := *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribe).Packet
 	pkx.Filters = packets.Subscriptions{}
 	err := s.InjectPacket(cl, pkx)
 	require.Error(t, err)
@@ -1415,7 +1416,7 @@ func TestInjectPacketPublishInvalidTopic(t *testing.T) {
 	defer s.Close()
 	cl, _, _ := newTestClient()
 	cl.Net.Inline = true
-	pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
+	pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet
 	pkx.TopicName = "$SYS/test"
 	err := s.InjectPacket(cl, pkx)
 	require.NoError(t, err) // bypass topic validity and acl checks
@@ -1446,14 +1447,14 @@ func TestServerProcessPacketPublishAndReceive(t *testing.T) {
 	}()
 
 	go func() {
-		err := s.processPacket(sender, *packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
+		err := s.processPacket(sender, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet)
 		require.NoError(t, err)
 		waitWritten(receiver)
 		_ = w1.Close()
 		_ = w2.Close()
 	}()
 
-	require.Equal(t, packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).RawBytes, <-receiverBuf)
+	require.Equal(t, packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).RawBytes, <-receiverBuf)
 	require.Equal(t, 1, len(s.Topics.Messages("a/b/c")))
 }
 
@@ -1505,7 +1506,7 @@ func TestServerProcessPacketAndNextImmediate(t *testing.T) {
 	s := newServer()
 	cl, r, w := newTestClient()
 
-	next := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet
+	next := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet
 	next.Expiry = -1
 	cl.State.Inflight.Set(next)
 	atomic.StoreInt64(&s.Info.Inflight, 1)
@@ -1513,7 +1514,7 @@ func TestServerProcessPacketAndNextImmediate(t *testing.T) {
 	require.Equal(t, int32(5), cl.State.Inflight.sendQuota)
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet)
 		require.NoError(t, err)
 		waitWritten(cl) // dss: released through the write loop
 		_ = w.Close()
@@ -1521,7 +1522,7 @@ func TestServerProcessPacketAndNextImmediate(t *testing.T) {
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).RawBytes, buf)
 	require.Equal(t, int32(4), cl.State.Inflight.sendQuota)
 
 	// dss: the released packet stays inflight, no longer parked, until its
@@ -1546,7 +1547,7 @@ func TestServerProcessPublishAckFailure(t *testing.T) {
 	s.Clients.Add(cl)
 
 	_ = w.Close()
-	err := s.processPublish(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos2).Packet)
+	err := s.processPublish(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos2).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, err, io.ErrClosedPipe)
 }
@@ -1564,7 +1565,7 @@ func TestServerProcessPublishOnPublishAckErrorRWError(t *testing.T) {
 	s.Clients.Add(cl)
 	_ = w.Close()
 
-	err = s.processPublish(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+	err = s.processPublish(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, err, io.ErrClosedPipe)
 }
@@ -1584,14 +1585,14 @@ func TestServerProcessPublishOnPublishAckErrorContinue(t *testing.T) {
 	s.Clients.Add(cl)
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Puback].Get(packets.TPubackUnexpectedError).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Puback].Get(packettest.TPubackUnexpectedError).RawBytes, buf)
 }
 
 func TestServerProcessPublishOnPublishPkIgnore(t *testing.T) {
@@ -1623,7 +1624,7 @@ func TestServerProcessPublishOnPublishPkIgnore(t *testing.T) {
 	}()
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 		_ = w2.Close()
@@ -1631,7 +1632,7 @@ func TestServerProcessPublishOnPublishPkIgnore(t *testing.T) {
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Puback].Get(packets.TPuback).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Puback].Get(packettest.TPuback).RawBytes, buf)
 	require.Equal(t, []byte{}, <-receiverBuf)
 	require.Equal(t, 0, len(s.Topics.Messages("a/b/c")))
 }
@@ -1647,7 +1648,7 @@ func TestServerProcessPacketPublishMaximumReceive(t *testing.T) {
 	s.Clients.Add(cl)
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
 		require.Error(t, err)
 		require.ErrorIs(t, err, packets.ErrReceiveMaximum)
 		_ = w.Close()
@@ -1655,7 +1656,7 @@ func TestServerProcessPacketPublishMaximumReceive(t *testing.T) {
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectReceiveMaximum).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnectReceiveMaximum).RawBytes, buf)
 }
 
 func TestServerProcessPublishInvalidTopic(t *testing.T) {
@@ -1663,7 +1664,7 @@ func TestServerProcessPublishInvalidTopic(t *testing.T) {
 	_ = s.Serve()
 	defer s.Close()
 	cl, _, _ := newTestClient()
-	err := s.processPublish(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishSpecDenySysTopic).Packet)
+	err := s.processPublish(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishSpecDenySysTopic).Packet)
 	require.NoError(t, err) // $SYS Topics should be ignored?
 }
 
@@ -1679,7 +1680,7 @@ func TestServerProcessPublishACLCheckDeny(t *testing.T) {
 		{
 			name:             "v4_QOS0",
 			protocolVersion:  4,
-			pk:               *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet,
+			pk:               *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet,
 			expectErr:        nil,
 			expectReponse:    nil,
 			expectDisconnect: false,
@@ -1687,7 +1688,7 @@ func TestServerProcessPublishACLCheckDeny(t *testing.T) {
 		{
 			name:             "v4_QOS1",
 			protocolVersion:  4,
-			pk:               *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet,
+			pk:               *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet,
 			expectErr:        packets.ErrNotAuthorized,
 			expectReponse:    nil,
 			expectDisconnect: true,
@@ -1695,7 +1696,7 @@ func TestServerProcessPublishACLCheckDeny(t *testing.T) {
 		{
 			name:             "v4_QOS2",
 			protocolVersion:  4,
-			pk:               *packets.TPacketData[packets.Publish].Get(packets.TPublishQos2).Packet,
+			pk:               *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos2).Packet,
 			expectErr:        packets.ErrNotAuthorized,
 			expectReponse:    nil,
 			expectDisconnect: true,
@@ -1703,7 +1704,7 @@ func TestServerProcessPublishACLCheckDeny(t *testing.T) {
 		{
 			name:             "v5_QOS0",
 			protocolVersion:  5,
-			pk:               *packets.TPacketData[packets.Publish].Get(packets.TPublishBasicMqtt5).Packet,
+			pk:               *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasicMqtt5).Packet,
 			expectErr:        nil,
 			expectReponse:    nil,
 			expectDisconnect: false,
@@ -1711,17 +1712,17 @@ func TestServerProcessPublishACLCheckDeny(t *testing.T) {
 		{
 			name:             "v5_QOS1",
 			protocolVersion:  5,
-			pk:               *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1Mqtt5).Packet,
+			pk:               *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1Mqtt5).Packet,
 			expectErr:        nil,
-			expectReponse:    packets.TPacketData[packets.Puback].Get(packets.TPubrecMqtt5NotAuthorized).RawBytes,
+			expectReponse:    packettest.TPacketData[packets.Puback].Get(packettest.TPubrecMqtt5NotAuthorized).RawBytes,
 			expectDisconnect: false,
 		},
 		{
 			name:             "v5_QOS2",
 			protocolVersion:  5,
-			pk:               *packets.TPacketData[packets.Publish].Get(packets.TPublishQos2Mqtt5).Packet,
+			pk:               *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos2Mqtt5).Packet,
 			expectErr:        nil,
-			expectReponse:    packets.TPacketData[packets.Pubrec].Get(packets.TPubrecMqtt5NotAuthorized).RawBytes,
+			expectReponse:    packettest.TPacketData[packets.Pubrec].Get(packettest.TPubrecMqtt5NotAuthorized).RawBytes,
 			expectDisconnect: false,
 		},
 	}
@@ -1778,7 +1779,7 @@ func TestServerProcessPublishOnMessageRecvRejected(t *testing.T) {
 	_ = s.Serve()
 	defer s.Close()
 	cl, _, _ := newTestClient()
-	err = s.processPublish(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet)
+	err = s.processPublish(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet)
 	require.NoError(t, err) // packets rejected silently
 }
 
@@ -1787,7 +1788,7 @@ func TestServerProcessPacketPublishQos0(t *testing.T) {
 	cl, r, w := newTestClient()
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -1813,14 +1814,14 @@ func TestServerProcessPacketPublishQos1IDOfAServerMessage(t *testing.T) {
 	atomic.StoreInt64(&s.Info.Inflight, 1)
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Puback].Get(packets.TPuback).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Puback].Get(packettest.TPuback).RawBytes, buf)
 	require.Equal(t, int64(1), atomic.LoadInt64(&s.Info.Inflight))
 	require.True(t, cl.State.Inflight.Has(7), "the server's message with the same id is still in flight")
 }
@@ -1833,7 +1834,7 @@ func TestServerProcessPacketPublishQos2PacketIDInUse(t *testing.T) {
 	atomic.StoreInt64(&s.Info.Inflight, 1)
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos2Mqtt5).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos2Mqtt5).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -1857,14 +1858,14 @@ func TestServerProcessPacketPublishQos1(t *testing.T) {
 	cl, r, w := newTestClient()
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Puback].Get(packets.TPuback).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Puback].Get(packettest.TPuback).RawBytes, buf)
 }
 
 func TestServerProcessPacketPublishQos2(t *testing.T) {
@@ -1872,14 +1873,14 @@ func TestServerProcessPacketPublishQos2(t *testing.T) {
 	cl, r, w := newTestClient()
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos2).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos2).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Pubrec].Get(packets.TPubrec).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Pubrec].Get(packettest.TPubrec).RawBytes, buf)
 }
 
 func TestServerProcessPacketPublishDowngradeQos(t *testing.T) {
@@ -1888,14 +1889,14 @@ func TestServerProcessPacketPublishDowngradeQos(t *testing.T) {
 	cl, r, w := newTestClient()
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos2).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos2).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Puback].Get(packets.TPuback).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Puback].Get(packettest.TPuback).RawBytes, buf)
 }
 
 func TestPublishToSubscribersSelfNoLocal(t *testing.T) {
@@ -1906,7 +1907,7 @@ func TestPublishToSubscribersSelfNoLocal(t *testing.T) {
 	require.True(t, subbed)
 
 	go func() {
-		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
+		pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet
 		pkx.Origin = cl.ID
 		s.publishToSubscribers(pkx)
 		waitWritten(cl)
@@ -1960,24 +1961,24 @@ func TestPublishToSubscribers(t *testing.T) {
 	}()
 
 	go func() {
-		s.publishToSubscribers(*packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet)
+		s.publishToSubscribers(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet)
 		waitWritten(cl, cl2, cl3)
 		_ = w1.Close()
 		_ = w2.Close()
 		_ = w3.Close()
 	}()
 
-	require.Equal(t, packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).RawBytes, <-cl1Recv)
+	require.Equal(t, packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).RawBytes, <-cl1Recv)
 	rcv2 := <-cl2Recv
 	rcv3 := <-cl3Recv
 
 	ok := false
 	if len(rcv2) > 0 {
-		require.Equal(t, packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).RawBytes, rcv2)
+		require.Equal(t, packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).RawBytes, rcv2)
 		require.Equal(t, []byte{}, rcv3)
 		ok = true
 	} else if len(rcv3) > 0 {
-		require.Equal(t, packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).RawBytes, rcv3)
+		require.Equal(t, packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).RawBytes, rcv3)
 		require.Equal(t, []byte{}, rcv2)
 		ok = true
 	}
@@ -2018,7 +2019,7 @@ func TestPublishToSubscribersMessageExpiryDelta(t *testing.T) {
 			}()
 
 			go func() {
-				pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
+				pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet
 				pkx.Created = time.Now().Unix() - 30
 				pkx.Properties.MessageExpiryInterval = tc.interval
 				if tc.left > 0 {
@@ -2051,7 +2052,7 @@ func TestPublishToClientExpiredIsNotSent(t *testing.T) {
 		require.NoError(t, err)
 		recv <- buf
 	}()
-	pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
+	pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet
 	pkx.Properties.MessageExpiryInterval = 1
 	pkx.Expires = time.Now().Add(-time.Millisecond).UnixNano()
 	err := cl.WritePacket(pkx)
@@ -2073,7 +2074,7 @@ func TestPublishToSubscribersIdentifiers(t *testing.T) {
 	require.True(t, subbed)
 
 	go func() {
-		s.publishToSubscribers(*packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet)
+		s.publishToSubscribers(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet)
 		waitWritten(cl)
 		_ = w.Close()
 	}()
@@ -2085,7 +2086,7 @@ func TestPublishToSubscribersIdentifiers(t *testing.T) {
 		receiverBuf <- buf
 	}()
 
-	require.Equal(t, packets.TPacketData[packets.Publish].Get(packets.TPublishSubscriberIdentifier).RawBytes, <-receiverBuf)
+	require.Equal(t, packettest.TPacketData[packets.Publish].Get(packettest.TPublishSubscriberIdentifier).RawBytes, <-receiverBuf)
 }
 
 func TestPublishToSubscribersPkIgnore(t *testing.T) {
@@ -2096,7 +2097,7 @@ func TestPublishToSubscribersPkIgnore(t *testing.T) {
 	require.True(t, subbed)
 
 	go func() {
-		pk := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
+		pk := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet
 		pk.Ignore = true
 		s.publishToSubscribers(pk)
 		waitWritten(cl)
@@ -2125,7 +2126,7 @@ func TestPublishToClientServerDowngradeQos(t *testing.T) {
 	cl.State.packetID = 6 // just to match the same packet id (7) in the fixtures
 
 	go func() {
-		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet
+		pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet
 		pkx.FixedHeader.Qos = 2
 		_, _ = s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 2}, pkx)
 		waitWritten(cl) // dss: not after 100 µs (flaky)
@@ -2139,7 +2140,7 @@ func TestPublishToClientServerDowngradeQos(t *testing.T) {
 		receiverBuf <- buf
 	}()
 
-	require.Equal(t, packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).RawBytes, <-receiverBuf)
+	require.Equal(t, packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).RawBytes, <-receiverBuf)
 }
 
 func TestPublishToClientSubscriptionDowngradeQos(t *testing.T) {
@@ -2154,7 +2155,7 @@ func TestPublishToClientSubscriptionDowngradeQos(t *testing.T) {
 	cl.State.packetID = 6 // just to match the same packet id (7) in the fixtures
 
 	go func() {
-		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet
+		pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet
 		pkx.FixedHeader.Qos = 2
 		_, _ = s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, pkx)
 		waitWritten(cl) // dss: not after 100 µs (flaky)
@@ -2168,7 +2169,7 @@ func TestPublishToClientSubscriptionDowngradeQos(t *testing.T) {
 		receiverBuf <- buf
 	}()
 
-	require.Equal(t, packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).RawBytes, <-receiverBuf)
+	require.Equal(t, packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).RawBytes, <-receiverBuf)
 }
 
 func TestPublishToClientExceedClientWritesPending(t *testing.T) {
@@ -2222,7 +2223,7 @@ func TestPublishToClientServerTopicAlias(t *testing.T) {
 	s.Clients.Add(cl)
 
 	go func() {
-		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasicMqtt5).Packet
+		pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasicMqtt5).Packet
 		_, _ = s.publishToClient(cl, packets.Subscription{Filter: pkx.TopicName}, pkx)
 		_, _ = s.publishToClient(cl, packets.Subscription{Filter: pkx.TopicName}, pkx)
 		waitWritten(cl)
@@ -2237,10 +2238,10 @@ func TestPublishToClientServerTopicAlias(t *testing.T) {
 	}()
 
 	ret := <-receiverBuf
-	pk1 := make([]byte, len(packets.TPacketData[packets.Publish].Get(packets.TPublishBasicMqtt5).RawBytes))
-	pk2 := make([]byte, len(packets.TPacketData[packets.Publish].Get(packets.TPublishBasicMqtt5).RawBytes)-5)
-	copy(pk1, ret[:len(packets.TPacketData[packets.Publish].Get(packets.TPublishBasicMqtt5).RawBytes)])
-	copy(pk2, ret[len(packets.TPacketData[packets.Publish].Get(packets.TPublishBasicMqtt5).RawBytes):])
+	pk1 := make([]byte, len(packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasicMqtt5).RawBytes))
+	pk2 := make([]byte, len(packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasicMqtt5).RawBytes)-5)
+	copy(pk1, ret[:len(packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasicMqtt5).RawBytes)])
+	copy(pk2, ret[len(packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasicMqtt5).RawBytes):])
 	require.Equal(t, append(pk1, pk2...), ret)
 }
 
@@ -2249,7 +2250,7 @@ func TestPublishToClientMqtt3RetainFalseLeverageNoConn(t *testing.T) {
 	cl, _, _ := newTestClient()
 	cl.Net.Conn = nil
 
-	out, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", RetainAsPublished: true}, *packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
+	out, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", RetainAsPublished: true}, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet)
 	require.False(t, out.FixedHeader.Retain)
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.CodeDisconnect)
@@ -2261,7 +2262,7 @@ func TestPublishToClientMqtt5RetainAsPublishedTrueLeverageNoConn(t *testing.T) {
 	cl.Properties.ProtocolVersion = 5
 	cl.Net.Conn = nil
 
-	out, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", RetainAsPublished: true}, *packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
+	out, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", RetainAsPublished: true}, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet)
 	require.True(t, out.FixedHeader.Retain)
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.CodeDisconnect)
@@ -2283,7 +2284,7 @@ func TestPublishToClientExceedMaximumInflight(t *testing.T) {
 		cl.State.Inflight.DecreaseSendQuota()
 	}
 
-	out, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+	out, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
 	require.NoError(t, err)
 	require.Equal(t, int64(-1), out.Expiry, "the message is not parked")
 	require.True(t, cl.State.Inflight.HasParked())
@@ -2301,7 +2302,7 @@ func TestPublishToClientExhaustedPacketID(t *testing.T) {
 		cl.State.Inflight.Set(packets.Packet{PacketID: uint16(i)})
 	}
 
-	_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+	_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrQuotaExceeded)
 	require.Equal(t, int64(1), atomic.LoadInt64(&s.Info.InflightDropped))
@@ -2315,7 +2316,7 @@ func TestPublishToClientACLNotAuthorized(t *testing.T) {
 	require.NoError(t, err)
 	cl, _, _ := newTestClient()
 
-	_, err = s.publishToClient(cl, packets.Subscription{Filter: "a/b/c"}, *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet)
+	_, err = s.publishToClient(cl, packets.Subscription{Filter: "a/b/c"}, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrNotAuthorized)
 }
@@ -2325,7 +2326,7 @@ func TestPublishToClientNoConn(t *testing.T) {
 	cl, _, _ := newTestClient()
 	cl.Net.Conn = nil
 
-	_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c"}, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+	_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c"}, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.CodeDisconnect)
 }
@@ -2342,7 +2343,7 @@ func TestProcessPublishWithTopicAlias(t *testing.T) {
 	cl2.State.TopicAliases.Inbound.Set(1, "a/b/c")
 
 	go func() {
-		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishMqtt5).Packet
+		pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishMqtt5).Packet
 		pkx.Properties.SubscriptionIdentifier = []int{} // must not contain from client to server
 		pkx.TopicName = ""
 		pkx.Properties.TopicAlias = 1
@@ -2354,7 +2355,7 @@ func TestProcessPublishWithTopicAlias(t *testing.T) {
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).RawBytes, buf)
 }
 
 func TestPublishToSubscribersExhaustedSendQuota(t *testing.T) {
@@ -2369,7 +2370,7 @@ func TestPublishToSubscribersExhaustedSendQuota(t *testing.T) {
 	// coverage: subscriber publish errors are non-returnable
 	// can we hook into log/slog ?
 	_ = r.Close()
-	pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet
+	pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet
 	pkx.PacketID = 0
 	s.publishToSubscribers(pkx)
 	time.Sleep(time.Millisecond)
@@ -2390,7 +2391,7 @@ func TestPublishToSubscribersExhaustedPacketIDs(t *testing.T) {
 	// coverage: subscriber publish errors are non-returnable
 	// can we hook into log/slog ?
 	_ = r.Close()
-	pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet
+	pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet
 	pkx.PacketID = 0
 	s.publishToSubscribers(pkx)
 	time.Sleep(time.Millisecond)
@@ -2407,7 +2408,7 @@ func TestPublishToSubscribersNoConnection(t *testing.T) {
 	// coverage: subscriber publish errors are non-returnable
 	// can we hook into log/slog ?
 	_ = r.Close()
-	s.publishToSubscribers(*packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet)
+	s.publishToSubscribers(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet)
 	time.Sleep(time.Millisecond)
 	_ = w.Close()
 }
@@ -2420,7 +2421,7 @@ func TestPublishRetainedToClient(t *testing.T) {
 	subbed := s.Topics.Subscribe(cl.ID, packets.Subscription{Filter: "a/b/c", Qos: 2})
 	require.True(t, subbed)
 
-	retained := s.Topics.RetainMessage(*packets.TPacketData[packets.Publish].Get(packets.TPublishRetainMqtt5).Packet)
+	retained := s.Topics.RetainMessage(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetainMqtt5).Packet)
 	require.Equal(t, int64(1), retained)
 
 	go func() {
@@ -2431,7 +2432,7 @@ func TestPublishRetainedToClient(t *testing.T) {
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).RawBytes, buf)
 }
 
 func TestPublishRetainedToClientIsShared(t *testing.T) {
@@ -2462,7 +2463,7 @@ func TestPublishRetainedToClientError(t *testing.T) {
 	subbed := s.Topics.Subscribe(cl.ID, sub)
 	require.True(t, subbed)
 
-	retained := s.Topics.RetainMessage(*packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
+	retained := s.Topics.RetainMessage(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet)
 	require.Equal(t, int64(1), retained)
 
 	_ = w.Close()
@@ -2475,7 +2476,7 @@ func TestNoRetainMessageIfUnavailable(t *testing.T) {
 	cl, _, _ := newTestClient()
 	s.Clients.Add(cl)
 
-	s.retainMessage(new(Client), *packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
+	s.retainMessage(new(Client), *packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet)
 	require.Equal(t, int64(0), atomic.LoadInt64(&s.Info.Retained))
 }
 
@@ -2484,7 +2485,7 @@ func TestNoRetainMessageIfPkIgnore(t *testing.T) {
 	cl, _, _ := newTestClient()
 	s.Clients.Add(cl)
 
-	pk := *packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet
+	pk := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet
 	pk.Ignore = true
 	s.retainMessage(new(Client), pk)
 	require.Equal(t, int64(0), atomic.LoadInt64(&s.Info.Retained))
@@ -2495,7 +2496,7 @@ func TestNoRetainMessage(t *testing.T) {
 	cl, _, _ := newTestClient()
 	s.Clients.Add(cl)
 
-	s.retainMessage(new(Client), *packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
+	s.retainMessage(new(Client), *packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet)
 	require.Equal(t, int64(1), atomic.LoadInt64(&s.Info.Retained))
 }
 
@@ -2503,11 +2504,11 @@ func TestServerProcessPacketPuback(t *testing.T) {
 	tt := ProtocolTest{
 		{
 			protocolVersion: 4,
-			in:              packets.TPacketData[packets.Puback].Get(packets.TPuback),
+			in:              packettest.TPacketData[packets.Puback].Get(packettest.TPuback),
 		},
 		{
 			protocolVersion: 5,
-			in:              packets.TPacketData[packets.Puback].Get(packets.TPubackMqtt5),
+			in:              packettest.TPacketData[packets.Puback].Get(packettest.TPubackMqtt5),
 		},
 	}
 
@@ -2541,7 +2542,7 @@ func TestServerProcessPacketPubackNoPacketID(t *testing.T) {
 	cl.State.Inflight.sendQuota = 3
 	cl.State.Inflight.receiveQuota = 3
 
-	pk := *packets.TPacketData[packets.Puback].Get(packets.TPuback).Packet
+	pk := *packettest.TPacketData[packets.Puback].Get(packettest.TPuback).Packet
 	err := s.processPacket(cl, pk)
 	require.NoError(t, err)
 
@@ -2566,11 +2567,11 @@ func TestServerProcessPacketPubrec(t *testing.T) {
 		recv <- buf
 	}()
 
-	err := s.processPacket(cl, *packets.TPacketData[packets.Pubrec].Get(packets.TPubrec).Packet)
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Pubrec].Get(packettest.TPubrec).Packet)
 	require.NoError(t, err)
 	_ = w.Close()
 
-	require.Equal(t, packets.TPacketData[packets.Pubrel].Get(packets.TPubrel).RawBytes, <-recv)
+	require.Equal(t, packettest.TPacketData[packets.Pubrel].Get(packettest.TPubrel).RawBytes, <-recv)
 
 	require.Equal(t, int32(2), atomic.LoadInt32(&cl.State.Inflight.receiveQuota))
 	require.Equal(t, int32(3), atomic.LoadInt32(&cl.State.Inflight.sendQuota))
@@ -2593,12 +2594,12 @@ func TestServerProcessPacketPubrecNoPacketID(t *testing.T) {
 		recv <- buf
 	}()
 
-	pk := *packets.TPacketData[packets.Pubrec].Get(packets.TPubrec).Packet // not sending properties
+	pk := *packettest.TPacketData[packets.Pubrec].Get(packettest.TPubrec).Packet // not sending properties
 	err := s.processPacket(cl, pk)
 	require.NoError(t, err)
 	_ = w.Close()
 
-	require.Equal(t, packets.TPacketData[packets.Pubrel].Get(packets.TPubrelMqtt5AckNoPacket).RawBytes, <-recv)
+	require.Equal(t, packettest.TPacketData[packets.Pubrel].Get(packettest.TPubrelMqtt5AckNoPacket).RawBytes, <-recv)
 
 	require.Equal(t, int32(3), atomic.LoadInt32(&cl.State.Inflight.sendQuota))
 	require.Equal(t, int32(3), atomic.LoadInt32(&cl.State.Inflight.receiveQuota))
@@ -2609,7 +2610,7 @@ func TestServerProcessPacketPubrecInvalidReason(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
 	cl.State.Inflight.Set(packets.Packet{PacketID: pID})
-	err := s.processPacket(cl, *packets.TPacketData[packets.Pubrec].Get(packets.TPubrecInvalidReason).Packet)
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Pubrec].Get(packettest.TPubrecInvalidReason).Packet)
 	require.NoError(t, err)
 	require.Equal(t, int64(-1), atomic.LoadInt64(&s.Info.Inflight))
 	_, ok := cl.State.Inflight.Get(pID)
@@ -2622,7 +2623,7 @@ func TestServerProcessPacketPubrecFailure(t *testing.T) {
 	cl, _, _ := newTestClient()
 	cl.State.Inflight.Set(packets.Packet{PacketID: pID})
 	cl.Stop(packets.CodeDisconnect)
-	err := s.processPacket(cl, *packets.TPacketData[packets.Pubrec].Get(packets.TPubrec).Packet)
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Pubrec].Get(packettest.TPubrec).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, cl.StopCause(), packets.CodeDisconnect)
 }
@@ -2644,14 +2645,14 @@ func TestServerProcessPacketPubrel(t *testing.T) {
 		recv <- buf
 	}()
 
-	err := s.processPacket(cl, *packets.TPacketData[packets.Pubrel].Get(packets.TPubrel).Packet)
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Pubrel].Get(packettest.TPubrel).Packet)
 	require.NoError(t, err)
 	_ = w.Close()
 
 	require.Equal(t, int32(4), atomic.LoadInt32(&cl.State.Inflight.receiveQuota))
 	require.Equal(t, int32(4), atomic.LoadInt32(&cl.State.Inflight.sendQuota))
 
-	require.Equal(t, packets.TPacketData[packets.Pubcomp].Get(packets.TPubcomp).RawBytes, <-recv)
+	require.Equal(t, packettest.TPacketData[packets.Pubcomp].Get(packettest.TPubcomp).RawBytes, <-recv)
 
 	require.Equal(t, int64(0), atomic.LoadInt64(&s.Info.Inflight))
 	_, ok := cl.State.Inflight.GetInbound(pID)
@@ -2672,12 +2673,12 @@ func TestServerProcessPacketPubrelNoPacketID(t *testing.T) {
 		recv <- buf
 	}()
 
-	pk := *packets.TPacketData[packets.Pubrel].Get(packets.TPubrel).Packet // not sending properties
+	pk := *packettest.TPacketData[packets.Pubrel].Get(packettest.TPubrel).Packet // not sending properties
 	err := s.processPacket(cl, pk)
 	require.NoError(t, err)
 	_ = w.Close()
 
-	require.Equal(t, packets.TPacketData[packets.Pubcomp].Get(packets.TPubcompMqtt5AckNoPacket).RawBytes, <-recv)
+	require.Equal(t, packettest.TPacketData[packets.Pubcomp].Get(packettest.TPubcompMqtt5AckNoPacket).RawBytes, <-recv)
 
 	require.Equal(t, int32(3), atomic.LoadInt32(&cl.State.Inflight.sendQuota))
 	require.Equal(t, int32(3), atomic.LoadInt32(&cl.State.Inflight.receiveQuota))
@@ -2689,7 +2690,7 @@ func TestServerProcessPacketPubrelFailure(t *testing.T) {
 	cl, _, _ := newTestClient()
 	cl.State.Inflight.Set(packets.Packet{PacketID: pID, FixedHeader: packets.FixedHeader{Type: packets.Pubrec}})
 	cl.Stop(packets.CodeDisconnect)
-	err := s.processPacket(cl, *packets.TPacketData[packets.Pubrel].Get(packets.TPubrel).Packet)
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Pubrel].Get(packettest.TPubrel).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, cl.StopCause(), packets.CodeDisconnect)
 }
@@ -2699,7 +2700,7 @@ func TestServerProcessPacketPubrelBadReason(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
 	cl.State.Inflight.Set(packets.Packet{PacketID: pID, FixedHeader: packets.FixedHeader{Type: packets.Pubrec}})
-	err := s.processPacket(cl, *packets.TPacketData[packets.Pubrel].Get(packets.TPubrelInvalidReason).Packet)
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Pubrel].Get(packettest.TPubrelInvalidReason).Packet)
 	require.NoError(t, err)
 	require.Equal(t, int64(-1), atomic.LoadInt64(&s.Info.Inflight))
 	_, ok := cl.State.Inflight.GetInbound(pID)
@@ -2710,11 +2711,11 @@ func TestServerProcessPacketPubcomp(t *testing.T) {
 	tt := ProtocolTest{
 		{
 			protocolVersion: 4,
-			in:              packets.TPacketData[packets.Pubcomp].Get(packets.TPubcomp),
+			in:              packettest.TPacketData[packets.Pubcomp].Get(packettest.TPubcomp),
 		},
 		{
 			protocolVersion: 5,
-			in:              packets.TPacketData[packets.Pubcomp].Get(packets.TPubcompMqtt5),
+			in:              packettest.TPacketData[packets.Pubcomp].Get(packettest.TPubcompMqtt5),
 		},
 	}
 
@@ -2747,8 +2748,8 @@ func TestServerProcessInboundQos2Flow(t *testing.T) {
 	tt := ProtocolTest{
 		{
 			protocolVersion: 5,
-			in:              packets.TPacketData[packets.Publish].Get(packets.TPublishQos2),
-			out:             packets.TPacketData[packets.Pubrec].Get(packets.TPubrec),
+			in:              packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos2),
+			out:             packettest.TPacketData[packets.Pubrec].Get(packettest.TPubrec),
 			data: map[string]any{
 				"sendquota": int32(3),
 				"recvquota": int32(2),
@@ -2757,8 +2758,8 @@ func TestServerProcessInboundQos2Flow(t *testing.T) {
 		},
 		{
 			protocolVersion: 5,
-			in:              packets.TPacketData[packets.Pubrel].Get(packets.TPubrel),
-			out:             packets.TPacketData[packets.Pubcomp].Get(packets.TPubcomp),
+			in:              packettest.TPacketData[packets.Pubrel].Get(packettest.TPubrel),
+			out:             packettest.TPacketData[packets.Pubcomp].Get(packettest.TPubcomp),
 			data: map[string]any{
 				"sendquota": int32(4),
 				"recvquota": int32(3),
@@ -2809,8 +2810,8 @@ func TestServerProcessOutboundQos2Flow(t *testing.T) {
 	tt := ProtocolTest{
 		{
 			protocolVersion: 5,
-			in:              packets.TPacketData[packets.Publish].Get(packets.TPublishQos2),
-			out:             packets.TPacketData[packets.Publish].Get(packets.TPublishQos2),
+			in:              packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos2),
+			out:             packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos2),
 			data: map[string]any{
 				"sendquota": int32(2),
 				"recvquota": int32(3),
@@ -2819,8 +2820,8 @@ func TestServerProcessOutboundQos2Flow(t *testing.T) {
 		},
 		{
 			protocolVersion: 5,
-			in:              packets.TPacketData[packets.Pubrec].Get(packets.TPubrec),
-			out:             packets.TPacketData[packets.Pubrel].Get(packets.TPubrel),
+			in:              packettest.TPacketData[packets.Pubrec].Get(packettest.TPubrec),
+			out:             packettest.TPacketData[packets.Pubrel].Get(packettest.TPubrel),
 			data: map[string]any{
 				"sendquota": int32(2),
 				"recvquota": int32(2),
@@ -2829,7 +2830,7 @@ func TestServerProcessOutboundQos2Flow(t *testing.T) {
 		},
 		{
 			protocolVersion: 5,
-			in:              packets.TPacketData[packets.Pubcomp].Get(packets.TPubcomp),
+			in:              packettest.TPacketData[packets.Pubcomp].Get(packettest.TPubcomp),
 			data: map[string]any{
 				"sendquota": int32(3),
 				"recvquota": int32(3),
@@ -2889,14 +2890,14 @@ func TestServerProcessPacketSubscribe(t *testing.T) {
 	cl, r, w := newTestClient()
 	cl.Properties.ProtocolVersion = 5
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeMqtt5).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeMqtt5).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Suback].Get(packets.TSubackMqtt5).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Suback].Get(packettest.TSubackMqtt5).RawBytes, buf)
 }
 
 // TestServerProcessPacketSubscribeIDOfAServerMessage: a SUBSCRIBE whose
@@ -2914,7 +2915,7 @@ func TestServerProcessPacketSubscribeIDOfAServerMessage(t *testing.T) {
 			cl.Properties.ProtocolVersion = version
 			cl.State.Inflight.Set(packets.Packet{PacketID: 15, FixedHeader: packets.FixedHeader{Type: packets.Publish}})
 
-			pkx := *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeMqtt5).Packet
+			pkx := *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeMqtt5).Packet
 			pkx.ProtocolVersion = version
 			pkx.Properties = packets.Properties{}
 			pkx.PacketID = 15
@@ -2943,7 +2944,7 @@ func TestServerProcessPacketSubscribeInvalid(t *testing.T) {
 	cl, _, _ := newTestClient()
 	cl.Properties.ProtocolVersion = 5
 
-	err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeSpecQosMustPacketID).Packet)
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeSpecQosMustPacketID).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrProtocolViolationNoPacketID)
 }
@@ -2954,14 +2955,14 @@ func TestServerProcessPacketSubscribeInvalidFilter(t *testing.T) {
 	cl.Properties.ProtocolVersion = 5
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeInvalidFilter).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeInvalidFilter).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Suback].Get(packets.TSubackInvalidFilter).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Suback].Get(packettest.TSubackInvalidFilter).RawBytes, buf)
 }
 
 // TestServerProcessPacketSubscribeInvalidSharedNoLocal: "It is a
@@ -2974,7 +2975,7 @@ func TestServerProcessPacketSubscribeInvalidSharedNoLocal(t *testing.T) {
 	cl, _, _ := newTestClient()
 	cl.Properties.ProtocolVersion = 5
 
-	err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeInvalidSharedNoLocal).Packet)
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeInvalidSharedNoLocal).Packet)
 	require.ErrorIs(t, err, packets.ErrProtocolViolationInvalidSharedNoLocal)
 	require.Empty(t, cl.State.Subscriptions.GetAll())
 }
@@ -2983,11 +2984,11 @@ func TestServerProcessSubscribeWithRetain(t *testing.T) {
 	s := newServer()
 	cl, r, w := newTestClient()
 
-	retained := s.Topics.RetainMessage(*packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
+	retained := s.Topics.RetainMessage(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet)
 	require.Equal(t, int64(1), retained)
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribe).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribe).Packet)
 		require.NoError(t, err)
 
 		waitWritten(cl)
@@ -2997,8 +2998,8 @@ func TestServerProcessSubscribeWithRetain(t *testing.T) {
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
 	require.Equal(t, append(
-		packets.TPacketData[packets.Suback].Get(packets.TSuback).RawBytes,
-		packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).RawBytes...,
+		packettest.TPacketData[packets.Suback].Get(packettest.TSuback).RawBytes,
+		packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).RawBytes...,
 	), buf)
 }
 
@@ -3008,7 +3009,7 @@ func TestServerProcessSubscribeDowngradeQos(t *testing.T) {
 	cl, r, w := newTestClient()
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeMany).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeMany).Packet)
 		require.NoError(t, err)
 
 		waitWritten(cl)
@@ -3026,11 +3027,11 @@ func TestServerProcessSubscribeWithRetainHandling1(t *testing.T) {
 	s.Topics.Subscribe(cl.ID, packets.Subscription{Filter: "a/b/c"})
 	s.Clients.Add(cl)
 
-	retained := s.Topics.RetainMessage(*packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
+	retained := s.Topics.RetainMessage(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet)
 	require.Equal(t, int64(1), retained)
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeRetainHandling1).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeRetainHandling1).Packet)
 		require.NoError(t, err)
 
 		waitWritten(cl)
@@ -3039,7 +3040,7 @@ func TestServerProcessSubscribeWithRetainHandling1(t *testing.T) {
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Suback].Get(packets.TSuback).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Suback].Get(packettest.TSuback).RawBytes, buf)
 }
 
 func TestServerProcessSubscribeWithRetainHandling2(t *testing.T) {
@@ -3047,11 +3048,11 @@ func TestServerProcessSubscribeWithRetainHandling2(t *testing.T) {
 	cl, r, w := newTestClient()
 	s.Clients.Add(cl)
 
-	retained := s.Topics.RetainMessage(*packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
+	retained := s.Topics.RetainMessage(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet)
 	require.Equal(t, int64(1), retained)
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeRetainHandling2).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeRetainHandling2).Packet)
 		require.NoError(t, err)
 
 		waitWritten(cl)
@@ -3060,7 +3061,7 @@ func TestServerProcessSubscribeWithRetainHandling2(t *testing.T) {
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Suback].Get(packets.TSuback).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Suback].Get(packettest.TSuback).RawBytes, buf)
 }
 
 func TestServerProcessSubscribeWithNotRetainAsPublished(t *testing.T) {
@@ -3068,11 +3069,11 @@ func TestServerProcessSubscribeWithNotRetainAsPublished(t *testing.T) {
 	cl, r, w := newTestClient()
 	s.Clients.Add(cl)
 
-	retained := s.Topics.RetainMessage(*packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
+	retained := s.Topics.RetainMessage(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet)
 	require.Equal(t, int64(1), retained)
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeRetainAsPublished).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeRetainAsPublished).Packet)
 		require.NoError(t, err)
 
 		waitWritten(cl)
@@ -3082,8 +3083,8 @@ func TestServerProcessSubscribeWithNotRetainAsPublished(t *testing.T) {
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
 	require.Equal(t, append(
-		packets.TPacketData[packets.Suback].Get(packets.TSuback).RawBytes,
-		packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).RawBytes...,
+		packettest.TPacketData[packets.Suback].Get(packettest.TSuback).RawBytes,
+		packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).RawBytes...,
 	), buf)
 }
 
@@ -3091,7 +3092,7 @@ func TestServerProcessSubscribeNoConnection(t *testing.T) {
 	s := newServer()
 	cl, r, _ := newTestClient()
 	_ = r.Close()
-	err := s.processSubscribe(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribe).Packet)
+	err := s.processSubscribe(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribe).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, err, io.ErrClosedPipe)
 }
@@ -3106,14 +3107,14 @@ func TestServerProcessSubscribeACLCheckDeny(t *testing.T) {
 	cl.Properties.ProtocolVersion = 5
 
 	go func() {
-		err := s.processSubscribe(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribe).Packet)
+		err := s.processSubscribe(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribe).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Suback].Get(packets.TSubackDeny).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Suback].Get(packettest.TSubackDeny).RawBytes, buf)
 }
 
 func TestServerProcessSubscribeACLCheckDenyObscure(t *testing.T) {
@@ -3127,14 +3128,14 @@ func TestServerProcessSubscribeACLCheckDenyObscure(t *testing.T) {
 	cl.Properties.ProtocolVersion = 5
 
 	go func() {
-		err := s.processSubscribe(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribe).Packet)
+		err := s.processSubscribe(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribe).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Suback].Get(packets.TSubackUnspecifiedErrorMqtt5).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Suback].Get(packettest.TSubackUnspecifiedErrorMqtt5).RawBytes, buf)
 }
 
 func TestServerProcessSubscribeErrorDowngrade(t *testing.T) {
@@ -3144,14 +3145,14 @@ func TestServerProcessSubscribeErrorDowngrade(t *testing.T) {
 	cl.State.packetID = 1 // just to match the same packet id (7) in the fixtures
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeInvalidSharedNoLocal).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeInvalidSharedNoLocal).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Suback].Get(packets.TSubackUnspecifiedError).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Suback].Get(packettest.TSubackUnspecifiedError).RawBytes, buf)
 }
 
 func TestServerProcessPacketUnsubscribe(t *testing.T) {
@@ -3160,14 +3161,14 @@ func TestServerProcessPacketUnsubscribe(t *testing.T) {
 	cl.Properties.ProtocolVersion = 5
 	s.Topics.Subscribe(cl.ID, packets.Subscription{Filter: "a/b", Qos: 0})
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Unsubscribe].Get(packets.TUnsubscribeMqtt5).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Unsubscribe].Get(packettest.TUnsubscribeMqtt5).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Unsuback].Get(packets.TUnsubackMqtt5).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Unsuback].Get(packettest.TUnsubackMqtt5).RawBytes, buf)
 	require.Equal(t, int64(-1), atomic.LoadInt64(&s.Info.Subscriptions))
 }
 
@@ -3179,7 +3180,7 @@ func TestServerProcessPacketUnsubscribeIDOfAServerMessage(t *testing.T) {
 	cl, r, w := newTestClient()
 	cl.Properties.ProtocolVersion = 5
 	cl.State.Inflight.Set(packets.Packet{PacketID: 15, FixedHeader: packets.FixedHeader{Type: packets.Publish}})
-	pkx := *packets.TPacketData[packets.Unsubscribe].Get(packets.TUnsubscribeMqtt5).Packet
+	pkx := *packettest.TPacketData[packets.Unsubscribe].Get(packettest.TUnsubscribeMqtt5).Packet
 	pkx.PacketID = 15
 	go func() {
 		err := s.processPacket(cl, pkx)
@@ -3201,7 +3202,7 @@ func TestServerProcessPacketUnsubscribeIDOfAServerMessage(t *testing.T) {
 func TestServerProcessPacketUnsubscribeInvalid(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
-	err := s.processPacket(cl, *packets.TPacketData[packets.Unsubscribe].Get(packets.TUnsubscribeSpecQosMustPacketID).Packet)
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Unsubscribe].Get(packettest.TUnsubscribeSpecQosMustPacketID).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrProtocolViolationNoPacketID)
 }
@@ -3209,7 +3210,7 @@ func TestServerProcessPacketUnsubscribeInvalid(t *testing.T) {
 func TestServerReceivePacketError(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
-	err := s.receivePacket(cl, *packets.TPacketData[packets.Unsubscribe].Get(packets.TUnsubscribeSpecQosMustPacketID).Packet)
+	err := s.receivePacket(cl, *packettest.TPacketData[packets.Unsubscribe].Get(packettest.TUnsubscribeSpecQosMustPacketID).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrProtocolViolationNoPacketID)
 }
@@ -3222,7 +3223,7 @@ func TestServerRecievePacketDisconnectClientZeroNonZero(t *testing.T) {
 	cl.Properties.Props.RequestProblemInfo = 0
 	cl.Properties.Props.RequestProblemInfoFlag = true
 	go func() {
-		err := s.receivePacket(cl, *packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectMqtt5).Packet)
+		err := s.receivePacket(cl, *packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnectMqtt5).Packet)
 		require.Error(t, err)
 		require.ErrorIs(t, err, packets.ErrProtocolViolationZeroNonZeroExpiry)
 		_ = w.Close()
@@ -3230,7 +3231,7 @@ func TestServerRecievePacketDisconnectClientZeroNonZero(t *testing.T) {
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectZeroNonZeroExpiry).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnectZeroNonZeroExpiry).RawBytes, buf)
 }
 
 func TestServerRecievePacketDisconnectClient(t *testing.T) {
@@ -3245,7 +3246,7 @@ func TestServerRecievePacketDisconnectClient(t *testing.T) {
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Disconnect].Get(packets.TDisconnect).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnect).RawBytes, buf)
 }
 
 func TestServerProcessPacketDisconnect(t *testing.T) {
@@ -3257,7 +3258,7 @@ func TestServerProcessPacketDisconnect(t *testing.T) {
 	s.loop.willDelayed.Add(cl.ID, packets.Packet{TopicName: "a/b/c", Payload: []byte("hello")}, cl)
 	require.Equal(t, 1, s.loop.willDelayed.Len())
 
-	err := s.processPacket(cl, *packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectMqtt5).Packet)
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnectMqtt5).Packet)
 	require.NoError(t, err)
 
 	require.Equal(t, 0, s.loop.willDelayed.Len())
@@ -3273,7 +3274,7 @@ func TestServerProcessPacketDisconnectNonZeroExpiryViolation(t *testing.T) {
 	cl.Properties.Props.RequestProblemInfo = 0
 	cl.Properties.Props.RequestProblemInfoFlag = true
 
-	err := s.processPacket(cl, *packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectMqtt5).Packet)
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnectMqtt5).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrProtocolViolationZeroNonZeroExpiry)
 }
@@ -3287,7 +3288,7 @@ func TestServerProcessPacketDisconnectDisconnectWithWillMessage(t *testing.T) {
 	s.loop.willDelayed.Add(cl.ID, packets.Packet{TopicName: "a/b/c", Payload: []byte("hello")}, cl)
 	require.Equal(t, 1, s.loop.willDelayed.Len())
 
-	err := s.processPacket(cl, *packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectMqtt5DisconnectWithWillMessage).Packet)
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnectMqtt5DisconnectWithWillMessage).Packet)
 	require.Error(t, err)
 
 	require.Equal(t, 1, s.loop.willDelayed.Len())
@@ -3299,7 +3300,7 @@ func TestServerProcessPacketAuth(t *testing.T) {
 	cl, r, w := newTestClient()
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Auth].Get(packets.TAuth).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Auth].Get(packettest.TAuth).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -3312,7 +3313,7 @@ func TestServerProcessPacketAuth(t *testing.T) {
 func TestServerProcessPacketAuthInvalidReason(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
-	pkx := *packets.TPacketData[packets.Auth].Get(packets.TAuth).Packet
+	pkx := *packettest.TPacketData[packets.Auth].Get(packettest.TAuth).Packet
 	pkx.ReasonCode = 99
 	err := s.processPacket(cl, pkx)
 	require.Error(t, err)
@@ -3328,7 +3329,7 @@ func TestServerProcessPacketAuthFailure(t *testing.T) {
 	err := s.AddHook(hook, nil)
 	require.NoError(t, err)
 
-	err = s.processAuth(cl, *packets.TPacketData[packets.Auth].Get(packets.TAuth).Packet)
+	err = s.processAuth(cl, *packettest.TPacketData[packets.Auth].Get(packettest.TAuth).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, errTestHook, err)
 }
@@ -3369,7 +3370,7 @@ func TestServerSendLWT(t *testing.T) {
 		_ = w2.Close()
 	}()
 
-	require.Equal(t, packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).RawBytes, <-receiverBuf)
+	require.Equal(t, packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).RawBytes, <-receiverBuf)
 }
 
 func TestServerSendLWTRetain(t *testing.T) {
@@ -3409,7 +3410,7 @@ func TestServerSendLWTRetain(t *testing.T) {
 		_ = w2.Close()
 	}()
 
-	require.Equal(t, packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).RawBytes, <-receiverBuf)
+	require.Equal(t, packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).RawBytes, <-receiverBuf)
 }
 
 func TestServerSendLWTDelayed(t *testing.T) {
@@ -3450,7 +3451,7 @@ func TestServerSendLWTDelayed(t *testing.T) {
 		recv <- buf
 	}()
 
-	require.Equal(t, packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).RawBytes, <-recv)
+	require.Equal(t, packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).RawBytes, <-recv)
 }
 
 func TestServerReadStore(t *testing.T) {
@@ -3626,7 +3627,7 @@ func TestServerClose(t *testing.T) {
 
 	_ = s.Close()
 	require.Eventually(t, func() bool { return !listener.(*listeners.MockListener).IsServing() }, 5*time.Second, time.Millisecond)
-	require.Equal(t, packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectShuttingDown).RawBytes, <-recv)
+	require.Equal(t, packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnectShuttingDown).RawBytes, <-recv)
 }
 
 func TestServerClearExpiredInflights(t *testing.T) {
@@ -3939,7 +3940,7 @@ func TestPublishToInlineSubscriber(t *testing.T) {
 	require.Nil(t, err)
 
 	go func() {
-		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
+		pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet
 		s.publishToSubscribers(pkx)
 	}()
 
@@ -3972,10 +3973,10 @@ func TestPublishToInlineSubscribersDifferentFilter(t *testing.T) {
 	require.Nil(t, err)
 
 	go func() {
-		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
+		pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet
 		s.publishToSubscribers(pkx)
 
-		pkx = *packets.TPacketData[packets.Publish].Get(packets.TPublishCopyBasic).Packet
+		pkx = *packettest.TPacketData[packets.Publish].Get(packettest.TPublishCopyBasic).Packet
 		s.publishToSubscribers(pkx)
 	}()
 
@@ -4010,7 +4011,7 @@ func TestPublishToInlineSubscribersDifferentIdentifier(t *testing.T) {
 	require.Nil(t, err)
 
 	go func() {
-		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
+		pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet
 		s.publishToSubscribers(pkx)
 	}()
 
@@ -4024,7 +4025,7 @@ func TestServerSubscribeWithRetain(t *testing.T) {
 	subNumber := 1
 	finishCh := make(chan bool, subNumber)
 
-	retained := s.Topics.RetainMessage(*packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
+	retained := s.Topics.RetainMessage(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet)
 	require.Equal(t, int64(1), retained)
 
 	err := s.Subscribe("a/b/c", 1, func(cl *Client, sub packets.Subscription, pk packets.Packet) {
@@ -4044,9 +4045,9 @@ func TestServerSubscribeWithRetainDifferentFilter(t *testing.T) {
 	subNumber := 2
 	finishCh := make(chan bool, subNumber)
 
-	retained := s.Topics.RetainMessage(*packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
+	retained := s.Topics.RetainMessage(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet)
 	require.Equal(t, int64(1), retained)
-	retained = s.Topics.RetainMessage(*packets.TPacketData[packets.Publish].Get(packets.TPublishCopyBasic).Packet)
+	retained = s.Topics.RetainMessage(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishCopyBasic).Packet)
 	require.Equal(t, int64(1), retained)
 
 	err := s.Subscribe("a/b/c", 1, func(cl *Client, sub packets.Subscription, pk packets.Packet) {
@@ -4079,7 +4080,7 @@ func TestServerSubscribeWithRetainDifferentIdentifier(t *testing.T) {
 	subNumber := 2
 	finishCh := make(chan bool, subNumber)
 
-	retained := s.Topics.RetainMessage(*packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
+	retained := s.Topics.RetainMessage(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet)
 	require.Equal(t, int64(1), retained)
 
 	err := s.Subscribe("a/b/c", 1, func(cl *Client, sub packets.Subscription, pk packets.Packet) {
