@@ -25,7 +25,7 @@ type trafficMetrics struct {
 	SubscribeFilters *prometheus.CounterVec
 
 	received, sent, bytesIn, bytesOut prometheus.CounterFunc
-	subscriptions, retained, inflight prometheus.GaugeFunc
+	subscriptions, inflight           prometheus.GaugeFunc
 }
 
 func newTrafficMetrics(info *atomic.Pointer[system.Info]) trafficMetrics {
@@ -50,7 +50,6 @@ func newTrafficMetrics(info *atomic.Pointer[system.Info]) trafficMetrics {
 		bytesIn:       count("dss_mqtt_received_bytes_total", "Bytes received on MQTT connections.", func(i *system.Info) *int64 { return &i.BytesReceived }),
 		bytesOut:      count("dss_mqtt_sent_bytes_total", "Bytes sent on MQTT connections.", func(i *system.Info) *int64 { return &i.BytesSent }),
 		subscriptions: gauge("dss_mqtt_subscriptions", "Topic filters held by sessions, connected or not.", func(i *system.Info) *int64 { return &i.Subscriptions }),
-		retained:      gauge("dss_mqtt_retained_messages", "Retained messages held.", func(i *system.Info) *int64 { return &i.Retained }),
 		inflight:      gauge("dss_mqtt_inflight_messages", "QoS 1 and 2 messages sent to clients and not yet acknowledged.", func(i *system.Info) *int64 { return &i.Inflight }),
 	}
 }
@@ -96,5 +95,5 @@ func (m *trafficMetrics) subscribed(codes []byte) {
 }
 
 func (m *trafficMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.Latency, m.SubscribeFilters, m.received, m.sent, m.bytesIn, m.bytesOut, m.subscriptions, m.retained, m.inflight}
+	return []prometheus.Collector{m.Latency, m.SubscribeFilters, m.received, m.sent, m.bytesIn, m.bytesOut, m.subscriptions, m.inflight}
 }
