@@ -1292,8 +1292,15 @@ func (s *Server) admitPublish(cl *Client, pk *packets.Packet) (bool, error) {
 	// check, which judged the empty topic of a publish through an alias
 	// (refusing it under a policy, or admitting it to a topic no longer
 	// granted when the grants narrowed).
-	if pk.Properties.TopicAliasFlag && pk.Properties.TopicAlias > 0 { // [MQTT-3.3.2-11]
-		pk.TopicName = cl.State.TopicAliases.Inbound.Set(pk.Properties.TopicAlias, pk.TopicName)
+	if pk.Properties.TopicAliasFlag && pk.Properties.TopicAlias > 0 { // [MQTT-3.3.2-12]
+		var known bool
+		pk.TopicName, known = cl.State.TopicAliases.Inbound.Set(pk.Properties.TopicAlias, pk.TopicName)
+		if !known {
+			// dss: an alias this connection never set (aliases last one
+			// connection [MQTT-3.3.2-7]) with an empty topic is a Protocol
+			// Error (3.3.4).
+			return true, packets.ErrProtocolViolationUnknownTopicAlias
+		}
 	}
 
 	if !cl.Net.Inline && !s.hooks.OnACLCheck(cl, pk.TopicName, true) {

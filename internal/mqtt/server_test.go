@@ -2340,7 +2340,7 @@ func TestProcessPublishWithTopicAlias(t *testing.T) {
 
 	cl2, _, w2 := newTestClient()
 	cl2.Properties.ProtocolVersion = 5
-	cl2.State.TopicAliases.Inbound.Set(1, "a/b/c")
+	_, _ = cl2.State.TopicAliases.Inbound.Set(1, "a/b/c")
 
 	go func() {
 		pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishMqtt5).Packet

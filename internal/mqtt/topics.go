@@ -46,21 +46,28 @@ type InboundTopicAliases struct {
 	maximum uint16
 }
 
-// Set sets a new alias for a specific topic.
-func (a *InboundTopicAliases) Set(id uint16, topic string) string {
+// Set resolves the alias id of a PUBLISH with the given topic: a topic
+// (re)sets the alias to it; an empty topic takes the topic the alias was
+// set to. ok is false for an empty topic and an alias this connection
+// never set.
+//
+// dss: an alias never set resolved to the empty topic, which was then
+// published (and acknowledged) where 3.3.4 makes it a Protocol Error.
+func (a *InboundTopicAliases) Set(id uint16, topic string) (resolved string, ok bool) {
 	a.Lock()
 	defer a.Unlock()
 
 	if a.maximum == 0 {
-		return topic // ?
+		return topic, topic != "" // ?
 	}
 
-	if existing, ok := a.internal[id]; ok && topic == "" {
-		return existing
+	if topic == "" {
+		existing, ok := a.internal[id]
+		return existing, ok
 	}
 
 	a.internal[id] = topic
-	return topic
+	return topic, true
 }
 
 // OutboundTopicAliases contains a map of topic aliases sent from the broker to the client.

@@ -793,18 +793,29 @@ func TestInboundAliasesSet(t *testing.T) {
 	topic := "test"
 	id := uint16(1)
 	a := NewInboundTopicAliases(5)
-	require.Equal(t, topic, a.Set(id, topic))
+	got, ok := a.Set(id, topic)
+	require.True(t, ok)
+	require.Equal(t, topic, got)
 	require.Contains(t, a.internal, id)
 	require.Equal(t, a.internal[id], topic)
 
-	require.Equal(t, topic, a.Set(id, ""))
+	got, ok = a.Set(id, "")
+	require.True(t, ok)
+	require.Equal(t, topic, got)
+
+	// An alias never set, with an empty topic, resolves to nothing.
+	_, ok = a.Set(2, "")
+	require.False(t, ok)
+	require.NotContains(t, a.internal, uint16(2))
 }
 
 func TestInboundAliasesSetMaxZero(t *testing.T) {
 	topic := "test"
 	id := uint16(1)
 	a := NewInboundTopicAliases(0)
-	require.Equal(t, topic, a.Set(id, topic))
+	got, ok := a.Set(id, topic)
+	require.True(t, ok)
+	require.Equal(t, topic, got)
 	require.NotContains(t, a.internal, id)
 }
 

@@ -91,6 +91,7 @@ var (
 	ErrProtocolViolationDupNoQos              = Code{Code: 0x82, Reason: "protocol violation: dup true with no qos"}
 	ErrProtocolViolationUnsupportedProperty   = Code{Code: 0x82, Reason: "protocol violation: unsupported property"}
 	ErrProtocolViolationNoTopic               = Code{Code: 0x82, Reason: "protocol violation: no topic or alias"}
+	ErrProtocolViolationUnknownTopicAlias     = Code{Code: 0x82, Reason: "protocol violation: empty topic and a topic alias not set on this connection"}
 	ErrProtocolViolationSubIDZero             = Code{Code: 0x82, Reason: "protocol violation: subscription identifier 0"}
 	ErrProtocolViolationRetainHandling        = Code{Code: 0x82, Reason: "protocol violation: retain handling 3"}
 	ErrMalformedSubscriptionOptions           = Code{Code: 0x81, Reason: "malformed packet: subscription options"}
