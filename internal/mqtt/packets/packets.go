@@ -438,7 +438,7 @@ func (pk *Packet) ConnectDecode(buf []byte) error {
 	if pk.ProtocolVersion == 5 {
 		n, err := pk.Properties.Decode(pk.FixedHeader.Type, bytes.NewBuffer(buf[offset:]))
 		if err != nil {
-			return fmt.Errorf("%s: %w", err, ErrMalformedProperties)
+			return propertiesError(err)
 		}
 		offset += n
 	}
@@ -451,6 +451,9 @@ func (pk *Packet) ConnectDecode(buf []byte) error {
 	if pk.Connect.WillFlag { // [MQTT-3.1.2-7]
 		if pk.ProtocolVersion == 5 {
 			n, err := pk.Connect.WillProperties.Decode(WillProperties, bytes.NewBuffer(buf[offset:]))
+			if isPropertyProtocolError(err) {
+				return err // dss: a Protocol Error (3.1.3.2)
+			}
 			if err != nil {
 				return ErrMalformedWillProperties
 			}
@@ -587,7 +590,7 @@ func (pk *Packet) ConnackDecode(buf []byte) error {
 	if pk.ProtocolVersion == 5 {
 		_, err := pk.Properties.Decode(pk.FixedHeader.Type, bytes.NewBuffer(buf[offset:]))
 		if err != nil {
-			return fmt.Errorf("%s: %w", err, ErrMalformedProperties)
+			return propertiesError(err)
 		}
 	}
 
@@ -631,7 +634,7 @@ func (pk *Packet) DisconnectDecode(buf []byte) error {
 		if pk.FixedHeader.Remaining > 2 {
 			_, err = pk.Properties.Decode(pk.FixedHeader.Type, bytes.NewBuffer(buf[offset:]))
 			if err != nil {
-				return fmt.Errorf("%s: %w", err, ErrMalformedProperties)
+				return propertiesError(err)
 			}
 		}
 	}
@@ -713,7 +716,7 @@ func (pk *Packet) PublishDecode(buf []byte) error {
 	if pk.ProtocolVersion == 5 {
 		n, err := pk.Properties.Decode(pk.FixedHeader.Type, bytes.NewBuffer(buf[offset:]))
 		if err != nil {
-			return fmt.Errorf("%s: %w", err, ErrMalformedProperties)
+			return propertiesError(err)
 		}
 
 		offset += n
@@ -803,7 +806,7 @@ func (pk *Packet) decodePubAckRelRecComp(buf []byte) error {
 		if pk.FixedHeader.Remaining > 3 {
 			_, err = pk.Properties.Decode(pk.FixedHeader.Type, bytes.NewBuffer(buf[offset:]))
 			if err != nil {
-				return fmt.Errorf("%s: %w", err, ErrMalformedProperties)
+				return propertiesError(err)
 			}
 		}
 	}
@@ -941,7 +944,7 @@ func (pk *Packet) SubackDecode(buf []byte) error {
 	if pk.ProtocolVersion == 5 {
 		n, err := pk.Properties.Decode(pk.FixedHeader.Type, bytes.NewBuffer(buf[offset:]))
 		if err != nil {
-			return fmt.Errorf("%s: %w", err, ErrMalformedProperties)
+			return propertiesError(err)
 		}
 		offset += n
 	}
@@ -1004,7 +1007,7 @@ func (pk *Packet) SubscribeDecode(buf []byte) error {
 	if pk.ProtocolVersion == 5 {
 		n, err := pk.Properties.Decode(pk.FixedHeader.Type, bytes.NewBuffer(buf[offset:]))
 		if err != nil {
-			return fmt.Errorf("%s: %w", err, ErrMalformedProperties)
+			return propertiesError(err)
 		}
 		offset += n
 	}
@@ -1114,7 +1117,7 @@ func (pk *Packet) UnsubackDecode(buf []byte) error {
 	if pk.ProtocolVersion == 5 {
 		n, err := pk.Properties.Decode(pk.FixedHeader.Type, bytes.NewBuffer(buf[offset:]))
 		if err != nil {
-			return fmt.Errorf("%s: %w", err, ErrMalformedProperties)
+			return propertiesError(err)
 		}
 
 		offset += n
@@ -1173,7 +1176,7 @@ func (pk *Packet) UnsubscribeDecode(buf []byte) error {
 	if pk.ProtocolVersion == 5 {
 		n, err := pk.Properties.Decode(pk.FixedHeader.Type, bytes.NewBuffer(buf[offset:]))
 		if err != nil {
-			return fmt.Errorf("%s: %w", err, ErrMalformedProperties)
+			return propertiesError(err)
 		}
 		offset += n
 	}
@@ -1236,7 +1239,7 @@ func (pk *Packet) AuthDecode(buf []byte) error {
 
 	_, err = pk.Properties.Decode(pk.FixedHeader.Type, bytes.NewBuffer(buf[offset:]))
 	if err != nil {
-		return fmt.Errorf("%s: %w", err, ErrMalformedProperties)
+		return propertiesError(err)
 	}
 
 	return nil
