@@ -416,6 +416,12 @@ func (pk *Packet) ConnectDecode(buf []byte) error {
 	if err != nil {
 		return ErrMalformedProtocolVersion
 	}
+	if pk.ProtocolVersion < 3 || pk.ProtocolVersion > 5 {
+		// dss: what follows is in a format this decoder does not know
+		// [MQTT-3.1.2-2]; upstream decoded it as MQTT 3.1.1 and refused
+		// what it made of it as a Protocol Error.
+		return ErrUnsupportedProtocolVersion
+	}
 
 	flags, offset, err := decodeByte(buf, offset)
 	if err != nil {
@@ -500,7 +506,7 @@ func (pk *Packet) ConnectValidate() Code {
 
 	if (bytes.Equal(pk.Connect.ProtocolName, []byte{'M', 'Q', 'I', 's', 'd', 'p'}) && pk.ProtocolVersion != 3) ||
 		(bytes.Equal(pk.Connect.ProtocolName, []byte{'M', 'Q', 'T', 'T'}) && pk.ProtocolVersion != 4 && pk.ProtocolVersion != 5) {
-		return ErrProtocolViolationProtocolVersion // [MQTT-3.1.2-2]
+		return ErrUnsupportedProtocolVersion // [MQTT-3.1.2-2] dss: was a Protocol Error (0x82)
 	}
 
 	if pk.ReservedBit != 0 {

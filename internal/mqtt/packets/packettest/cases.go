@@ -795,7 +795,7 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TConnectInvalidProtocolVersion,
 			Desc:   "invalid protocol version",
 			Group:  "validate",
-			Expect: packets.ErrProtocolViolationProtocolVersion,
+			Expect: packets.ErrUnsupportedProtocolVersion,
 			Packet: &packets.Packet{
 				FixedHeader:     packets.FixedHeader{Type: packets.Connect},
 				ProtocolVersion: 2,
@@ -808,7 +808,7 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TConnectInvalidProtocolVersion2,
 			Desc:   "invalid protocol version",
 			Group:  "validate",
-			Expect: packets.ErrProtocolViolationProtocolVersion,
+			Expect: packets.ErrUnsupportedProtocolVersion,
 			Packet: &packets.Packet{
 				FixedHeader:     packets.FixedHeader{Type: packets.Connect},
 				ProtocolVersion: 2,
