@@ -486,6 +486,12 @@ func (pk *Packet) ConnectDecode(buf []byte) error {
 		if err != nil {
 			return ErrMalformedUsername
 		}
+		if !validUTF8(pk.Connect.Username) {
+			// dss: a UTF-8 Encoded String [MQTT-3.1.3-12] [MQTT-1.5.4-1]
+			// [MQTT-1.5.4-2]; upstream took any bytes, and refused them at
+			// authentication (0x86) if at all.
+			return ErrMalformedUsername
+		}
 	}
 
 	if pk.Connect.PasswordFlag {
