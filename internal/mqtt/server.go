@@ -2228,6 +2228,13 @@ func (s *Server) UnsubscribeClient(cl *Client) {
 //
 //go:noinline
 func (s *Server) processAuth(cl *Client, pk packets.Packet) error {
+	// dss: an AUTH from a client that named no Authentication Method in
+	// its CONNECT is a Protocol Error [MQTT-4.12.0-7]; upstream answered
+	// nothing. A CONNECT that names one is refused (validateConnect), so
+	// no client of this core may send AUTH.
+	if cl.Properties.Props.AuthenticationMethod == "" {
+		return packets.ErrProtocolViolationUnexpectedAuth
+	}
 	_, err := s.hooks.OnAuthPacket(cl, pk)
 	if err != nil {
 		return err

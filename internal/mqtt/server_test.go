@@ -3295,9 +3295,19 @@ func TestServerProcessPacketDisconnectDisconnectWithWillMessage(t *testing.T) {
 	require.False(t, cl.Closed())
 }
 
+// An AUTH from a client without an Authentication Method is a Protocol
+// Error [MQTT-4.12.0-7].
+func TestServerProcessPacketAuthWithoutMethod(t *testing.T) {
+	s := newServer()
+	cl, _, _ := newTestClient()
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Auth].Get(packettest.TAuth).Packet)
+	require.ErrorIs(t, err, packets.ErrProtocolViolationUnexpectedAuth)
+}
+
 func TestServerProcessPacketAuth(t *testing.T) {
 	s := newServer()
 	cl, r, w := newTestClient()
+	cl.Properties.Props.AuthenticationMethod = "SCRAM-SHA-1"
 
 	go func() {
 		err := s.processPacket(cl, *packettest.TPacketData[packets.Auth].Get(packettest.TAuth).Packet)
@@ -3324,6 +3334,7 @@ func TestServerProcessPacketAuthFailure(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
 
+	cl.Properties.Props.AuthenticationMethod = "SCRAM-SHA-1"
 	hook := new(modifiedHookBase)
 	hook.fail = true
 	err := s.AddHook(hook, nil)

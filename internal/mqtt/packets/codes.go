@@ -94,6 +94,7 @@ var (
 	ErrProtocolViolationDuplicateProperty     = Code{Code: 0x82, Reason: "protocol violation: a property more than once"}
 	ErrProtocolViolationReceiveMaximumZero    = Code{Code: 0x82, Reason: "protocol violation: receive maximum 0"}
 	ErrProtocolViolationMaximumPacketSizeZero = Code{Code: 0x82, Reason: "protocol violation: maximum packet size 0"}
+	ErrProtocolViolationUnexpectedAuth        = Code{Code: 0x82, Reason: "protocol violation: AUTH without an authentication method in CONNECT"}
 	ErrProtocolViolationUnknownTopicAlias     = Code{Code: 0x82, Reason: "protocol violation: empty topic and a topic alias not set on this connection"}
 	ErrProtocolViolationSubIDZero             = Code{Code: 0x82, Reason: "protocol violation: subscription identifier 0"}
 	ErrProtocolViolationRetainHandling        = Code{Code: 0x82, Reason: "protocol violation: retain handling 3"}
