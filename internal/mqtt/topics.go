@@ -773,8 +773,12 @@ func IsValidFilter(filter string, forPublish bool) bool {
 	}
 
 	wildhash := strings.IndexRune(filter, '#')
-	if wildhash >= 0 && wildhash != len(filter)-1 { // [MQTT-4.7.1-2]
+	if wildhash >= 0 && wildhash != len(filter)-1 { // [MQTT-4.7.1-1]
 		return false
+	}
+
+	if !forPublish && !wildcardsAlone(filter) {
+		return false // [MQTT-4.7.1-1] [MQTT-4.7.1-2]
 	}
 
 	prefix, hasNext := isolateParticle(filter, 0)
@@ -797,6 +801,23 @@ func IsValidFilter(filter string, forPublish bool) bool {
 		}
 	}
 
+	return true
+}
+
+// wildcardsAlone tells whether every wildcard of filter is a level of its
+// own: "a/+/b" and "a/#", not "a+/b" or "a/b#". dss: upstream granted
+// such filters, which match nothing a client can publish.
+func wildcardsAlone(filter string) bool {
+	start := 0
+	for i := 0; i <= len(filter); i++ {
+		if i < len(filter) && filter[i] != '/' {
+			continue
+		}
+		if level := filter[start:i]; len(level) > 1 && strings.ContainsAny(level, "+#") {
+			return false
+		}
+		start = i + 1
+	}
 	return true
 }
 

@@ -767,6 +767,13 @@ func TestIsValid(t *testing.T) {
 	require.False(t, IsValidFilter(SharePrefix+"/#", false))
 	require.False(t, IsValidFilter(SharePrefix+"/#/", false))
 	require.False(t, IsValidFilter("a/#/c", false))
+	// A wildcard is a level of its own [MQTT-4.7.1-1] [MQTT-4.7.1-2].
+	for _, f := range []string{"+", "#", "+/+", "a/+", "+/a/#", "/+/", SharePrefix + "/g/a/+/b"} {
+		require.True(t, IsValidFilter(f, false), f)
+	}
+	for _, f := range []string{"a+/b", "a/+b", "+a", "a/b#", "++", "a/+#", SharePrefix + "/g/a+"} {
+		require.False(t, IsValidFilter(f, false), f)
+	}
 }
 
 func TestIsValidForPublish(t *testing.T) {
