@@ -14,12 +14,10 @@ import (
 
 	"github.com/dssio/dss/internal/mqtt/hooks/storage"
 	"github.com/dssio/dss/internal/mqtt/packets"
-	"github.com/dssio/dss/internal/mqtt/system"
 )
 
 const (
 	SetOptions byte = iota
-	OnSysInfoTick
 	OnStarted
 	OnStopped
 	OnConnectAuthenticate
@@ -82,7 +80,6 @@ type Hook interface {
 	OnStopped()
 	OnConnectAuthenticate(cl *Client, pk packets.Packet) bool
 	OnACLCheck(cl *Client, topic string, write bool) bool
-	OnSysInfoTick(*system.Info)
 	OnConnect(cl *Client, pk packets.Packet) error
 	OnSessionEstablish(cl *Client, pk packets.Packet)
 	OnSessionEstablished(cl *Client, pk packets.Packet)
@@ -196,15 +193,6 @@ func (h *Hooks) Stop() {
 	}()
 
 	h.wg.Wait()
-}
-
-// OnSysInfoTick is called when the $SYS topic values are published out.
-func (h *Hooks) OnSysInfoTick(sys *system.Info) {
-	for _, hook := range h.GetAll() {
-		if hook.Provides(OnSysInfoTick) {
-			hook.OnSysInfoTick(sys)
-		}
-	}
 }
 
 // OnStarted is called when the server has successfully started.
@@ -737,9 +725,6 @@ func (h *HookBase) OnStarted() {}
 
 // OnStopped is called when the server stops.
 func (h *HookBase) OnStopped() {}
-
-// OnSysInfoTick is called when the server publishes system info.
-func (h *HookBase) OnSysInfoTick(*system.Info) {}
 
 // OnConnectAuthenticate is called when a user attempts to authenticate with the server.
 func (h *HookBase) OnConnectAuthenticate(cl *Client, pk packets.Packet) bool {

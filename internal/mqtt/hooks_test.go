@@ -235,7 +235,6 @@ func TestHooksNonReturns(t *testing.T) {
 			// on first iteration, check without hook methods
 			h.OnStarted()
 			h.OnStopped()
-			h.OnSysInfoTick(new(system.Info))
 			h.OnSessionEstablish(cl, packets.Packet{})
 			h.OnSessionEstablished(cl, packets.Packet{})
 			h.OnDisconnect(cl, nil, false)

@@ -4,7 +4,6 @@ package mqtt
 
 import (
 	"container/heap"
-	"strings"
 	"sync/atomic"
 	"unsafe"
 
@@ -20,9 +19,6 @@ import (
 // only for its growth; one that deletes a retained message (an empty
 // payload) is always taken. Upstream took any number: 139,154 retained
 // messages of 1 KiB held 816 MB.
-//
-// The server's own retained messages, under $SYS/ where no client may
-// publish, do not count.
 //
 // Retained messages expire by a heap of their deadlines, looked at every
 // second up to the first not due; upstream copied every retained message
@@ -47,17 +43,8 @@ type retainedAccount struct {
 // map entry, its deadline, and a node of the index.
 const retainedOverhead = int64(unsafe.Sizeof(packets.Packet{})+unsafe.Sizeof(deadlineEntry{})+unsafe.Sizeof(particle{})) + 96
 
-// retainedCounts reports whether a message retained on topic counts
-// for the bounds: the server's own, under $SYS/, do not.
-func retainedCounts(topic string) bool {
-	return !strings.HasPrefix(topic, SysPrefix+"/")
-}
-
 // retainedBytes is the memory a retained message pk counts for.
 func retainedBytes(pk *packets.Packet) int64 {
-	if !retainedCounts(pk.TopicName) {
-		return 0
-	}
 	p := &pk.Properties
 	n := len(pk.Payload) + len(pk.TopicName) + len(p.CorrelationData) + len(p.ContentType) + len(p.ResponseTopic)
 	for _, u := range p.User {
@@ -69,8 +56,7 @@ func retainedBytes(pk *packets.Packet) int64 {
 // RetainedBytes returns the memory the retained messages count for.
 func (x *TopicsIndex) RetainedBytes() int64 { return x.retained.bytes.Load() }
 
-// RetainedCount returns the number of retained messages but the
-// server's own ($SYS).
+// RetainedCount returns the number of retained messages.
 func (x *TopicsIndex) RetainedCount() int { return int(x.retained.count.Load()) }
 
 // RetainMessage saves a message payload to the end of a topic address. Returns
@@ -106,7 +92,7 @@ func (x *TopicsIndex) retainWithin(pk *packets.Packet, maxCount int, maxBytes in
 		n.retainPath = pk.TopicName
 		n.Unlock()
 		x.Retained.Add(pk.TopicName, *pk)
-		if !existed && retainedCounts(pk.TopicName) {
+		if !existed {
 			x.retained.count.Add(1)
 		}
 		x.retained.bytes.Add(size - oldSize)
@@ -136,9 +122,7 @@ func (x *TopicsIndex) deleteRetainedLocked(topic string, existed bool, size int6
 		return
 	}
 	x.Retained.Delete(topic)
-	if retainedCounts(topic) {
-		x.retained.count.Add(-1)
-	}
+	x.retained.count.Add(-1)
 	x.retained.bytes.Add(-size)
 	x.retained.dropDeadline(topic)
 }

@@ -10,7 +10,6 @@ import (
 	"math"
 	"net"
 	"os"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,10 +28,8 @@ import (
 )
 
 const (
-	Version                       = "2.7.9" // the current server version.
-	defaultSysTopicInterval int64 = 1       // the interval between $SYS topic publishes
-	LocalListener                 = "local"
-	InlineClientId                = "inline"
+	LocalListener  = "local"
+	InlineClientId = "inline"
 )
 
 var (
@@ -133,9 +130,6 @@ type Options struct {
 	// level.Set(slog.LevelDebug)
 	Logger *slog.Logger `yaml:"-" json:"-"`
 
-	// SysTopicResendInterval specifies the interval between $SYS topic updates in seconds.
-	SysTopicResendInterval int64 `yaml:"sys_topic_resend_interval" json:"sys_topic_resend_interval"`
-
 	// Enable Inline client to allow direct subscribing and publishing from the parent codebase,
 	// with negligible performance difference (disabled by default to prevent confusion in statistics).
 	InlineClient bool `yaml:"inline_client" json:"inline_client"`
@@ -228,7 +222,7 @@ type Server struct {
 	Listeners    *listeners.Listeners // listeners are network interfaces which listen for new connections
 	Clients      *Clients             // clients known to the broker
 	Topics       *TopicsIndex         // an index of topic filter subscriptions and retained messages
-	Info         *system.Info         // values about the server commonly known as $SYS topics
+	Info         *system.Info         // the counters /metrics reads (messages, bytes, clients)
 	loop         *loop                // loop contains tickers for the system event loop
 	done         chan bool            // indicate that the server is ending
 	Log          *slog.Logger         // the core's log lines (most at debug level)
@@ -259,7 +253,6 @@ type Server struct {
 
 // loop contains interval tickers for the system events loop.
 type loop struct {
-	sysTopics      *time.Ticker  // interval ticker for sending updating $SYS topics
 	clientExpiry   *time.Ticker  // interval ticker for cleaning expired clients
 	inflightExpiry *time.Ticker  // interval ticker for cleaning up expired inflight messages
 	retainedExpiry *time.Ticker  // interval ticker for cleaning retained messages
@@ -302,7 +295,6 @@ func New(opts *Options) *Server {
 		Topics:    NewTopicsIndex(),
 		Listeners: listeners.New(),
 		loop: &loop{
-			sysTopics:      time.NewTicker(time.Second * time.Duration(opts.SysTopicResendInterval)),
 			clientExpiry:   time.NewTicker(time.Second),
 			inflightExpiry: time.NewTicker(time.Second),
 			retainedExpiry: time.NewTicker(time.Second),
@@ -310,11 +302,8 @@ func New(opts *Options) *Server {
 			willDelayed:    newDelayedWills(),
 		},
 		Options: opts,
-		Info: &system.Info{
-			Version: Version,
-			Started: time.Now().Unix(),
-		},
-		Log: opts.Logger,
+		Info:    &system.Info{},
+		Log:     opts.Logger,
 		hooks: &Hooks{
 			Log: opts.Logger,
 		},
@@ -350,10 +339,6 @@ func (o *Options) ensureDefaults() {
 
 	if o.MaxTopicLevels == 0 {
 		o.MaxTopicLevels = DefaultMaxTopicLevels
-	}
-
-	if o.SysTopicResendInterval == 0 {
-		o.SysTopicResendInterval = defaultSysTopicInterval
 	}
 
 	if o.ClientNetWriteBufferSize == 0 {
@@ -501,9 +486,8 @@ func (s *Server) Serve() error {
 	}
 
 	s.startReadLoops()
-	go s.eventLoop()                            // spin up event loop for issuing $SYS values and closing server.
+	go s.eventLoop()                            // the sweeps of expired sessions, messages and wills
 	s.Listeners.ServeAll(s.EstablishConnection) // start listening on all listeners.
-	s.publishSysTopics()                        // begin publishing $SYS system values.
 	s.hooks.OnStarted()
 
 	return nil
@@ -532,10 +516,7 @@ func (s *Server) eventLoop() {
 	for {
 		select {
 		case <-s.done:
-			s.loop.sysTopics.Stop()
 			return
-		case <-s.loop.sysTopics.C:
-			s.publishSysTopics()
 		case <-s.loop.clientExpiry.C:
 			s.clearExpiredClients(time.Now().Unix())
 			s.flushDropLogs() // dss
@@ -2289,61 +2270,6 @@ func (s *Server) DisconnectClient(cl *Client, code packets.Code) error {
 	}
 
 	return err
-}
-
-// publishSysTopics publishes the current values to the server $SYS topics.
-// Due to the int to string conversions this method is not as cheap as
-// some of the others so the publishing interval should be set appropriately.
-func (s *Server) publishSysTopics() {
-	pk := packets.Packet{
-		FixedHeader: packets.FixedHeader{
-			Type:   packets.Publish,
-			Retain: true,
-		},
-		Created: time.Now().Unix(),
-	}
-
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	atomic.StoreInt64(&s.Info.MemoryAlloc, int64(m.HeapInuse))
-	atomic.StoreInt64(&s.Info.Threads, int64(runtime.NumGoroutine()))
-	atomic.StoreInt64(&s.Info.Time, time.Now().Unix())
-	atomic.StoreInt64(&s.Info.Uptime, time.Now().Unix()-atomic.LoadInt64(&s.Info.Started))
-	atomic.StoreInt64(&s.Info.ClientsTotal, int64(s.Clients.Len()))
-	atomic.StoreInt64(&s.Info.ClientsDisconnected, atomic.LoadInt64(&s.Info.ClientsTotal)-atomic.LoadInt64(&s.Info.ClientsConnected))
-
-	info := s.Info.Clone()
-	topics := map[string]string{
-		SysPrefix + "/broker/version":              s.Info.Version,
-		SysPrefix + "/broker/time":                 Int64toa(info.Time),
-		SysPrefix + "/broker/uptime":               Int64toa(info.Uptime),
-		SysPrefix + "/broker/started":              Int64toa(info.Started),
-		SysPrefix + "/broker/load/bytes/received":  Int64toa(info.BytesReceived),
-		SysPrefix + "/broker/load/bytes/sent":      Int64toa(info.BytesSent),
-		SysPrefix + "/broker/clients/connected":    Int64toa(info.ClientsConnected),
-		SysPrefix + "/broker/clients/disconnected": Int64toa(info.ClientsDisconnected),
-		SysPrefix + "/broker/clients/maximum":      Int64toa(info.ClientsMaximum),
-		SysPrefix + "/broker/clients/total":        Int64toa(info.ClientsTotal),
-		SysPrefix + "/broker/packets/received":     Int64toa(info.PacketsReceived),
-		SysPrefix + "/broker/packets/sent":         Int64toa(info.PacketsSent),
-		SysPrefix + "/broker/messages/received":    Int64toa(info.MessagesReceived),
-		SysPrefix + "/broker/messages/sent":        Int64toa(info.MessagesSent),
-		SysPrefix + "/broker/messages/dropped":     Int64toa(info.MessagesDropped),
-		SysPrefix + "/broker/messages/inflight":    Int64toa(info.Inflight),
-		SysPrefix + "/broker/retained":             Int64toa(info.Retained),
-		SysPrefix + "/broker/subscriptions":        Int64toa(info.Subscriptions),
-		SysPrefix + "/broker/system/memory":        Int64toa(info.MemoryAlloc),
-		SysPrefix + "/broker/system/threads":       Int64toa(info.Threads),
-	}
-
-	for topic, payload := range topics {
-		pk.TopicName = topic
-		pk.Payload = []byte(payload)
-		s.Topics.RetainMessage(pk.Copy(false))
-		s.publishToSubscribers(pk)
-	}
-
-	s.hooks.OnSysInfoTick(info)
 }
 
 // Close attempts to gracefully shut down the server, all listeners, clients, and stores.

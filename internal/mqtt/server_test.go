@@ -124,12 +124,7 @@ func TestOptionsSetDefaults(t *testing.T) {
 	opts := &Options{}
 	opts.ensureDefaults()
 
-	require.Equal(t, defaultSysTopicInterval, opts.SysTopicResendInterval)
 	require.Equal(t, NewDefaultServerCapabilities(), opts.Capabilities)
-
-	opts = new(Options)
-	opts.ensureDefaults()
-	require.Equal(t, defaultSysTopicInterval, opts.SysTopicResendInterval)
 }
 
 func TestNew(t *testing.T) {
@@ -142,7 +137,6 @@ func TestNew(t *testing.T) {
 	require.NotNil(t, s.Log)
 	require.NotNil(t, s.Options)
 	require.NotNil(t, s.loop)
-	require.NotNil(t, s.loop.sysTopics)
 	require.NotNil(t, s.loop.inflightExpiry)
 	require.NotNil(t, s.loop.clientExpiry)
 	require.NotNil(t, s.hooks)
@@ -367,15 +361,22 @@ func TestServerEventLoop(t *testing.T) {
 	s := newServer()
 	defer s.Close()
 
-	s.loop.sysTopics = time.NewTicker(time.Millisecond)
 	s.loop.inflightExpiry = time.NewTicker(time.Millisecond)
 	s.loop.clientExpiry = time.NewTicker(time.Millisecond)
 	s.loop.retainedExpiry = time.NewTicker(time.Millisecond)
 	s.loop.willDelaySend = time.NewTicker(time.Millisecond)
 	go s.eventLoop()
 
-	// The $SYS tick measures the memory in use: the loop is running.
-	require.Eventually(t, func() bool { return atomic.LoadInt64(&s.Info.MemoryAlloc) > 0 }, 5*time.Second, time.Millisecond)
+	// A session past its expiry is swept: the loop is running.
+	cl, _, _ := newTestClient()
+	cl.ID = "expired"
+	cl.State.disconnected = time.Now().Unix() - 10
+	cl.State.cancelOpen()
+	cl.Properties.ProtocolVersion = 5
+	cl.Properties.Props.SessionExpiryInterval = 1
+	cl.Properties.Props.SessionExpiryIntervalFlag = true
+	s.Clients.Add(cl)
+	require.Eventually(t, func() bool { _, ok := s.Clients.Get("expired"); return !ok }, 5*time.Second, time.Millisecond)
 }
 
 func TestServerReadConnectionPacket(t *testing.T) {
