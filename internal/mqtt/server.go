@@ -1251,7 +1251,9 @@ func (s *Server) processPublish(cl *Client, pk packets.Packet) error {
 // packet to its hook by pointer.
 func (s *Server) admitPublish(cl *Client, pk *packets.Packet) (bool, error) {
 	if !cl.Net.Inline && !IsValidFilter(pk.TopicName, true) {
-		return true, nil
+		// dss: refused as its QoS asks [MQTT-3.3.4-1]; upstream dropped it
+		// without the PUBACK or PUBREC a QoS 1 or 2 publisher waits for.
+		return true, s.refusePublishWith(cl, pk, packets.ErrTopicNameInvalid)
 	}
 
 	if atomic.LoadInt32(&cl.State.Inflight.receiveQuota) == 0 {
