@@ -19,7 +19,6 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/dssio/dss/internal/mqtt/hooks/storage"
 	"github.com/dssio/dss/internal/mqtt/listeners"
 	"github.com/dssio/dss/internal/mqtt/packets"
 	"github.com/dssio/dss/internal/mqtt/system"
@@ -96,7 +95,6 @@ type Compatibilities struct {
 	ObscureNotAuthorized       bool `yaml:"obscure_not_authorized" json:"obscure_not_authorized"`                 // return unspecified errors instead of not authorized
 	PassiveClientDisconnect    bool `yaml:"passive_client_disconnect" json:"passive_client_disconnect"`           // don't disconnect the client forcefully after sending disconnect packet (paho - spec violation)
 	AlwaysReturnResponseInfo   bool `yaml:"always_return_response_info" json:"always_return_response_info"`       // always return response info (useful for testing)
-	RestoreSysInfoOnRestart    bool `yaml:"restore_sys_info_on_restart" json:"restore_sys_info_on_restart"`       // restore system info from store as if server never stopped
 	NoInheritedPropertiesOnAck bool `yaml:"no_inherited_properties_on_ack" json:"no_inherited_properties_on_ack"` // don't allow inherited user properties on ack (paho - spec violation)
 }
 
@@ -467,19 +465,6 @@ func (s *Server) Serve() error {
 
 	if len(s.Options.Hooks) > 0 {
 		err := s.AddHooksFromConfig(s.Options.Hooks)
-		if err != nil {
-			return err
-		}
-	}
-
-	if s.hooks.Provides(
-		StoredClients,
-		StoredInflightMessages,
-		StoredRetainedMessages,
-		StoredSubscriptions,
-		StoredSysInfo,
-	) {
-		err := s.readStore()
 		if err != nil {
 			return err
 		}
@@ -2306,155 +2291,6 @@ func (s *Server) closeListenerClients(listener string) {
 	clients := s.Clients.GetByListener(listener)
 	for _, cl := range clients {
 		_ = s.DisconnectClient(cl, packets.ErrServerShuttingDown)
-	}
-}
-
-// readStore reads in any data from the persistent datastore (if applicable).
-func (s *Server) readStore() error {
-	if s.hooks.Provides(StoredClients) {
-		clients, err := s.hooks.StoredClients()
-		if err != nil {
-			return fmt.Errorf("failed to load clients; %w", err)
-		}
-		s.loadClients(clients)
-		s.Log.Debug("loaded clients from store", "len", len(clients))
-	}
-
-	if s.hooks.Provides(StoredSubscriptions) {
-		subs, err := s.hooks.StoredSubscriptions()
-		if err != nil {
-			return fmt.Errorf("load subscriptions; %w", err)
-		}
-		s.loadSubscriptions(subs)
-		s.Log.Debug("loaded subscriptions from store", "len", len(subs))
-	}
-
-	if s.hooks.Provides(StoredInflightMessages) {
-		inflight, err := s.hooks.StoredInflightMessages()
-		if err != nil {
-			return fmt.Errorf("load inflight; %w", err)
-		}
-		s.loadInflight(inflight)
-		s.Log.Debug("loaded inflights from store", "len", len(inflight))
-	}
-
-	// dss: the stored sessions have no connection: their messages are
-	// queued.
-	for _, cl := range s.Clients.GetAll() {
-		if !cl.Net.Inline && cl.Net.Conn == nil {
-			s.queuedDropped(cl, cl.State.Inflight.goOffline())
-		}
-	}
-
-	if s.hooks.Provides(StoredRetainedMessages) {
-		retained, err := s.hooks.StoredRetainedMessages()
-		if err != nil {
-			return fmt.Errorf("load retained; %w", err)
-		}
-		s.loadRetained(retained)
-		s.Log.Debug("loaded retained messages from store", "len", len(retained))
-	}
-
-	if s.hooks.Provides(StoredSysInfo) {
-		sysInfo, err := s.hooks.StoredSysInfo()
-		if err != nil {
-			return fmt.Errorf("load server info; %w", err)
-		}
-		s.loadServerInfo(sysInfo.Info)
-		s.Log.Debug("loaded $SYS info from store")
-	}
-
-	return nil
-}
-
-// loadServerInfo restores server info from the datastore.
-func (s *Server) loadServerInfo(v system.Info) {
-	if s.Options.Capabilities.Compatibilities.RestoreSysInfoOnRestart {
-		atomic.StoreInt64(&s.Info.BytesReceived, v.BytesReceived)
-		atomic.StoreInt64(&s.Info.BytesSent, v.BytesSent)
-		atomic.StoreInt64(&s.Info.ClientsMaximum, v.ClientsMaximum)
-		atomic.StoreInt64(&s.Info.ClientsTotal, v.ClientsTotal)
-		atomic.StoreInt64(&s.Info.ClientsDisconnected, v.ClientsDisconnected)
-		atomic.StoreInt64(&s.Info.MessagesReceived, v.MessagesReceived)
-		atomic.StoreInt64(&s.Info.MessagesSent, v.MessagesSent)
-		atomic.StoreInt64(&s.Info.MessagesDropped, v.MessagesDropped)
-		atomic.StoreInt64(&s.Info.PacketsReceived, v.PacketsReceived)
-		atomic.StoreInt64(&s.Info.PacketsSent, v.PacketsSent)
-		atomic.StoreInt64(&s.Info.InflightDropped, v.InflightDropped)
-	}
-	atomic.StoreInt64(&s.Info.Retained, v.Retained)
-	atomic.StoreInt64(&s.Info.Inflight, v.Inflight)
-	atomic.StoreInt64(&s.Info.Subscriptions, v.Subscriptions)
-}
-
-// loadSubscriptions restores subscriptions from the datastore.
-func (s *Server) loadSubscriptions(v []storage.Subscription) {
-	for _, sub := range v {
-		sb := packets.Subscription{
-			Filter:            sub.Filter,
-			RetainHandling:    sub.RetainHandling,
-			Qos:               sub.Qos,
-			RetainAsPublished: sub.RetainAsPublished,
-			NoLocal:           sub.NoLocal,
-			Identifier:        sub.Identifier,
-		}
-		if s.Topics.Subscribe(sub.Client, sb) {
-			if cl, ok := s.Clients.Get(sub.Client); ok {
-				cl.State.Subscriptions.Add(sub.Filter, sb)
-			}
-		}
-	}
-}
-
-// loadClients restores clients from the datastore.
-func (s *Server) loadClients(v []storage.Client) {
-	for _, c := range v {
-		cl := s.NewClient(nil, c.Listener, c.ID, false)
-		cl.Properties.Username = c.Username
-		cl.Properties.Clean = c.Clean
-		cl.Properties.ProtocolVersion = c.ProtocolVersion
-		cl.Properties.Props = packets.Properties{
-			SessionExpiryInterval:     c.Properties.SessionExpiryInterval,
-			SessionExpiryIntervalFlag: c.Properties.SessionExpiryIntervalFlag,
-			AuthenticationMethod:      c.Properties.AuthenticationMethod,
-			AuthenticationData:        c.Properties.AuthenticationData,
-			RequestProblemInfoFlag:    c.Properties.RequestProblemInfoFlag,
-			RequestProblemInfo:        c.Properties.RequestProblemInfo,
-			RequestResponseInfo:       c.Properties.RequestResponseInfo,
-			ReceiveMaximum:            c.Properties.ReceiveMaximum,
-			TopicAliasMaximum:         c.Properties.TopicAliasMaximum,
-			User:                      c.Properties.User,
-			MaximumPacketSize:         c.Properties.MaximumPacketSize,
-		}
-		cl.Properties.Will = Will(c.Will)
-
-		// cancel the context, update cl.State such as disconnected time and stopCause.
-		cl.Stop(packets.ErrServerShuttingDown)
-
-		expire := (cl.Properties.ProtocolVersion == 5 && cl.Properties.Props.SessionExpiryInterval == 0) || (cl.Properties.ProtocolVersion < 5 && cl.Properties.Clean)
-		s.hooks.OnDisconnect(cl, packets.ErrServerShuttingDown, expire)
-		if expire {
-			cl.ClearInflights()
-			s.UnsubscribeClient(cl)
-		} else {
-			s.Clients.Add(cl)
-		}
-	}
-}
-
-// loadInflight restores inflight messages from the datastore.
-func (s *Server) loadInflight(v []storage.Message) {
-	for _, msg := range v {
-		if client, ok := s.Clients.Get(msg.Client); ok {
-			client.State.Inflight.Set(msg.ToPacket())
-		}
-	}
-}
-
-// loadRetained restores retained messages from the datastore.
-func (s *Server) loadRetained(v []storage.Message) {
-	for _, msg := range v {
-		s.Topics.RetainMessage(msg.ToPacket())
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dssio/dss/internal/mqtt/hooks/storage"
 	"github.com/dssio/dss/internal/mqtt/listeners"
 	"github.com/dssio/dss/internal/mqtt/packets"
 	"github.com/dssio/dss/internal/mqtt/packets/packettest"
@@ -336,24 +335,6 @@ func TestServerServeFromConfigHookError(t *testing.T) {
 	}
 
 	err := s.Serve()
-	require.Error(t, err)
-}
-
-func TestServerServeReadStoreFailure(t *testing.T) {
-	s := newServer()
-	defer s.Close()
-
-	require.NotNil(t, s)
-
-	err := s.AddListener(listeners.NewMockListener("t1", ":1882"))
-	require.NoError(t, err)
-
-	hook := new(modifiedHookBase)
-	hook.failAt = 1
-	err = s.AddHook(hook, nil)
-	require.NoError(t, err)
-
-	err = s.Serve()
 	require.Error(t, err)
 }
 
@@ -3466,146 +3447,6 @@ func TestServerSendLWTDelayed(t *testing.T) {
 	require.Equal(t, packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).RawBytes, <-recv)
 }
 
-func TestServerReadStore(t *testing.T) {
-	s := newServer()
-	hook := new(modifiedHookBase)
-	_ = s.AddHook(hook, nil)
-
-	hook.failAt = 1 // clients
-	err := s.readStore()
-	require.Error(t, err)
-
-	hook.failAt = 2 // subscriptions
-	err = s.readStore()
-	require.Error(t, err)
-
-	hook.failAt = 3 // inflight
-	err = s.readStore()
-	require.Error(t, err)
-
-	hook.failAt = 4 // retained
-	err = s.readStore()
-	require.Error(t, err)
-
-	hook.failAt = 5 // sys info
-	err = s.readStore()
-	require.Error(t, err)
-}
-
-func TestServerLoadClients(t *testing.T) {
-	v := []storage.Client{
-		{ID: "mochi"},
-		{ID: "zen"},
-		{ID: "mochi-co"},
-		{ID: "v3-clean", ProtocolVersion: 4, Clean: true},
-		{ID: "v3-not-clean", ProtocolVersion: 4, Clean: false},
-		{
-			ID:              "v5-clean",
-			ProtocolVersion: 5,
-			Clean:           true,
-			Properties: storage.ClientProperties{
-				SessionExpiryInterval: 10,
-			},
-		},
-		{
-			ID:              "v5-expire-interval-0",
-			ProtocolVersion: 5,
-			Properties: storage.ClientProperties{
-				SessionExpiryInterval: 0,
-			},
-		},
-		{
-			ID:              "v5-expire-interval-not-0",
-			ProtocolVersion: 5,
-			Properties: storage.ClientProperties{
-				SessionExpiryInterval: 10,
-			},
-		},
-	}
-
-	s := newServer()
-	require.Equal(t, 0, s.Clients.Len())
-	s.loadClients(v)
-	require.Equal(t, 6, s.Clients.Len())
-	cl, ok := s.Clients.Get("mochi")
-	require.True(t, ok)
-	require.Equal(t, "mochi", cl.ID)
-
-	_, ok = s.Clients.Get("v3-clean")
-	require.False(t, ok)
-	_, ok = s.Clients.Get("v3-not-clean")
-	require.True(t, ok)
-	_, ok = s.Clients.Get("v5-clean")
-	require.True(t, ok)
-	_, ok = s.Clients.Get("v5-expire-interval-0")
-	require.False(t, ok)
-	_, ok = s.Clients.Get("v5-expire-interval-not-0")
-	require.True(t, ok)
-}
-
-func TestServerLoadSubscriptions(t *testing.T) {
-	v := []storage.Subscription{
-		{ID: "sub1", Client: "mochi", Filter: "a/b/c"},
-		{ID: "sub2", Client: "mochi", Filter: "d/e/f", Qos: 1},
-		{ID: "sub3", Client: "mochi", Filter: "h/i/j", Qos: 2},
-	}
-
-	s := newServer()
-	cl, _, _ := newTestClient()
-	s.Clients.Add(cl)
-	require.Equal(t, 0, cl.State.Subscriptions.Len())
-	s.loadSubscriptions(v)
-	require.Equal(t, 3, cl.State.Subscriptions.Len())
-}
-
-func TestServerLoadInflightMessages(t *testing.T) {
-	s := newServer()
-	s.loadClients([]storage.Client{
-		{ID: "mochi"},
-		{ID: "zen"},
-		{ID: "mochi-co"},
-	})
-
-	require.Equal(t, 3, s.Clients.Len())
-
-	v := []storage.Message{
-		{Client: "mochi", Origin: "mochi", PacketID: 1, Payload: []byte("hello world"), TopicName: "a/b/c"},
-		{Client: "mochi", Origin: "mochi", PacketID: 2, Payload: []byte("yes"), TopicName: "a/b/c"},
-		{Client: "zen", Origin: "zen", PacketID: 3, Payload: []byte("hello world"), TopicName: "a/b/c"},
-		{Client: "mochi-co", Origin: "mochi-co", PacketID: 4, Payload: []byte("hello world"), TopicName: "a/b/c"},
-	}
-	s.loadInflight(v)
-
-	cl, ok := s.Clients.Get("mochi")
-	require.True(t, ok)
-	require.Equal(t, "mochi", cl.ID)
-
-	msg, ok := cl.State.Inflight.Get(2)
-	require.True(t, ok)
-	require.Equal(t, []byte{'y', 'e', 's'}, msg.Payload)
-	require.Equal(t, "a/b/c", msg.TopicName)
-
-	cl, ok = s.Clients.Get("mochi-co")
-	require.True(t, ok)
-	msg, ok = cl.State.Inflight.Get(4)
-	require.True(t, ok)
-}
-
-func TestServerLoadRetainedMessages(t *testing.T) {
-	s := newServer()
-
-	v := []storage.Message{
-		{Origin: "mochi", FixedHeader: packets.FixedHeader{Retain: true}, Payload: []byte("hello world"), TopicName: "a/b/c"},
-		{Origin: "mochi-co", FixedHeader: packets.FixedHeader{Retain: true}, Payload: []byte("yes"), TopicName: "d/e/f"},
-		{Origin: "zen", FixedHeader: packets.FixedHeader{Retain: true}, Payload: []byte("hello world"), TopicName: "h/i/j"},
-	}
-	s.loadRetained(v)
-	require.Equal(t, 1, len(s.Topics.Messages("a/b/c")))
-	require.Equal(t, 1, len(s.Topics.Messages("d/e/f")))
-	require.Equal(t, 1, len(s.Topics.Messages("h/i/j")))
-	require.Equal(t, 0, len(s.Topics.Messages("w/x/y")))
-}
-
 func TestServerClose(t *testing.T) {
 	s := newServer()
 
@@ -3797,17 +3638,6 @@ func TestServerSweepsAllocateNothingWhenNothingExpired(t *testing.T) {
 	for _, cl := range s.loop.swept[:cap(s.loop.swept)] {
 		require.Nil(t, cl)
 	}
-}
-
-func TestLoadServerInfoRestoreOnRestart(t *testing.T) {
-	s := New(nil)
-	s.Options.Capabilities.Compatibilities.RestoreSysInfoOnRestart = true
-	info := system.Info{
-		BytesReceived: 60,
-	}
-
-	s.loadServerInfo(info)
-	require.Equal(t, int64(60), s.Info.BytesReceived)
 }
 
 func TestItoa(t *testing.T) {
