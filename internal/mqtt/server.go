@@ -21,7 +21,6 @@ import (
 
 	"github.com/dssio/dss/internal/mqtt/listeners"
 	"github.com/dssio/dss/internal/mqtt/packets"
-	"github.com/dssio/dss/internal/mqtt/system"
 
 	"log/slog"
 )
@@ -220,7 +219,7 @@ type Server struct {
 	Listeners    *listeners.Listeners // listeners are network interfaces which listen for new connections
 	Clients      *Clients             // clients known to the broker
 	Topics       *TopicsIndex         // an index of topic filter subscriptions and retained messages
-	Info         *system.Info         // the counters /metrics reads (messages, bytes, clients)
+	Info         *Info                // the counters /metrics reads (messages, bytes, clients)
 	loop         *loop                // loop contains tickers for the system event loop
 	done         chan bool            // indicate that the server is ending
 	Log          *slog.Logger         // the core's log lines (most at debug level)
@@ -266,7 +265,7 @@ type loop struct {
 // ops contains server values which can be propagated to other structs.
 type ops struct {
 	options *Options     // a pointer to the server options and capabilities, for referencing in clients
-	info    *system.Info // pointers to server system info
+	info    *Info        // pointers to server system info
 	hooks   *Hooks       // pointer to the server hooks
 	log     *slog.Logger // a structured logger for the client
 	// faults and faultLog are the server's (dss, see faults.go).
@@ -300,7 +299,7 @@ func New(opts *Options) *Server {
 			willDelayed:    newDelayedWills(),
 		},
 		Options: opts,
-		Info:    &system.Info{},
+		Info:    &Info{},
 		Log:     opts.Logger,
 		hooks: &Hooks{
 			Log: opts.Logger,
@@ -881,10 +880,6 @@ func (s *Server) inheritClientSession(pk packets.Packet, cl *Client) (bool, *Cli
 		return true, existing // [MQTT-3.2.2-3]
 	}
 
-	if atomic.LoadInt64(&s.Info.ClientsConnected) > atomic.LoadInt64(&s.Info.ClientsMaximum) {
-		atomic.AddInt64(&s.Info.ClientsMaximum, 1)
-	}
-
 	return false, nil // [MQTT-3.2.2-2]
 }
 
@@ -1207,7 +1202,6 @@ func (s *Server) InjectPacket(cl *Client, pk packets.Packet) error {
 		return err
 	}
 
-	atomic.AddInt64(&cl.ops.info.PacketsReceived, 1)
 	if pk.FixedHeader.Type == packets.Publish {
 		atomic.AddInt64(&cl.ops.info.MessagesReceived, 1)
 	}
@@ -1512,7 +1506,6 @@ func (s *Server) retainMessage(cl *Client, pk packets.Packet) bool {
 		return false
 	}
 	s.hooks.OnRetainMessage(cl, pk, r)
-	atomic.StoreInt64(&s.Info.Retained, int64(s.Topics.Retained.Len()))
 	return true
 }
 
@@ -2350,9 +2343,6 @@ func (s *Server) clearExpiredRetainedMessages(now int64) {
 	expired := s.Topics.expireRetained(now)
 	for _, topic := range expired {
 		s.hooks.OnRetainedExpired(topic)
-	}
-	if len(expired) > 0 {
-		atomic.StoreInt64(&s.Info.Retained, int64(s.Topics.Retained.Len()))
 	}
 }
 

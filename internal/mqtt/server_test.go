@@ -18,7 +18,6 @@ import (
 	"github.com/dssio/dss/internal/mqtt/listeners"
 	"github.com/dssio/dss/internal/mqtt/packets"
 	"github.com/dssio/dss/internal/mqtt/packets/packettest"
-	"github.com/dssio/dss/internal/mqtt/system"
 
 	"github.com/stretchr/testify/require"
 )
@@ -1317,7 +1316,6 @@ func TestInjectPacketPublishAndReceive(t *testing.T) {
 	s.Clients.Add(receiver)
 	s.Topics.Subscribe(receiver.ID, packets.Subscription{Filter: "a/b/c"})
 
-	require.Equal(t, int64(0), atomic.LoadInt64(&s.Info.PacketsReceived))
 
 	receiverBuf := make(chan []byte)
 	go func() {
@@ -1353,7 +1351,6 @@ func TestServerPublishAndReceive(t *testing.T) {
 	s.Clients.Add(receiver)
 	s.Topics.Subscribe(receiver.ID, packets.Subscription{Filter: "a/b/c"})
 
-	require.Equal(t, int64(0), atomic.LoadInt64(&s.Info.PacketsReceived))
 
 	receiverBuf := make(chan []byte)
 	go func() {
@@ -1418,7 +1415,6 @@ func TestServerProcessPacketPublishAndReceive(t *testing.T) {
 	s.Clients.Add(receiver)
 	s.Topics.Subscribe(receiver.ID, packets.Subscription{Filter: "a/b/c"})
 
-	require.Equal(t, int64(0), atomic.LoadInt64(&s.Info.PacketsReceived))
 	require.Equal(t, 0, len(s.Topics.Messages("a/b/c")))
 
 	receiverBuf := make(chan []byte)
@@ -1595,7 +1591,6 @@ func TestServerProcessPublishOnPublishPkIgnore(t *testing.T) {
 	s.Clients.Add(receiver)
 	s.Topics.Subscribe(receiver.ID, packets.Subscription{Filter: "a/b/c"})
 
-	require.Equal(t, int64(0), atomic.LoadInt64(&s.Info.PacketsReceived))
 	require.Equal(t, 0, len(s.Topics.Messages("a/b/c")))
 
 	receiverBuf := make(chan []byte)
@@ -2160,7 +2155,7 @@ func TestPublishToClientExceedClientWritesPending(t *testing.T) {
 
 	_, w := net.Pipe()
 	cl := newClient(w, &ops{
-		info:  new(system.Info),
+		info:  new(Info),
 		hooks: new(Hooks),
 		log:   logger,
 		options: &Options{
@@ -2459,7 +2454,7 @@ func TestNoRetainMessageIfUnavailable(t *testing.T) {
 	s.Clients.Add(cl)
 
 	s.retainMessage(new(Client), *packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet)
-	require.Equal(t, int64(0), atomic.LoadInt64(&s.Info.Retained))
+	require.Equal(t, int64(0), int64(s.Topics.RetainedCount()))
 }
 
 func TestNoRetainMessageIfPkIgnore(t *testing.T) {
@@ -2470,7 +2465,7 @@ func TestNoRetainMessageIfPkIgnore(t *testing.T) {
 	pk := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet
 	pk.Ignore = true
 	s.retainMessage(new(Client), pk)
-	require.Equal(t, int64(0), atomic.LoadInt64(&s.Info.Retained))
+	require.Equal(t, int64(0), int64(s.Topics.RetainedCount()))
 }
 
 func TestNoRetainMessage(t *testing.T) {
@@ -2479,7 +2474,7 @@ func TestNoRetainMessage(t *testing.T) {
 	s.Clients.Add(cl)
 
 	s.retainMessage(new(Client), *packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet)
-	require.Equal(t, int64(1), atomic.LoadInt64(&s.Info.Retained))
+	require.Equal(t, int64(1), int64(s.Topics.RetainedCount()))
 }
 
 func TestServerProcessPacketPuback(t *testing.T) {
@@ -3346,7 +3341,6 @@ func TestServerSendLWT(t *testing.T) {
 	s.Clients.Add(receiver)
 	s.Topics.Subscribe(receiver.ID, packets.Subscription{Filter: "a/b/c", Qos: 0})
 
-	require.Equal(t, int64(0), atomic.LoadInt64(&s.Info.PacketsReceived))
 	require.Equal(t, 0, len(s.Topics.Messages("a/b/c")))
 
 	receiverBuf := make(chan []byte)
@@ -3386,7 +3380,6 @@ func TestServerSendLWTRetain(t *testing.T) {
 	s.Clients.Add(receiver)
 	s.Topics.Subscribe(receiver.ID, packets.Subscription{Filter: "a/b/c", Qos: 0})
 
-	require.Equal(t, int64(0), atomic.LoadInt64(&s.Info.PacketsReceived))
 	require.Equal(t, 0, len(s.Topics.Messages("a/b/c")))
 
 	receiverBuf := make(chan []byte)
