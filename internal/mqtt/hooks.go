@@ -50,17 +50,6 @@ const (
 	OnRetainedExpired
 )
 
-var (
-	// ErrInvalidConfigType indicates a different Type of config value was expected to what was received.
-	ErrInvalidConfigType = errors.New("invalid config type provided")
-)
-
-// HookLoadConfig contains the hook and configuration as loaded from a configuration (usually file).
-type HookLoadConfig struct {
-	Hook   Hook
-	Config any
-}
-
 // Hook provides an interface of handlers for different events which occur
 // during the lifecycle of the broker.
 type Hook interface {

@@ -31,13 +31,9 @@ const (
 )
 
 var (
-	// Deprecated: Use NewDefaultServerCapabilities to avoid data race issue.
-	DefaultServerCapabilities = NewDefaultServerCapabilities()
-
 	ErrListenerIDExists       = errors.New("listener id already exists")                               // a listener with the same id already exists
 	ErrConnectionClosed       = errors.New("connection not open")                                      // connection is closed
 	ErrInlineClientNotEnabled = errors.New("please set Options.InlineClient=true to use this feature") // inline client is not enabled by default
-	ErrOptionsUnreadable      = errors.New("unable to read options from bytes")
 	ErrServerClosing          = errors.New("the server is closing")
 	// errSessionMoved: a delivery came to a connection whose session a
 	// new connection has taken over; the session's messages are there.
@@ -46,26 +42,26 @@ var (
 
 // Capabilities indicates the capabilities and features provided by the server.
 type Capabilities struct {
-	MaximumClients               int64           `yaml:"maximum_clients" json:"maximum_clients"`                                 // maximum number of connected clients
-	MaximumMessageExpiryInterval int64           `yaml:"maximum_message_expiry_interval" json:"maximum_message_expiry_interval"` // maximum message expiry if message expiry is 0 or over
-	MaximumClientWritesPending   int32           `yaml:"maximum_client_writes_pending" json:"maximum_client_writes_pending"`     // maximum number of pending message writes for a client
-	MaximumSessionExpiryInterval uint32          `yaml:"maximum_session_expiry_interval" json:"maximum_session_expiry_interval"` // maximum number of seconds to keep disconnected sessions
-	MaximumPacketSize            uint32          `yaml:"maximum_packet_size" json:"maximum_packet_size"`                         // maximum packet size, no limit if 0
+	MaximumClients               int64           // maximum number of connected clients
+	MaximumMessageExpiryInterval int64           // maximum message expiry if message expiry is 0 or over
+	MaximumClientWritesPending   int32           // maximum number of pending message writes for a client
+	MaximumSessionExpiryInterval uint32          // maximum number of seconds to keep disconnected sessions
+	MaximumPacketSize            uint32          // maximum packet size, no limit if 0
 	maximumPacketID              uint32          // unexported, used for testing only
-	ReceiveMaximum               uint16          `yaml:"receive_maximum" json:"receive_maximum"`                   // maximum number of concurrent qos messages per client
-	MaximumInflight              uint16          `yaml:"maximum_inflight" json:"maximum_inflight"`                 // maximum number of qos > 0 messages can be stored, 0(=8192)-65535
-	TopicAliasMaximum            uint16          `yaml:"topic_alias_maximum" json:"topic_alias_maximum"`           // maximum topic alias value
-	SharedSubAvailable           byte            `yaml:"shared_sub_available" json:"shared_sub_available"`         // support of shared subscriptions
-	MinimumProtocolVersion       byte            `yaml:"minimum_protocol_version" json:"minimum_protocol_version"` // minimum supported mqtt version
-	Compatibilities              Compatibilities `yaml:"compatibilities" json:"compatibilities"`                   // version compatibilities the server provides
-	MaximumQos                   byte            `yaml:"maximum_qos" json:"maximum_qos"`                           // maximum qos value available to clients
-	RetainAvailable              byte            `yaml:"retain_available" json:"retain_available"`                 // support of retain messages
-	WildcardSubAvailable         byte            `yaml:"wildcard_sub_available" json:"wildcard_sub_available"`     // support of wildcard subscriptions
-	SubIDAvailable               byte            `yaml:"sub_id_available" json:"sub_id_available"`                 // support of subscription identifiers
+	ReceiveMaximum               uint16          // maximum number of concurrent qos messages per client
+	MaximumInflight              uint16          // maximum number of qos > 0 messages can be stored, 0(=8192)-65535
+	TopicAliasMaximum            uint16          // maximum topic alias value
+	SharedSubAvailable           byte            // support of shared subscriptions
+	MinimumProtocolVersion       byte            // minimum supported mqtt version
+	Compatibilities              Compatibilities // version compatibilities the server provides
+	MaximumQos                   byte            // maximum qos value available to clients
+	RetainAvailable              byte            // support of retain messages
+	WildcardSubAvailable         byte            // support of wildcard subscriptions
+	SubIDAvailable               byte            // support of subscription identifiers
 	// MaximumKeepalive caps the keep alive of MQTT 5 clients, in
 	// seconds: one that asks for more, or for none (0), is given this as
 	// Server Keep Alive in its CONNACK [MQTT-3.2.2-21]. 0: no cap. dss.
-	MaximumKeepalive uint16 `yaml:"maximum_keepalive" json:"maximum_keepalive"`
+	MaximumKeepalive uint16
 }
 
 // NewDefaultServerCapabilities defines the default features and capabilities provided by the server.
@@ -91,30 +87,24 @@ func NewDefaultServerCapabilities() *Capabilities {
 
 // Compatibilities provides flags for using compatibility modes.
 type Compatibilities struct {
-	ObscureNotAuthorized       bool `yaml:"obscure_not_authorized" json:"obscure_not_authorized"`                 // return unspecified errors instead of not authorized
-	PassiveClientDisconnect    bool `yaml:"passive_client_disconnect" json:"passive_client_disconnect"`           // don't disconnect the client forcefully after sending disconnect packet (paho - spec violation)
-	AlwaysReturnResponseInfo   bool `yaml:"always_return_response_info" json:"always_return_response_info"`       // always return response info (useful for testing)
-	NoInheritedPropertiesOnAck bool `yaml:"no_inherited_properties_on_ack" json:"no_inherited_properties_on_ack"` // don't allow inherited user properties on ack (paho - spec violation)
+	ObscureNotAuthorized       bool // return unspecified errors instead of not authorized
+	PassiveClientDisconnect    bool // don't disconnect the client forcefully after sending disconnect packet (paho - spec violation)
+	AlwaysReturnResponseInfo   bool // always return response info (useful for testing)
+	NoInheritedPropertiesOnAck bool // don't allow inherited user properties on ack (paho - spec violation)
 }
 
 // Options contains configurable options for the server.
 type Options struct {
-	// Listeners specifies any listeners which should be dynamically added on serve. Used when setting listeners by config.
-	Listeners []listeners.Config `yaml:"listeners" json:"listeners"`
-
-	// Hooks specifies any hooks which should be dynamically added on serve. Used when setting hooks by config.
-	Hooks []HookLoadConfig `yaml:"hooks" json:"hooks"`
-
 	// Capabilities defines the server features and behaviour. If you only wish to modify
 	// several of these values, set them explicitly - e.g.
 	// 	server.Options.Capabilities.MaximumClientWritesPending = 16 * 1024
-	Capabilities *Capabilities `yaml:"capabilities" json:"capabilities"`
+	Capabilities *Capabilities
 
 	// ClientNetWriteBufferSize specifies the size of the client *bufio.Writer write buffer.
-	ClientNetWriteBufferSize int `yaml:"client_net_write_buffer_size" json:"client_net_write_buffer_size"`
+	ClientNetWriteBufferSize int
 
 	// ClientNetReadBufferSize specifies the size of the client *bufio.Reader read buffer.
-	ClientNetReadBufferSize int `yaml:"client_net_read_buffer_size" json:"client_net_read_buffer_size"`
+	ClientNetReadBufferSize int
 
 	// Logger specifies a custom configured implementation of log/slog to override
 	// the servers default logger configuration. If you wish to change the log level,
@@ -125,11 +115,11 @@ type Options struct {
 	// 	Level: level,
 	// }))
 	// level.Set(slog.LevelDebug)
-	Logger *slog.Logger `yaml:"-" json:"-"`
+	Logger *slog.Logger
 
 	// Enable Inline client to allow direct subscribing and publishing from the parent codebase,
 	// with negligible performance difference (disabled by default to prevent confusion in statistics).
-	InlineClient bool `yaml:"inline_client" json:"inline_client"`
+	InlineClient bool
 
 	// ConsumedTopic names a topic whose publishes a hook takes in OnPublish,
 	// returning an error so that the server neither routes, retains nor
@@ -137,7 +127,7 @@ type Options struct {
 	// alias) is decoded in buffers of its connection that the next packet
 	// reuses: hooks must copy whatever of it they keep once OnPublish (or
 	// OnPacketRead) returns.
-	ConsumedTopic string `yaml:"-" json:"-"`
+	ConsumedTopic string
 
 	// ReadLoops is the number of read loops (epoll, Linux only) that
 	// read the TCP and Unix socket connections whose reader goroutine
@@ -146,25 +136,25 @@ type Options struct {
 	// connection's goroutine; 0 leaves every connection to its own
 	// goroutine. dss: with thousands of busy connections a goroutine
 	// woken per request costs twice the CPU of a loop's turn.
-	ReadLoops int `yaml:"-" json:"-"`
+	ReadLoops int
 
 	// ConnectTimeout bounds the time a new connection has to send its
 	// whole CONNECT packet; 0 waits for ever. dss: a connection that
 	// never sent one (or one byte a second) was kept for good.
-	ConnectTimeout time.Duration `yaml:"-" json:"-"`
+	ConnectTimeout time.Duration
 
 	// PacketReadTimeout bounds the time between the bytes of a packet
 	// once its first byte came, whatever the keep alive: a connection
 	// whose packet stops arriving for that long is closed. 0 waits for
 	// ever. dss: with keep alive 0, a PUBLISH that announced 60 MiB and
 	// stopped after 4 was held for good, with the memory of what came.
-	PacketReadTimeout time.Duration `yaml:"-" json:"-"`
+	PacketReadTimeout time.Duration
 
 	// MaxClientIDSize bounds the length of client ids, in bytes; a
 	// CONNECT with a longer one is refused with CONNACK 0x85. 0 means
 	// 65,535. dss: the state store's notification topics hold the client
 	// id, and must fit an MQTT topic.
-	MaxClientIDSize int `yaml:"-" json:"-"`
+	MaxClientIDSize int
 
 	// MaxPendingPerClient bounds the packets of one client that the
 	// application has in hand (Client.BeginPending) before the server
@@ -172,14 +162,14 @@ type Options struct {
 	// means no bound. dss: a client that sends requests faster than they
 	// are answered is slowed by TCP back-pressure on its own connection,
 	// never by making other clients wait.
-	MaxPendingPerClient int32 `yaml:"-" json:"-"`
+	MaxPendingPerClient int32
 
 	// MaxSubscriptionsPerClient bounds the topic filters one client's
 	// session holds; a SUBSCRIBE of a new filter past it is answered
 	// with reason code 0x97 (quota exceeded) for that filter. 0 means no
 	// bound. dss: each filter costs memory, kept with a session that
 	// outlives its connection.
-	MaxSubscriptionsPerClient int `yaml:"-" json:"-"`
+	MaxSubscriptionsPerClient int
 
 	// MayTakeOver, when set, decides whether the connection cl may take
 	// over existing, the session of the same client id (connected or
@@ -187,29 +177,29 @@ type Options struct {
 	// it is. It is called with the sessions locked: it must not block.
 	// dss: a client id held by one principal cannot be taken over by
 	// another, with the session's subscriptions and queued messages.
-	MayTakeOver func(existing, cl *Client) bool `yaml:"-" json:"-"`
+	MayTakeOver func(existing, cl *Client) bool
 
 	// MaxSessionQueueBytes bounds the memory of the messages a session
 	// without a connection holds, and MaxQueuedBytes that of all such
 	// sessions (see queues.go); 0 means no bound. Past a bound, the
 	// oldest messages never sent of the session being fed are dropped.
 	// dss.
-	MaxSessionQueueBytes int64 `yaml:"-" json:"-"`
-	MaxQueuedBytes       int64 `yaml:"-" json:"-"`
+	MaxSessionQueueBytes int64
+	MaxQueuedBytes       int64
 
 	// MaxTopicLevels bounds the levels of the topics and filters clients
 	// send, MaxTopicLength their bytes (see topiclevels.go); past a
 	// bound they are refused before any work. 0 means
 	// DefaultMaxTopicLevels and no bound on the length (but the
 	// protocol's 65,535 bytes), a negative number no bound. dss.
-	MaxTopicLevels int `yaml:"-" json:"-"`
-	MaxTopicLength int `yaml:"-" json:"-"`
+	MaxTopicLevels int
+	MaxTopicLength int
 
 	// MaxRetained and MaxRetainedBytes bound the number and memory of
 	// the retained messages (see retained.go); a client's message past
 	// them is refused with 0x97. 0 means no bound. dss.
-	MaxRetained      int   `yaml:"-" json:"-"`
-	MaxRetainedBytes int64 `yaml:"-" json:"-"`
+	MaxRetained      int
+	MaxRetainedBytes int64
 }
 
 // Server is an MQTT broker server. It should be created with server.New()
@@ -399,17 +389,6 @@ func (s *Server) AddHook(hook Hook, config any) error {
 	return s.hooks.Add(hook, config)
 }
 
-// AddHooksFromConfig adds hooks to the server which were specified in the hooks config (usually from a config file).
-// New built-in hooks should be added to this list.
-func (s *Server) AddHooksFromConfig(hooks []HookLoadConfig) error {
-	for _, h := range hooks {
-		if err := s.AddHook(h.Hook, h.Config); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // AddListener adds a new network listener to the server, for receiving incoming client connections.
 func (s *Server) AddListener(l listeners.Listener) error {
 	if _, ok := s.Listeners.Get(l.ID()); ok {
@@ -428,46 +407,12 @@ func (s *Server) AddListener(l listeners.Listener) error {
 	return nil
 }
 
-// AddListenersFromConfig adds the listeners named in configs.
-func (s *Server) AddListenersFromConfig(configs []listeners.Config) error {
-	for _, conf := range configs {
-		var l listeners.Listener
-		switch strings.ToLower(conf.Type) {
-		case listeners.TypeTCP:
-			l = listeners.NewTCP(conf)
-		case listeners.TypeMock:
-			l = listeners.NewMockListener(conf.ID, conf.Address)
-		default:
-			s.Log.Error("listener type unavailable by config", "listener", conf.Type)
-			continue
-		}
-		if err := s.AddListener(l); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // Serve starts the event loops responsible for establishing client connections
 // on all attached listeners, publishing the system topics, and starting all hooks.
 func (s *Server) Serve() error {
 	// dss's start-up line names the build; these only trace the core.
 	s.Log.Debug("mqtt core starting")
 	defer s.Log.Debug("mqtt core started")
-
-	if len(s.Options.Listeners) > 0 {
-		err := s.AddListenersFromConfig(s.Options.Listeners)
-		if err != nil {
-			return err
-		}
-	}
-
-	if len(s.Options.Hooks) > 0 {
-		err := s.AddHooksFromConfig(s.Options.Hooks)
-		if err != nil {
-			return err
-		}
-	}
 
 	s.startReadLoops()
 	go s.eventLoop()                            // the sweeps of expired sessions, messages and wills

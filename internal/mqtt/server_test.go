@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dssio/dss/internal/mqtt/listeners"
 	"github.com/dssio/dss/internal/mqtt/packets"
 	"github.com/dssio/dss/internal/mqtt/packets/packettest"
 
@@ -203,41 +202,13 @@ func TestServerAddListener(t *testing.T) {
 
 	require.NotNil(t, s)
 
-	err := s.AddListener(listeners.NewMockListener("t1", ":1882"))
+	err := s.AddListener(newMockListener("t1", ":1882"))
 	require.NoError(t, err)
 
 	// add existing listener
-	err = s.AddListener(listeners.NewMockListener("t1", ":1882"))
+	err = s.AddListener(newMockListener("t1", ":1882"))
 	require.Error(t, err)
 	require.Equal(t, ErrListenerIDExists, err)
-}
-
-func TestServerAddHooksFromConfig(t *testing.T) {
-	s := newServer()
-	defer s.Close()
-	require.NotNil(t, s)
-	s.Log = logger
-
-	hooks := []HookLoadConfig{
-		{Hook: new(modifiedHookBase)},
-	}
-
-	err := s.AddHooksFromConfig(hooks)
-	require.NoError(t, err)
-}
-
-func TestServerAddHooksFromConfigError(t *testing.T) {
-	s := newServer()
-	defer s.Close()
-	require.NotNil(t, s)
-	s.Log = logger
-
-	hooks := []HookLoadConfig{
-		{Hook: new(modifiedHookBase), Config: map[string]interface{}{}},
-	}
-
-	err := s.AddHooksFromConfig(hooks)
-	require.Error(t, err)
 }
 
 func TestServerAddListenerInitFailure(t *testing.T) {
@@ -246,25 +217,10 @@ func TestServerAddListenerInitFailure(t *testing.T) {
 
 	require.NotNil(t, s)
 
-	m := listeners.NewMockListener("t1", ":1882")
-	m.ErrListen = true
+	m := newMockListener("t1", ":1882")
+	m.errListen = true
 	err := s.AddListener(m)
 	require.Error(t, err)
-}
-
-func TestServerAddListenersFromConfigError(t *testing.T) {
-	s := newServer()
-	defer s.Close()
-	require.NotNil(t, s)
-	s.Log = logger
-
-	lc := []listeners.Config{
-		{Type: listeners.TypeTCP, ID: "tcp", Address: "x"},
-	}
-
-	err := s.AddListenersFromConfig(lc)
-	require.Error(t, err)
-	require.Equal(t, 0, s.Listeners.Len())
 }
 
 func TestServerServe(t *testing.T) {
@@ -273,7 +229,7 @@ func TestServerServe(t *testing.T) {
 
 	require.NotNil(t, s)
 
-	err := s.AddListener(listeners.NewMockListener("t1", ":1882"))
+	err := s.AddListener(newMockListener("t1", ":1882"))
 	require.NoError(t, err)
 
 	err = s.Serve()
@@ -284,57 +240,7 @@ func TestServerServe(t *testing.T) {
 
 	require.Equal(t, true, ok)
 	// dss: polled, not slept for: the listener serves on a goroutine.
-	require.Eventually(t, listener.(*listeners.MockListener).IsServing, 5*time.Second, time.Millisecond)
-}
-
-func TestServerServeFromConfig(t *testing.T) {
-	s := newServer()
-	defer s.Close()
-	require.NotNil(t, s)
-
-	s.Options.Listeners = []listeners.Config{
-		{Type: listeners.TypeMock, ID: "mock", Address: "0"},
-	}
-
-	s.Options.Hooks = []HookLoadConfig{
-		{Hook: new(modifiedHookBase)},
-	}
-
-	err := s.Serve()
-	require.NoError(t, err)
-
-	require.Equal(t, 1, s.Listeners.Len())
-	listener, ok := s.Listeners.Get("mock")
-
-	require.Equal(t, true, ok)
-	// dss: polled, not slept for: the listener serves on a goroutine.
-	require.Eventually(t, listener.(*listeners.MockListener).IsServing, 5*time.Second, time.Millisecond)
-}
-
-func TestServerServeFromConfigListenerError(t *testing.T) {
-	s := newServer()
-	defer s.Close()
-	require.NotNil(t, s)
-
-	s.Options.Listeners = []listeners.Config{
-		{Type: listeners.TypeTCP, ID: "tcp", Address: "x"},
-	}
-
-	err := s.Serve()
-	require.Error(t, err)
-}
-
-func TestServerServeFromConfigHookError(t *testing.T) {
-	s := newServer()
-	defer s.Close()
-	require.NotNil(t, s)
-
-	s.Options.Hooks = []HookLoadConfig{
-		{Hook: new(modifiedHookBase), Config: map[string]interface{}{}},
-	}
-
-	err := s.Serve()
-	require.Error(t, err)
+	require.Eventually(t, listener.(*mockListener).IsServing, 5*time.Second, time.Millisecond)
 }
 
 func TestServerEventLoop(t *testing.T) {
@@ -1316,7 +1222,6 @@ func TestInjectPacketPublishAndReceive(t *testing.T) {
 	s.Clients.Add(receiver)
 	s.Topics.Subscribe(receiver.ID, packets.Subscription{Filter: "a/b/c"})
 
-
 	receiverBuf := make(chan []byte)
 	go func() {
 		buf, err := io.ReadAll(r2)
@@ -1350,7 +1255,6 @@ func TestServerPublishAndReceive(t *testing.T) {
 	receiver.ID = "receiver"
 	s.Clients.Add(receiver)
 	s.Topics.Subscribe(receiver.ID, packets.Subscription{Filter: "a/b/c"})
-
 
 	receiverBuf := make(chan []byte)
 	go func() {
@@ -3451,7 +3355,7 @@ func TestServerClose(t *testing.T) {
 	cl.Properties.ProtocolVersion = 5
 	s.Clients.Add(cl)
 
-	err := s.AddListener(listeners.NewMockListener("t1", ":1882"))
+	err := s.AddListener(newMockListener("t1", ":1882"))
 	require.NoError(t, err)
 	_ = s.Serve()
 
@@ -3469,10 +3373,10 @@ func TestServerClose(t *testing.T) {
 	require.Equal(t, true, ok)
 	// dss: polled for, not slept for: the listener serves on a goroutine
 	// of its own.
-	require.Eventually(t, listener.(*listeners.MockListener).IsServing, 5*time.Second, time.Millisecond)
+	require.Eventually(t, listener.(*mockListener).IsServing, 5*time.Second, time.Millisecond)
 
 	_ = s.Close()
-	require.Eventually(t, func() bool { return !listener.(*listeners.MockListener).IsServing() }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return !listener.(*mockListener).IsServing() }, 5*time.Second, time.Millisecond)
 	require.Equal(t, packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnectShuttingDown).RawBytes, <-recv)
 }
 
