@@ -11,7 +11,6 @@ import (
 	"net"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -2298,11 +2297,6 @@ func (s *Server) clearExpiredInflights(now int64) {
 			s.hooks.OnQosDropped(client, packets.Packet{PacketID: id})
 		}
 	})
-}
-
-// Int64toa converts an int64 to a string.
-func Int64toa(v int64) string {
-	return strconv.FormatInt(v, 10)
 }
 
 // minimum differs from built-in min, it returns minimum of the non-zero value a and b.

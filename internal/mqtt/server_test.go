@@ -3537,11 +3537,6 @@ func TestServerSweepsAllocateNothingWhenNothingExpired(t *testing.T) {
 	}
 }
 
-func TestItoa(t *testing.T) {
-	i := int64(22)
-	require.Equal(t, "22", Int64toa(i))
-}
-
 func TestServerSubscribe(t *testing.T) {
 	handler := func(cl *Client, sub packets.Subscription, pk packets.Packet) {}
 

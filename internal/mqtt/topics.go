@@ -120,13 +120,6 @@ type SharedSubscriptions struct {
 	sync.RWMutex
 }
 
-// NewSharedSubscriptions returns a new instance of Subscriptions.
-func NewSharedSubscriptions() *SharedSubscriptions {
-	return &SharedSubscriptions{
-		internal: map[string]map[string]packets.Subscription{},
-	}
-}
-
 // Add creates a new shared subscription for a group and client id pair.
 func (s *SharedSubscriptions) Add(group, id string, val packets.Subscription) {
 	s.Lock()
@@ -207,13 +200,6 @@ type InlineSubFn func(cl *Client, sub packets.Subscription, pk packets.Packet)
 type InlineSubscriptions struct {
 	internal map[int]InlineSubscription
 	sync.RWMutex
-}
-
-// NewInlineSubscriptions returns a new instance of InlineSubscriptions.
-func NewInlineSubscriptions() *InlineSubscriptions {
-	return &InlineSubscriptions{
-		internal: map[int]InlineSubscription{},
-	}
 }
 
 // Add adds a new internal subscription for a client id.

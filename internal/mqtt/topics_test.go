@@ -17,20 +17,15 @@ const (
 	otherGroup = "other"
 )
 
-func TestNewSharedSubscriptions(t *testing.T) {
-	s := NewSharedSubscriptions()
-	require.NotNil(t, s.internal)
-}
-
 func TestSharedSubscriptionsAdd(t *testing.T) {
-	s := NewSharedSubscriptions()
+	s := new(SharedSubscriptions)
 	s.Add(testGroup, "cl1", packets.Subscription{Filter: "a/b/c"})
 	require.Contains(t, s.internal, testGroup)
 	require.Contains(t, s.internal[testGroup], "cl1")
 }
 
 func TestSharedSubscriptionsGet(t *testing.T) {
-	s := NewSharedSubscriptions()
+	s := new(SharedSubscriptions)
 	s.Add(testGroup, "cl1", packets.Subscription{Qos: 2})
 	s.Add(testGroup, "cl2", packets.Subscription{Qos: 2})
 	require.Contains(t, s.internal, testGroup)
@@ -44,7 +39,7 @@ func TestSharedSubscriptionsGet(t *testing.T) {
 }
 
 func TestSharedSubscriptionsGetAll(t *testing.T) {
-	s := NewSharedSubscriptions()
+	s := new(SharedSubscriptions)
 	s.Add(testGroup, "cl1", packets.Subscription{Qos: 0})
 	s.Add(testGroup, "cl2", packets.Subscription{Qos: 1})
 	s.Add(otherGroup, "cl3", packets.Subscription{Qos: 2})
@@ -62,7 +57,7 @@ func TestSharedSubscriptionsGetAll(t *testing.T) {
 }
 
 func TestSharedSubscriptionsLen(t *testing.T) {
-	s := NewSharedSubscriptions()
+	s := new(SharedSubscriptions)
 	s.Add(testGroup, "cl1", packets.Subscription{Qos: 0})
 	s.Add(testGroup, "cl2", packets.Subscription{Qos: 1})
 	s.Add(otherGroup, "cl2", packets.Subscription{Qos: 1})
@@ -77,7 +72,7 @@ func TestSharedSubscriptionsLen(t *testing.T) {
 }
 
 func TestSharedSubscriptionsDelete(t *testing.T) {
-	s := NewSharedSubscriptions()
+	s := new(SharedSubscriptions)
 	s.Add(testGroup, "cl1", packets.Subscription{Qos: 1})
 	s.Add(testGroup, "cl2", packets.Subscription{Qos: 2})
 	require.Contains(t, s.internal, testGroup)
@@ -873,15 +868,8 @@ func TestNewTopicAliases(t *testing.T) {
 	require.Equal(t, uint16(5), a.Outbound.maximum)
 }
 
-func TestNewInlineSubscriptions(t *testing.T) {
-	subscriptions := NewInlineSubscriptions()
-	require.NotNil(t, subscriptions)
-	require.NotNil(t, subscriptions.internal)
-	require.Equal(t, 0, subscriptions.Len())
-}
-
 func TestInlineSubscriptionAdd(t *testing.T) {
-	subscriptions := NewInlineSubscriptions()
+	subscriptions := new(InlineSubscriptions)
 	handler := func(cl *Client, sub packets.Subscription, pk packets.Packet) {
 		// handler logic
 	}
@@ -899,7 +887,7 @@ func TestInlineSubscriptionAdd(t *testing.T) {
 }
 
 func TestInlineSubscriptionGet(t *testing.T) {
-	subscriptions := NewInlineSubscriptions()
+	subscriptions := new(InlineSubscriptions)
 	handler := func(cl *Client, sub packets.Subscription, pk packets.Packet) {
 		// handler logic
 	}
@@ -920,7 +908,7 @@ func TestInlineSubscriptionGet(t *testing.T) {
 }
 
 func TestInlineSubscriptionsGetAll(t *testing.T) {
-	subscriptions := NewInlineSubscriptions()
+	subscriptions := new(InlineSubscriptions)
 
 	subscriptions.Add(InlineSubscription{
 		Subscription: packets.Subscription{Filter: "a/b/c", Identifier: 1},
@@ -943,7 +931,7 @@ func TestInlineSubscriptionsGetAll(t *testing.T) {
 }
 
 func TestInlineSubscriptionDelete(t *testing.T) {
-	subscriptions := NewInlineSubscriptions()
+	subscriptions := new(InlineSubscriptions)
 	handler := func(cl *Client, sub packets.Subscription, pk packets.Packet) {
 		// handler logic
 	}
