@@ -18,9 +18,8 @@ import (
 
 type modifiedHookBase struct {
 	HookBase
-	err    error
-	fail   bool
-	failAt int
+	err  error
+	fail bool
 }
 
 var errTestHook = errors.New("error")
