@@ -18,6 +18,7 @@ import (
 
 	"github.com/dssio/dss/internal/auth"
 	"github.com/dssio/dss/internal/engine"
+	"github.com/dssio/dss/internal/service"
 	"github.com/dssio/dss/internal/wire"
 )
 
@@ -132,6 +133,7 @@ type Broker struct {
 	watches  *registry
 	routes   *routes
 	store    Store
+	limits   service.Limits
 	// listingSlots holds a token for every KEYS listing under way, and
 	// listings counts their goroutines for Close.
 	listingSlots chan struct{}
@@ -239,7 +241,8 @@ func New(cfg Config) (*Broker, error) {
 		loginLog:  rate.NewLimiter(rate.Every(time.Second), 10),
 		throttle:  auth.NewThrottle(cfg.LoginDelay, 32*cfg.LoginDelay),
 
-		listingSlots: make(chan struct{}, maxListings),
+		limits:       service.Limits{MaxKeySize: cfg.MaxKeySize, MaxValueSize: cfg.MaxValueSize},
+		listingSlots: make(chan struct{}, service.MaxListings),
 	}
 	b.loginCtx, b.stopLogins = context.WithCancel(context.Background())
 	b.watches = newRegistry(cfg.Metrics, b.notify)

@@ -7,7 +7,7 @@ import (
 	"github.com/dssio/dss/internal/mqtt/packets"
 
 	"github.com/dssio/dss/internal/engine"
-	"github.com/dssio/dss/internal/resp"
+	"github.com/dssio/dss/internal/service"
 	"github.com/dssio/dss/internal/store"
 	"github.com/dssio/dss/internal/wire"
 )
@@ -160,12 +160,7 @@ func (r *registry) Changed(c *store.Change) func() {
 }
 
 func (r *registry) deliver(c *store.Change, conns []*mqtt.Client) {
-	var payload []byte
-	if c.Deleted {
-		payload = resp.AppendArray(nil, []byte("NOTIFY"), []byte("DELETE"))
-	} else {
-		payload = resp.AppendArray(make([]byte, 0, len(c.Value)+48), []byte("NOTIFY"), []byte("SET"), []byte("VALUE"), c.Value)
-	}
+	payload := service.NotificationPayload(c)
 	version := c.Version.String()
 	key := []byte(c.Key)
 	for _, cl := range conns {
