@@ -22,16 +22,8 @@ import (
 	"github.com/dssio/dss/internal/wire"
 )
 
-// Store carries out state store requests; *engine.Node is one.
-type Store interface {
-	// Submit carries out op and calls op.Done once the result may be
-	// sent. It reports whether Done was called before it returned, on the
-	// caller's goroutine. It never blocks: the caller is a connection's
-	// reader, often a read loop that serves many connections. A store
-	// that cannot take op now answers it with an error (busy,
-	// unavailable) instead of waiting.
-	Submit(ctx context.Context, op *engine.Op) (inline bool)
-}
+// Store carries out state store requests (see service.Store).
+type Store = service.Store
 
 // Config configures a Broker.
 type Config struct {
