@@ -42,6 +42,12 @@ var (
 	// --max-value-size.
 	ErrKeyTooLong   = &Error{"the key is longer than the maximum key size"}
 	ErrValueTooLong = &Error{"the value is longer than the maximum value size"}
+
+	// ErrUnknownRequester is not in the vendor's table: dss attach, which
+	// serves the store from outside another broker, learns a requester's
+	// client id from the request alone (__srcId, or the response topic),
+	// and KEYNOTIFY needs it to name the notification topic.
+	ErrUnknownRequester = &Error{"the requester's client id is unknown: send it in the user property __srcId"}
 )
 
 // Errors lists every protocol error.
@@ -50,6 +56,7 @@ var Errors = []*Error{
 	ErrQuotaExceeded, ErrSyntax, ErrNotAuthorized, ErrUnknownCommand,
 	ErrWrongArgs, ErrMissingTimestamp, ErrMalformedTimestamp, ErrEmptyKey,
 	ErrUnavailable, ErrBusy, ErrKeyTooLong, ErrValueTooLong,
+	ErrUnknownRequester,
 }
 
 // ErrorByText returns the protocol error with the given text, or nil when
