@@ -15,9 +15,7 @@ import (
 
 func newServeCmd(stdio Stdio) *cobra.Command {
 	var cfg server.Config
-	var logLevel, logFormat, fsync, persistence, adminTokenFile string
-	var inMemory bool
-	var cf clusterFlags
+	var sf storeFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the MQTT 5 broker with the state store",
@@ -49,26 +47,8 @@ TLS files (which are also re-read when they change).`,
 			if err := validateServe(cmd.Flags(), st); err != nil {
 				return err
 			}
-			logger, err := newLogger(stdio, logLevel, logFormat)
+			logger, err := sf.apply(stdio, &cfg)
 			if err != nil {
-				return err
-			}
-			cfg.Logger = logger
-			if cfg.Fsync, err = journal.ParseFsync(fsync); err != nil {
-				return fmt.Errorf("--fsync: %w", err)
-			}
-			if cfg.Persistence, err = server.ParsePersistence(persistence); err != nil {
-				return fmt.Errorf("--persistence: %w", err)
-			}
-			if inMemory {
-				cfg.DataDir = ""
-			} else if cfg.DataDir == "" {
-				return fmt.Errorf("--data: a data directory is required unless --in-memory is given")
-			}
-			if err := cf.apply(&cfg); err != nil {
-				return err
-			}
-			if cfg.AdminToken, err = readAdminToken("--admin-token-file", adminTokenFile); err != nil {
 				return err
 			}
 			// The process is the server's: tune the Go runtime for it
@@ -87,6 +67,7 @@ TLS files (which are also re-read when they change).`,
 		},
 	}
 	f := cmd.Flags()
+	sf.add(cmd, &cfg)
 	f.StringVar(&cfg.Listen, "listen", "", "MQTT listener address HOST:PORT (default 127.0.0.1:1883, loopback only, while no authentication is configured; :1883 with --users and no TLS)")
 	f.BoolVar(&cfg.AllowAnonymous, "allow-anonymous", false, "admit clients without authentication on a listener beyond loopback (a warning at start); with --users or --tls-client-ca, admit clients that present no credentials")
 	f.StringVar(&cfg.Users, "users", "", "users file of names and argon2id password hashes, written by dss passwd; clients log in with a user name and password")
@@ -95,16 +76,7 @@ TLS files (which are also re-read when they change).`,
 	f.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM file of the TLS listener's certificate chain (re-read on SIGHUP or when it changes)")
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "PEM file of the TLS certificate's private key")
 	f.StringVar(&cfg.TLSClientCA, "tls-client-ca", "", "PEM file of the CAs that sign client certificates: clients may log in with a certificate (required without --users)")
-	f.StringVar(&cfg.HTTPListen, "http-listen", "", "address of the HTTP endpoint (HOST:PORT) with /metrics, /healthz, /readyz and GET /v1/snapshot for backups; empty turns it off")
-	f.StringVar(&adminTokenFile, "admin-token-file", "", "file holding the secret (16 characters or more) that a backup request on the HTTP endpoint must carry (Authorization: Bearer); without it only clients on this machine may fetch one")
-	f.BoolVar(&cfg.Pprof, "pprof", false, "serve the Go profiler under /debug/pprof/ on the HTTP endpoint")
-	f.StringVar(&cfg.NodeID, "node-id", "", "node id stamped on every version this node issues (default: the host name)")
-	f.DurationVar(&cfg.MaxClockSkew, "max-clock-skew", time.Minute, "how far ahead of the server clock a request's __ts or __ft may be")
 	f.Uint32Var(&cfg.MaxPacketSize, "max-packet-size", server.DefaultMaxPacketSize, "largest MQTT packet accepted, in bytes (the protocol's limit is 268435455)")
-	f.IntVar(&cfg.MaxKeys, "max-keys", server.DefaultMaxKeys, "most keys stored; a SET of a new key past it is answered 'the quota has been exceeded' (-1: no limit)")
-	f.Int64Var(&cfg.MaxStoreBytes, "max-store-bytes", 0, "most bytes of keys and values stored; a SET that would grow the store past it is answered 'the quota has been exceeded' (0: a quarter of the machine's memory; -1: no limit)")
-	f.IntVar(&cfg.MaxKeySize, "max-key-size", broker.DefaultMaxKeySize, "longest key of a request, in bytes; client ids may be as long as leaves room for the notification topic of such a key")
-	f.IntVar(&cfg.MaxValueSize, "max-value-size", broker.DefaultMaxValueSize, "longest value of a request, in bytes")
 	f.IntVar(&cfg.MaxInflightPerClient, "max-inflight-per-client", broker.DefaultMaxInflightPerClient, "most unanswered requests of one connection; past it the connection is not read until one is answered (TCP back-pressure; -1: no limit)")
 	f.Int64Var(&cfg.MaxSessionQueueBytes, "max-queued-bytes-per-session", server.DefaultMaxSessionQueueBytes, "most bytes of messages queued for one session without a connection; past it its oldest queued messages are dropped (-1: no limit)")
 	f.Int64Var(&cfg.MaxQueuedBytes, "max-queued-bytes", 0, "most bytes of messages queued for all sessions without a connection; past it the oldest queued messages of the session being fed are dropped (0: a sixteenth of the machine's memory; -1: no limit)")
@@ -121,15 +93,6 @@ TLS files (which are also re-read when they change).`,
 	f.Uint16Var(&caps.TopicAliasMaximum, "topic-alias-maximum", caps.TopicAliasMaximum, "topic aliases a client may set on its publishes (0: none)")
 	f.Uint16Var(&caps.ReceiveMaximum, "receive-maximum", caps.ReceiveMaximum, "QoS 1 and 2 publishes a client may have unacknowledged by the server (1 to 65535; one more: DISCONNECT 0x93)")
 	f.IntVar(&cfg.ReadLoops, "read-loops", 0, "read loops (epoll, Linux) that serve busy connections instead of a goroutine each (0: one per CPU the server may use; -1: none)")
-	f.StringVar(&cfg.DataDir, "data", "dss-data", "data directory: the journal and snapshots that keep the state across restarts")
-	f.BoolVar(&inMemory, "in-memory", false, "keep nothing on disk: the state is gone when the server stops")
-	enumFlag(f, &fsync, "fsync", "always", []string{"always", "everysec", "no"}, "when changes reach stable storage: always (before each response), everysec (once a second) or no (left to the OS)")
-	enumFlag(f, &persistence, "persistence", "all", []string{"all", "flagged"}, "which keys survive a restart: all, or flagged (only keys written with the user property aio-persistence=true)")
-	cf.add(f)
-	f.Int64Var(&cfg.SnapshotAfter, "snapshot-after", 64<<20, "bytes a snapshot must save to be due: once the journal outgrows it and the last snapshot, or once the data would make a snapshot this much and half smaller than the last")
-	enumFlag(f, &logLevel, "log-level", "info", []string{"debug", "info", "warn", "error"}, "log level: debug, info, warn or error")
-	enumFlag(f, &logFormat, "log-format", "text", []string{"text", "json"}, "log format: text or json")
-	addConfigFlag(cmd)
 	return cmd
 }
 

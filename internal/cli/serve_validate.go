@@ -37,6 +37,13 @@ func validateServe(fs *pflag.FlagSet, st *settings) error {
 			return st.invalid(f, msg)
 		}
 	}
+	for name, check := range attachChecks {
+		if f := fs.Lookup(name); f != nil {
+			if msg := check(f.Value.String()); msg != "" {
+				return st.invalid(f, msg)
+			}
+		}
+	}
 	return nil
 }
 
