@@ -1,6 +1,7 @@
 package attach
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -316,9 +317,15 @@ func (a *Attacher) sweepLeases(period time.Duration) {
 }
 
 // publish hands a message to the queue of messages for the broker, which
-// keeps it while dss is not connected and sends it, in order, once it is.
+// autopaho keeps while dss is not connected and sends, in order, once it
+// is (what its PublishViaQueue does).
 func (a *Attacher) publish(p *paho.Publish) {
-	if err := a.cm.PublishViaQueue(a.ctx, &autopaho.QueuePublish{Publish: p}); err != nil {
+	var b bytes.Buffer
+	_, err := p.Packet().WriteTo(&b)
+	if err == nil {
+		err = a.queue.Enqueue(&b)
+	}
+	if err != nil {
 		a.log.Warn("message not queued for the broker", "topic", p.Topic, "err", err)
 	}
 }
