@@ -114,6 +114,7 @@ file, the file over the defaults.`,
 	f.DurationVar(&acfg.RetryWindow, "retry-window", attach.DefaultRetryWindow, "how long a request is remembered so that the same request arriving again (the broker's redelivery, a client's retry with the same correlation data) is not carried out twice")
 	f.IntVar(&cfg.MaxWatchesPerClient, "max-keynotify-per-client", server.DefaultMaxWatchesPerClient, "most KEYNOTIFY registrations of one client id (-1: no limit)")
 	markSecret(f, "password")
+	cmd.AddCommand(newAttachACLCmd(stdio))
 	return cmd
 }
 
