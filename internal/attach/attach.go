@@ -269,15 +269,37 @@ func (a *Attacher) connectError(err error) {
 		return
 	}
 	a.metrics.ConnectFailures.Inc()
+	var refused *autopaho.ConnackError
+	if errors.As(err, &refused) {
+		reason := refused.Reason
+		if reason == "" {
+			reason = connackReasons[refused.ReasonCode]
+		}
+		err = fmt.Errorf("the broker refused dss's connection with reason code %#x (%s)", refused.ReasonCode, reason)
+		a.log.Error("the broker refused dss's connection; retrying", "broker", a.url.Redacted(), "code", fmt.Sprintf("%#x", refused.ReasonCode), "reason", reason)
+	} else {
+		a.log.Warn("cannot connect to the broker; retrying", "broker", a.url.Redacted(), "err", err)
+	}
 	a.mu.Lock()
 	a.lastErr = err
 	a.mu.Unlock()
-	var refused *autopaho.ConnackError
-	if errors.As(err, &refused) {
-		a.log.Error("the broker refused dss's connection; retrying", "broker", a.url.Redacted(), "code", fmt.Sprintf("%#x", refused.ReasonCode), "reason", refused.Reason)
-		return
-	}
-	a.log.Warn("cannot connect to the broker; retrying", "broker", a.url.Redacted(), "err", err)
+}
+
+// connackReasons names the reason codes of a CONNACK that refuses
+// (MQTT 5, 3.2.2.2) that a broker's configuration causes.
+var connackReasons = map[byte]string{
+	0x80: "unspecified error",
+	0x84: "unsupported protocol version: the broker must speak MQTT 5",
+	0x85: "client identifier not valid",
+	0x86: "bad user name or password",
+	0x87: "not authorized",
+	0x88: "server unavailable",
+	0x89: "server busy",
+	0x8A: "banned",
+	0x8C: "bad authentication method",
+	0x9C: "use another server",
+	0x9D: "server moved",
+	0x9F: "connection rate exceeded",
 }
 
 // received takes every message the broker sends dss, on paho's goroutine
