@@ -77,7 +77,7 @@ func StartMosquitto(t testing.TB, cfg MosquittoConfig) *Mosquitto {
 	addr := NodeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
 	conf := filepath.Join(dir, "mosquitto.conf")
-	text := fmt.Sprintf("listener %s 127.0.0.1\nallow_anonymous %v\nlog_dest stderr\nlog_dest topic\nlog_type error\nlog_type warning\nlog_type notice\nlog_type information\nconnection_messages true\nmax_inflight_messages 0\nmax_queued_messages 0\npersistence_location %s/\n",
+	text := fmt.Sprintf("listener %s 127.0.0.1\nallow_anonymous %v\nlog_dest stderr\nlog_dest topic\nlog_type error\nlog_type warning\nlog_type notice\nlog_type information\nconnection_messages true\nmax_inflight_messages 0\nmax_queued_messages 0\nset_tcp_nodelay true\npersistence_location %s/\n",
 		port, !cfg.Authenticated, dir)
 	if os.Geteuid() == 0 {
 		// Run as root, Mosquitto would become the user mosquitto, who
