@@ -1,6 +1,7 @@
 package attach_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/eclipse/paho.golang/paho"
 
+	"github.com/dssio/dss/client"
 	"github.com/dssio/dss/internal/attach"
 	"github.com/dssio/dss/internal/cluster"
 	"github.com/dssio/dss/internal/dsstest"
@@ -92,6 +94,30 @@ func TestKeyNotifyLease(t *testing.T) {
 		t.Fatalf("renewed: %q on %s", n.Payload, n.Topic)
 	}
 	lapsed.NoMessage(300 * time.Millisecond)
+
+	// dss's client renews the registrations of its watches.
+	ctx, cancel := context.WithTimeout(context.Background(), dsstest.Timeout)
+	defer cancel()
+	dc, err := client.Dial(ctx, client.Config{Servers: []string{m.Addr}, ClientID: "dss-client", WatchRenewal: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dc.Close()
+	watch, err := dc.Watch(ctx, []string{"k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = watch.Stop(context.Background()) }()
+	time.Sleep(1200 * time.Millisecond) // three leases
+	w.Set([]string{"k", "later"})
+	select {
+	case e := <-watch.Events():
+		if string(e.Value) != "later" {
+			t.Fatalf("watch event %+v", e)
+		}
+	case <-ctx.Done():
+		t.Fatal("the dss client's watch lapsed with its lease")
+	}
 }
 
 // The broker restarting (killed, its sessions lost): dss says so in
