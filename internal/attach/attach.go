@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/eclipse/paho.golang/autopaho"
-	"github.com/eclipse/paho.golang/autopaho/queue/memory"
 	"github.com/eclipse/paho.golang/paho"
 	"golang.org/x/time/rate"
 
@@ -34,7 +33,7 @@ type Attacher struct {
 	// presence is nil without a presence source.
 	presence *presenceSource
 	store    service.Store
-	queue    *memory.Queue
+	queue    *outbox
 	cm       *autopaho.ConnectionManager
 
 	// ctx is handed to the store with every request; cancelled by Close.
@@ -79,11 +78,12 @@ func New(cfg Config) (*Attacher, error) {
 		limits:       service.Limits{MaxKeySize: cfg.MaxKeySize, MaxValueSize: cfg.MaxValueSize},
 		recent:       newRecent(cfg.RetryWindow, time.Now),
 		presence:     newPresenceSource(cfg.Presence),
-		queue:        memory.New(),
+		queue:        newOutbox(cfg.MaxQueuedBytes),
 		refuseLog:    rate.NewLimiter(rate.Every(time.Second), 10),
 		listingSlots: make(chan struct{}, service.MaxListings),
 		lastErr:      errors.New("not connected to the broker yet"),
 	}
+	cfg.Metrics.queued.Store(a.queue)
 	a.watches = newRegistry(cfg.Metrics, cfg.Lease, time.Now, a.publishNotification)
 	a.watches.maxPerClient = cfg.MaxWatchesPerClient
 	a.ctx, a.cancel = context.WithCancel(context.Background())
@@ -348,7 +348,10 @@ func (a *Attacher) publish(p *paho.Publish) {
 		err = a.queue.Enqueue(&b)
 	}
 	if err != nil {
-		a.log.Warn("message not queued for the broker", "topic", p.Topic, "err", err)
+		a.metrics.Dropped.Inc()
+		if a.refuseLog.Allow() {
+			a.log.Warn("message for the broker dropped", "topic", p.Topic, "err", err)
+		}
 	}
 }
 

@@ -58,6 +58,11 @@ type Config struct {
 	// a client's retry with the same correlation data) is not carried out
 	// twice. Default two minutes.
 	RetryWindow time.Duration
+	// MaxQueuedBytes bounds the responses and notifications waiting to be
+	// sent to the broker (while dss is not connected, most of all); past
+	// it, new ones are dropped and counted. 0 means
+	// DefaultMaxQueuedBytes, a negative number no bound.
+	MaxQueuedBytes int64
 	// Logger receives the log lines; nil means slog.Default().
 	Logger *slog.Logger
 	// Metrics counts what the attacher does; nil means unexported
@@ -77,6 +82,9 @@ const (
 	// dss did not hear of (it was not connected to the broker then).
 	DefaultPresenceLease = 24 * time.Hour
 	DefaultRetryWindow   = 2 * time.Minute
+	// DefaultMaxQueuedBytes holds a few seconds of responses at full
+	// speed, or eight of the largest values.
+	DefaultMaxQueuedBytes = 256 << 20
 )
 
 // Presence names the source of the news that a client left.
@@ -168,6 +176,12 @@ func (c *Config) setDefaults() error {
 	}
 	if c.RetryWindow == 0 {
 		c.RetryWindow = DefaultRetryWindow
+	}
+	switch {
+	case c.MaxQueuedBytes == 0:
+		c.MaxQueuedBytes = DefaultMaxQueuedBytes
+	case c.MaxQueuedBytes < 0:
+		c.MaxQueuedBytes = 0 // no bound
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -1,6 +1,10 @@
 package attach
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // Metrics counts what the attacher does. The request metrics have the
 // names of dss serve's, so that dashboards read either.
@@ -30,11 +34,16 @@ type Metrics struct {
 	// their lease.
 	Departures    prometheus.Counter
 	LeasesExpired prometheus.Counter
+	// Dropped counts responses and notifications dropped because the
+	// queue for the broker was full; QueuedBytes reads that queue.
+	Dropped     prometheus.Counter
+	QueuedBytes prometheus.GaugeFunc
+	queued      atomic.Pointer[outbox]
 }
 
 // NewMetrics returns unregistered metrics.
 func NewMetrics() *Metrics {
-	return &Metrics{
+	m := &Metrics{
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dss_requests_total", Help: "State store requests executed, by verb.",
 		}, []string{"verb"}),
@@ -77,7 +86,19 @@ func NewMetrics() *Metrics {
 		LeasesExpired: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "dss_attach_keynotify_leases_expired_total", Help: "KEYNOTIFY registrations dropped at the end of their lease.",
 		}),
+		Dropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "dss_attach_dropped_messages_total", Help: "Responses and notifications dropped because the queue of messages for the broker was full (dss away from the broker too long).",
+		}),
 	}
+	m.QueuedBytes = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "dss_attach_queued_bytes", Help: "Bytes of responses and notifications waiting to be sent to the broker.",
+	}, func() float64 {
+		if o := m.queued.Load(); o != nil {
+			return float64(o.queued())
+		}
+		return 0
+	})
+	return m
 }
 
 // Collectors returns every metric, for registration.
@@ -85,6 +106,6 @@ func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		m.Requests, m.Refused, m.Errors, m.Notifications, m.Watches, m.Duplicates,
 		m.Connected, m.Subscribed, m.Connections, m.ConnectionLosses, m.ConnectFailures,
-		m.SessionsLost, m.Departures, m.LeasesExpired,
+		m.SessionsLost, m.Departures, m.LeasesExpired, m.Dropped, m.QueuedBytes,
 	}
 }

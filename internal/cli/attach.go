@@ -112,6 +112,7 @@ file, the file over the defaults.`,
 	enumFlag(f, &presence, "presence", "none", []string{"none", "mosquitto", "emqx"}, "where dss learns that a client left, to drop its KEYNOTIFY registrations: none (registrations last their lease), mosquitto (its log on $SYS/broker/log/N and /I: log_dest topic), emqx (its $SYS client events)")
 	f.DurationVar(&acfg.Lease, "keynotify-lease", 0, "how long a KEYNOTIFY registration lasts unless the client sends KEYNOTIFY again (0: 10m, or 24h with --presence)")
 	f.DurationVar(&acfg.RetryWindow, "retry-window", attach.DefaultRetryWindow, "how long a request is remembered so that the same request arriving again (the broker's redelivery, a client's retry with the same correlation data) is not carried out twice")
+	f.Int64Var(&acfg.MaxQueuedBytes, "max-outbox-bytes", attach.DefaultMaxQueuedBytes, "most bytes of responses and notifications waiting for the broker (while dss is away from it); past it new ones are dropped and counted (-1: no limit)")
 	f.IntVar(&cfg.MaxWatchesPerClient, "max-keynotify-per-client", server.DefaultMaxWatchesPerClient, "most KEYNOTIFY registrations of one client id (-1: no limit)")
 	markSecret(f, "password")
 	cmd.AddCommand(newAttachACLCmd(stdio))

@@ -91,6 +91,7 @@ var serveChecks = []struct {
 	}},
 	{"max-queued-bytes-per-session", sizeOrNoLimit},
 	{"max-queued-bytes", sizeOrNoLimit},
+	{"max-outbox-bytes", sizeOrNoLimit},
 	{"max-packet-size", func(v string) string {
 		if n, err := strconv.ParseUint(v, 10, 32); err == nil && (n < 1024 || n > 268435455) {
 			return "want 1024 to 268435455 bytes (the protocol's limit), such as 67108864 (64 MiB)"
