@@ -110,6 +110,10 @@ func TestStateStoreResponses(t *testing.T) {
 		if p := c.Request(dsstest.Cmd("GET", "k")); string(p.Payload) != "$-1\r\n" {
 			t.Fatalf("a request of version 2.0 was executed: GET %q", p.Payload)
 		}
+		// dss's extension KEYS, answered on a goroutine of its own.
+		if p := c.Request(dsstest.Cmd("KEYS", "f*")); string(p.Payload) != "*1\r\n$1\r\nf\r\n" || propKeys(p) != "__stat,__protVer" {
+			t.Fatalf("KEYS: %q %s", p.Payload, propKeys(p))
+		}
 	})
 }
 
