@@ -45,9 +45,18 @@ type Config struct {
 	// server with a users file checks them.
 	Username string
 	Password []byte
-	// KeepAlive is the MQTT keep alive interval; it bounds how long a dead
-	// connection goes unnoticed. Default 30 s.
+	// KeepAlive is the MQTT keep alive interval the client asks for: the
+	// server drops the connection after one and a half times it without a
+	// packet from the client. Default 30 s.
 	KeepAlive time.Duration
+	// PingTimeout bounds how long a server that stopped answering (a hung
+	// process, a machine gone without closing its connections) goes
+	// unnoticed: after PingTimeout without a packet from the server the
+	// client sends a PINGREQ, and when nothing comes within another
+	// PingTimeout it drops the connection and reconnects, to the next
+	// server of the list, and its watches resync. A dead connection is so
+	// noticed within about twice PingTimeout. Default 5 s.
+	PingTimeout time.Duration
 	// ConnectTimeout bounds one connection attempt to one server.
 	// Default 5 s.
 	ConnectTimeout time.Duration
@@ -113,6 +122,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.KeepAlive < time.Second || c.KeepAlive > 65535*time.Second {
 		return c, fmt.Errorf("dss client: keep alive %v: want between 1s and 65535s", c.KeepAlive)
+	}
+	if c.PingTimeout <= 0 {
+		c.PingTimeout = 5 * time.Second
 	}
 	if c.ConnectTimeout <= 0 {
 		c.ConnectTimeout = 5 * time.Second
@@ -215,4 +227,14 @@ func LoadTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
 		cfg.Certificates = []tls.Certificate{cert}
 	}
 	return cfg, nil
+}
+
+// ResolveServer returns the HOST:PORT that an entry of Config.Servers
+// names, and whether it asks for TLS (mqtts://, ssl:// or tls://);
+// withTLS says that TLS is on anyway (Config.TLS), which makes 8883 the
+// default port. For tools that connect as the client does.
+func ResolveServer(s string, withTLS bool) (addr string, secure bool, err error) {
+	secure = withTLS || tlsScheme(s)
+	addr, err = parseAddr(s, secure)
+	return addr, secure, err
 }

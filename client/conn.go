@@ -3,10 +3,13 @@ package client
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/eclipse/paho.golang/paho"
@@ -23,6 +26,9 @@ type conn struct {
 	// that they learn of the loss at once instead of at their deadline.
 	ctx    context.Context
 	cancel context.CancelFunc
+	// maxPacket is the server's Maximum Packet Size from its CONNACK;
+	// 0: none announced.
+	maxPacket uint32
 }
 
 // A connection that ends sooner than this after it was made counts as a
@@ -104,6 +110,9 @@ func (c *Client) connect(addr string) (*conn, error) {
 		// the keep alive's PINGREQ) one packet lands inside another.
 		// paho holds a writer's lock for the whole packet when it has one.
 		nc = &lockedConn{Conn: nc}
+		if err != nil && notTLS(err) {
+			err = fmt.Errorf("TLS handshake with %s: %w (is it a plain MQTT listener? connect without TLS, or to its TLS port, 8883 by convention)", addr, err)
+		}
 	} else {
 		var d net.Dialer
 		nc, err = d.DialContext(ctx, "tcp", addr)
@@ -130,6 +139,7 @@ func (c *Client) connect(addr string) (*conn, error) {
 			cn.cancel()
 		},
 		PublishHook: c.publishHook,
+		PingHandler: newPinger(c.cfg.PingTimeout),
 	})
 	connect := &paho.Connect{
 		ClientID:   c.cfg.ClientID,
@@ -142,7 +152,11 @@ func (c *Client) connect(addr string) (*conn, error) {
 	if c.cfg.Password != nil {
 		connect.PasswordFlag, connect.Password = true, c.cfg.Password
 	}
-	if ca, err := cn.pc.Connect(ctx, connect); err != nil {
+	ca, err := cn.pc.Connect(ctx, connect)
+	if err == nil && ca.Properties != nil && ca.Properties.MaximumPacketSize != nil {
+		cn.maxPacket = *ca.Properties.MaximumPacketSize
+	}
+	if err != nil {
 		cn.cancel()
 		if ca != nil && ca.ReasonCode >= 0x80 {
 			refused := &ConnectRefusedError{ReasonCode: ca.ReasonCode}
@@ -150,6 +164,9 @@ func (c *Client) connect(addr string) (*conn, error) {
 				refused.Reason = ca.Properties.ReasonString
 			}
 			err = refused
+		}
+		if c.cfg.TLS == nil && closedEarly(err) && speaksTLS(addr, c.cfg.ConnectTimeout) {
+			return nil, fmt.Errorf("connect to %s: %w (the server speaks TLS on this port: connect with TLS, an mqtts:// address or dss --tls)", addr, err)
 		}
 		return nil, fmt.Errorf("connect to %s: %w", addr, err)
 	}
@@ -209,6 +226,35 @@ func (c *Client) shut(cn *conn) {
 	cn.cancel()
 	_ = cn.pc.Disconnect(&paho.Disconnect{ReasonCode: 0})
 	<-cn.pc.Done()
+}
+
+// closedEarly reports whether err is a connection the server closed
+// before it answered CONNECT: what a TLS listener does with a plain
+// CONNECT.
+func closedEarly(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// notTLS reports whether a TLS handshake failed as it does against a
+// listener that does not speak TLS.
+func notTLS(err error) bool {
+	var rh tls.RecordHeaderError
+	return closedEarly(err) || errors.As(err, &rh)
+}
+
+// speaksTLS reports whether addr completes a TLS handshake, to explain a
+// plain connection it closed unanswered. The probe sends nothing else,
+// so the server's certificate need not be trusted.
+func speaksTLS(addr string, timeout time.Duration) bool {
+	d := tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout}, Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // a probe: no data is sent
+	ctx, cancel := context.WithTimeout(context.Background(), min(timeout, 2*time.Second))
+	defer cancel()
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	_ = c.Close()
+	return true
 }
 
 // lockedConn is a connection whose writers paho serializes packet by

@@ -90,7 +90,7 @@ var serverErrors = func() map[string]*ServerError {
 		ErrFencingTokenLowerVersion, ErrQuotaExceeded, ErrSyntax,
 		ErrNotAuthorized, ErrUnknownCommand, ErrWrongNumberOfArguments,
 		ErrMissingTimestamp, ErrMalformedTimestamp, ErrKeyLengthZero,
-		ErrUnavailable, ErrBusy, ErrKeyTooLong, ErrValueTooLong,
+		ErrUnavailable, ErrBusy, ErrKeyTooLong, ErrValueTooLong, ErrBadScanToken,
 		ErrUnknownRequester,
 	} {
 		m[e.Text] = e
@@ -184,4 +184,17 @@ func (e *ConnectRefusedError) Error() string {
 		return fmt.Sprintf("dss client: connection refused with reason code %#x", e.ReasonCode)
 	}
 	return fmt.Sprintf("dss client: connection refused with reason code %#x: %s", e.ReasonCode, e.Reason)
+}
+
+// PacketTooLargeError is a request larger than the Maximum Packet Size
+// the server announced (dss serve --max-packet-size): it is not sent,
+// since the server would close the connection on it, and so it was
+// certainly not executed.
+type PacketTooLargeError struct {
+	Size int // the request's packet, in bytes
+	Max  int // the server's maximum
+}
+
+func (e *PacketTooLargeError) Error() string {
+	return fmt.Sprintf("the request is %d bytes, more than the server's maximum packet size of %d bytes (dss serve --max-packet-size): not sent", e.Size, e.Max)
 }

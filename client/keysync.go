@@ -33,6 +33,10 @@ func (k *keySync) newer(v hlc.Timestamp) bool {
 func (w *Watch) notify(e Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.pattern != "" {
+		w.enqueueLocked(e) // a pattern watch reports every change it hears
+		return
+	}
 	k := w.keyed[e.Key]
 	switch {
 	case k == nil:

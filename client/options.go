@@ -6,7 +6,8 @@ import (
 	"github.com/dssio/dss/hlc"
 )
 
-// SetOption is an option of Set: a Condition, a TTL or a FencingToken.
+// SetOption is an option of Set: a Condition, a TTL, a FencingToken or
+// Persist.
 type SetOption interface{ applySet(*setOptions) }
 
 // DelOption is an option of Del and VDel: a FencingToken.
@@ -22,9 +23,10 @@ type GetOption interface{ applyGet(*getOptions) }
 type WatchOption interface{ applyWatch(*watchOptions) }
 
 type setOptions struct {
-	cond  Condition
-	ttl   time.Duration
-	fence hlc.Timestamp
+	cond    Condition
+	ttl     time.Duration
+	fence   hlc.Timestamp
+	persist bool
 }
 
 type getOptions struct {
@@ -90,3 +92,14 @@ var StaleRead GetOption = staleRead{}
 type staleRead struct{}
 
 func (staleRead) applyGet(o *getOptions) { o.stale = true }
+
+// Persist asks for the key of a Set to survive a restart of the server
+// (the user property aio-persistence: true). A server run with
+// --persistence flagged keeps only the keys whose last Set carried it, as
+// the vendor's service does; with --persistence all (dss's default) every
+// key survives and the property changes nothing.
+var Persist SetOption = persist{}
+
+type persist struct{}
+
+func (persist) applySet(o *setOptions) { o.persist = true }

@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/eclipse/paho.golang/paho"
@@ -19,6 +20,8 @@ type response struct {
 	// version is the response's __ts, when hasVersion is set.
 	version    hlc.Timestamp
 	hasVersion bool
+	// ttl is the response's dss-ttl: the time a key has left.
+	ttl time.Duration
 }
 
 // maxDrift bounds how far ahead of the local clock a version in a response
@@ -57,6 +60,10 @@ func decodeResponse(p *paho.Publish) (response, error) {
 				version = u.Value
 			case wire.PropTimestamp:
 				ts, hasTs = u.Value, true
+			case wire.PropTTL:
+				if ms, err := strconv.ParseInt(u.Value, 10, 64); err == nil && ms > 0 {
+					res.ttl = time.Duration(ms) * time.Millisecond
+				}
 			}
 		}
 	}

@@ -98,6 +98,9 @@ func (c *Client) startResync(cn *conn, keys []string) {
 // resyncKey resyncs one key on cn, trying again while cn lasts. It
 // reports false when cn has ended: the next connection resyncs anew.
 func (c *Client) resyncKey(cn *conn, key string) bool {
+	if key == patternSlot {
+		return c.resyncPatterns(cn)
+	}
 	wait := minRetryWait
 	for {
 		ws := c.watchersOf(key)
@@ -138,6 +141,9 @@ func (c *Client) watchersOf(key string) []*Watch {
 	ws := make([]*Watch, 0, len(c.watches[key]))
 	for w := range c.watches[key] {
 		ws = append(ws, w)
+	}
+	if key != patternSlot {
+		ws = c.appendPatternWatchersLocked(ws, key)
 	}
 	return ws
 }

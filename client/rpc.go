@@ -24,6 +24,10 @@ type request struct {
 	readOnly bool
 	// stale asks a cluster node for its own copy at once (a GET).
 	stale bool
+	// persist asks for the key to survive a restart (a SET).
+	persist bool
+	// ttl asks for the time the key has left (a GET).
+	ttl bool
 }
 
 // errNotSent marks a failure that happened before the request left the
@@ -118,6 +122,16 @@ func (c *Client) roundTrip(ctx context.Context, cn *conn, r *request, corr []byt
 		return response{}, errNotSent
 	}
 	pub := c.envelope(ctx, r, corr)
+	// A request over the server's limit is not sent: the server would end
+	// the connection (DISCONNECT 0x95), and a write would come back
+	// "connection lost", as if it might have been applied. The envelope's
+	// other fields are a few hundred bytes: only a payload near the limit
+	// needs the exact size.
+	if limit := int(cn.maxPacket); limit > 0 && len(pub.Payload)+2*len(c.respTopic)+4096 > limit {
+		if n := publishSize(pub); n > limit {
+			return response{}, &PacketTooLargeError{Size: n, Max: limit}
+		}
+	}
 	pr, err := cn.pc.Publish(rctx, pub)
 	switch {
 	case pr != nil && pr.ReasonCode >= 0x80:
@@ -173,6 +187,12 @@ func (c *Client) envelope(ctx context.Context, r *request, corr []byte) *paho.Pu
 	if r.stale {
 		user = append(user, paho.UserProperty{Key: wire.PropConsistency, Value: wire.ConsistencyStale})
 	}
+	if r.persist {
+		user = append(user, paho.UserProperty{Key: wire.PropPersistence, Value: "true"})
+	}
+	if r.ttl {
+		user = append(user, paho.UserProperty{Key: wire.PropTTL, Value: "true"})
+	}
 	props := &paho.PublishProperties{
 		ContentType:     wire.ContentType,
 		ResponseTopic:   c.respTopic,
@@ -188,6 +208,24 @@ func (c *Client) envelope(ctx context.Context, r *request, corr []byte) *paho.Pu
 		}
 	}
 	return &paho.Publish{QoS: 1, Topic: wire.RequestTopic, Payload: r.payload, Properties: props}
+}
+
+// publishSize is the size of p's PUBLISH packet on the wire.
+func publishSize(p *paho.Publish) int {
+	n := 0
+	for _, b := range p.Packet().Buffers() {
+		n += len(b)
+	}
+	// The fixed header: one byte, and the remaining length in 1 to 4.
+	switch {
+	case n < 128:
+		return n + 2
+	case n < 16384:
+		return n + 3
+	case n < 2097152:
+		return n + 4
+	}
+	return n + 5
 }
 
 // newCorrelation returns random correlation data in the form of a version

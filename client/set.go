@@ -23,7 +23,7 @@ type SetResult struct {
 
 // Set stores value under key. Options: IfMissing or IfMissingOrEqual to
 // make it conditional, TTL to make the key expire, FencingToken for a
-// protected key. A condition that is not met is not an error: the result
+// protected key, Persist for a key that must survive a restart. A condition that is not met is not an error: the result
 // says Applied false.
 func (c *Client) Set(ctx context.Context, key string, value []byte, opts ...SetOption) (SetResult, error) {
 	var o setOptions
@@ -41,7 +41,7 @@ func (c *Client) Set(ctx context.Context, key string, value []byte, opts ...SetO
 		ms := (o.ttl + time.Millisecond - 1) / time.Millisecond
 		args = append(args, []byte("PX"), strconv.AppendInt(nil, int64(ms), 10))
 	}
-	res, err := c.call(ctx, &request{payload: resp.AppendArray(nil, args...), fence: o.fence})
+	res, err := c.call(ctx, &request{payload: resp.AppendArray(nil, args...), fence: o.fence, persist: o.persist})
 	if err == nil {
 		var r SetResult
 		r, err = setResult(res)

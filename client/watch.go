@@ -19,6 +19,11 @@ const (
 	// OpDelete: the key was deleted, expired, or (for a Resync event)
 	// does not exist.
 	OpDelete
+	// OpMissed, in a pattern watch (WatchPattern), marks a new connection
+	// on which the pattern was registered again: changes made while the
+	// client was not connected were not reported. Its Key is empty and
+	// Resync is set. List the keys (Keys) to catch up.
+	OpMissed
 )
 
 // String returns the protocol's name of the operation: SET or DELETE.
@@ -28,6 +33,8 @@ func (o Op) String() string {
 		return "SET"
 	case OpDelete:
 		return "DELETE"
+	case OpMissed:
+		return "MISSED"
 	}
 	return "UNKNOWN"
 }
@@ -78,13 +85,16 @@ func (n MaxPending) applyWatch(o *watchOptions) { o.maxPending = int(n) }
 // again and reports each key's current state as a Resync event, so that
 // no change goes unnoticed. Stop it when done.
 type Watch struct {
-	c      *Client
-	keys   []string
-	max    int
-	events chan Event
-	wake   chan struct{} // the queue got an event; capacity 1
-	done   chan struct{} // closed when the watch ends
-	exited chan struct{} // closed when the pump has closed events
+	c    *Client
+	keys []string
+	// pattern is the pattern of a pattern watch (WatchPattern), which
+	// sits in the client's watches under patternSlot; keys is empty.
+	pattern string
+	max     int
+	events  chan Event
+	wake    chan struct{} // the queue got an event; capacity 1
+	done    chan struct{} // closed when the watch ends
+	exited  chan struct{} // closed when the pump has closed events
 
 	mu    sync.Mutex
 	queue []Event             // guarded by mu; not yet delivered
@@ -154,7 +164,7 @@ func (c *Client) register(w *Watch) error {
 	if c.closed {
 		return ErrClosed
 	}
-	for _, k := range w.keys {
+	for _, k := range w.slots() {
 		set := c.watches[k]
 		if set == nil {
 			set = make(map[*Watch]struct{})
@@ -171,10 +181,14 @@ func (c *Client) register(w *Watch) error {
 }
 
 // unregister removes w from the client's watches and returns the keys
-// that no watch wants any more.
+// that no watch wants any more (for a pattern watch, its pattern when no
+// other pattern watch has it).
 func (c *Client) unregister(w *Watch) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if w.pattern != "" {
+		return c.unregisterPatternLocked(w)
+	}
 	var orphans []string
 	for _, k := range w.keys {
 		set, ok := c.watches[k]
@@ -220,7 +234,13 @@ func (w *Watch) Stop(ctx context.Context) error {
 	<-w.exited
 	var errs []error
 	for _, k := range w.c.unregister(w) {
-		if err := w.c.keyNotify(ctx, k, true); err != nil && !isClosed(err) {
+		var err error
+		if w.pattern != "" {
+			err = w.c.patternNotify(ctx, k, true)
+		} else {
+			err = w.c.keyNotify(ctx, k, true)
+		}
+		if err != nil && !isClosed(err) {
 			errs = append(errs, fmt.Errorf("keynotify %q stop: %w", k, err))
 		}
 	}

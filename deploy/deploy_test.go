@@ -26,6 +26,7 @@ import (
 // test when dss serve would refuse them.
 func checkSettings(t *testing.T, what string, args []string, env map[string]string) {
 	t.Helper()
+	args, env = standIns(t, args, env)
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
@@ -34,6 +35,48 @@ func checkSettings(t *testing.T, what string, args []string, env map[string]stri
 	if code != 0 {
 		t.Fatalf("%s: dss serve would refuse these settings: %s", what, errOut.String())
 	}
+}
+
+// standIns replaces the files a deployment mounts at run time (the users
+// file, the cluster secret), which dss config print reads as dss serve
+// does, with files of the same kind made for the test.
+func standIns(t *testing.T, args []string, env map[string]string) ([]string, map[string]string) {
+	t.Helper()
+	dir := t.TempDir()
+	makers := map[string]func(path string){
+		"users": func(path string) {
+			var out, errOut dsstest.Buffer
+			if cli.Run(context.Background(), []string{"passwd", path, "admin"}, cli.Stdio{In: strings.NewReader("pw\n"), Out: &out, Err: &errOut}) != 0 {
+				t.Fatalf("dss passwd: %s", errOut.String())
+			}
+		},
+		"cluster-secret-file": func(path string) {
+			if err := os.WriteFile(path, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+	standIn := func(flag, value string) string {
+		mk, ok := makers[flag]
+		if _, err := os.Stat(value); !ok || err == nil {
+			return value
+		}
+		path := filepath.Join(dir, flag)
+		mk(path)
+		return path
+	}
+	args = slices.Clone(args)
+	for i := 0; i+1 < len(args); i++ {
+		if flag, ok := strings.CutPrefix(args[i], "--"); ok {
+			args[i+1] = standIn(flag, args[i+1])
+		}
+	}
+	out := make(map[string]string, len(env))
+	for k, v := range env {
+		flag := strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(k, "DSS_")), "_", "-")
+		out[k] = standIn(flag, v)
+	}
+	return args, out
 }
 
 // serveHasFlag reports whether dss serve has the flag.

@@ -4,7 +4,7 @@
 # load generator to another.
 #
 #   scripts/bench.sh                 the default set (a few minutes)
-#   scripts/bench.sh --full          every scenario (about 15 minutes)
+#   scripts/bench.sh --full          every scenario (about 17 minutes)
 #   scripts/bench.sh --only "throughput fanout"
 #   scripts/bench.sh --only cluster  3 nodes against 1 with --fsync always, GET, failover
 #   scripts/bench.sh --only attach   dss attached to Mosquitto, beside Mosquitto + a
@@ -34,7 +34,7 @@
 set -euo pipefail
 
 SCENARIOS="throughput single_client fanout"
-FULL="$SCENARIOS fsync connections_4096 idle_10k rss_1m startup_1m keys_10m expiry_spike cluster security attach"
+FULL="$SCENARIOS pattern_watchers fsync connections_4096 idle_10k rss_1m startup_1m keys_10m expiry_spike cluster security attach"
 
 RUNS=3
 DURATION=10
@@ -506,6 +506,54 @@ scenario_fanout() {
 		"$(fmt "$(med "fan" '.keynotify.all_watchers_us.p99 / 1000')" 2)" ""
 	row "KEYNOTIFY, 1000 watchers" "deliveries/s" \
 		"$(fmt "$(med "fan" '.keynotify.deliveries / .seconds')" 0)" ""
+}
+
+# 1,000 watchers registered for patterns against 1,000 registered for
+# keys, on the same server start (the order alternates between runs):
+# each watcher for a key of its own (KEYNOTIFY <prefix>watch/<i>/k) or a
+# pattern of its own (<prefix>watch/<i>/* PATTERN), 16 writers SETting
+# those keys; and 1,000 watchers of one key or one pattern, one SET at a
+# time to all of them. The target: patterns notified within the latency of
+# keys (a share of about 1).
+scenario_pattern_watchers() {
+	local i kind order
+	for i in $(seq 1 "$RUNS"); do
+		order="key pattern"
+		if [ $((i % 2)) = 0 ]; then order="pattern key"; fi
+		for kind in $order; do
+			log "pattern watchers run $i/$RUNS: $kind"
+			local op=watch fop=keynotify
+			if [ "$kind" = pattern ]; then op=watch:pattern fop=keynotify:pattern; fi
+			start_dss
+			dss_bench "watch-$kind.$i" --op "$op" --watchers 1000 --clients 16 --duration "${DURATION}s"
+			dss_bench "wfan-$kind.$i" --op "$fop" --watchers 1000 --duration 5s --warmup 1s
+			stop_dss
+		done
+	done
+	local s="1,000 pattern watchers vs 1,000 exact-key watchers, a key each, 16 writers"
+	row "$s" "SET to notification p50 µs: pattern / key" \
+		"$(fmt "$(med watch-pattern .keynotify.each_delivery_us.p50)") / $(fmt "$(med watch-key .keynotify.each_delivery_us.p50)")" ""
+	row "$s" "SET to notification p99 µs: pattern / key" \
+		"$(fmt "$(med watch-pattern .keynotify.each_delivery_us.p99)") / $(fmt "$(med watch-key .keynotify.each_delivery_us.p99)")" ""
+	row "$s" "p50 latency, pattern as a share of key (target about 1)" \
+		"$(share watch-pattern watch-key .keynotify.each_delivery_us.p50)" ""
+	row "$s" "p99 latency, pattern as a share of key" \
+		"$(share watch-pattern watch-key .keynotify.each_delivery_us.p99)" ""
+	row "$s" "notifications/s: pattern / key" \
+		"$(fmt "$(med watch-pattern .requests_per_second)" 0) / $(fmt "$(med watch-key .requests_per_second)" 0)" ""
+	row "$s" "notifications/s, pattern as a share of key" \
+		"$(share watch-pattern watch-key .requests_per_second)" ""
+	row "$s" "server CPU µs/notification: pattern / key" \
+		"$(fmt "$(med watch-pattern .server_cpu_us_per_request)") / $(fmt "$(med watch-key .server_cpu_us_per_request)")" ""
+	s="1,000 pattern watchers vs 1,000 exact-key watchers, one SET to all"
+	row "$s" "all watchers notified, p50 ms: pattern / key" \
+		"$(fmt "$(med wfan-pattern '.keynotify.all_watchers_us.p50 / 1000')" 2) / $(fmt "$(med wfan-key '.keynotify.all_watchers_us.p50 / 1000')" 2)" ""
+	row "$s" "all watchers notified, p50 latency, pattern as a share of key (target about 1)" \
+		"$(share wfan-pattern wfan-key .keynotify.all_watchers_us.p50)" ""
+	row "$s" "all watchers notified, p99 ms: pattern / key" \
+		"$(fmt "$(med wfan-pattern '.keynotify.all_watchers_us.p99 / 1000')" 2) / $(fmt "$(med wfan-key '.keynotify.all_watchers_us.p99 / 1000')" 2)" ""
+	row "1,000 pattern watchers vs 1,000 exact-key watchers" "errors + timeouts + missing notifications (all runs)" \
+		"$(for f in watch-key watch-pattern wfan-key wfan-pattern; do for i in $(seq 1 "$RUNS"); do j "$f.$i" '.errors + .timeouts'; done; done | awk '{ s += $1 } END { print s + 0 }')" ""
 }
 
 # SET with every change on disk before the response, and once a second.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/eclipse/paho.golang/autopaho"
@@ -54,9 +55,12 @@ type Attacher struct {
 	drainMu  sync.RWMutex
 	draining bool // guarded by drainMu
 
-	listingSlots chan struct{}
-	// workers counts the goroutines Close waits for: KEYS listings, the
-	// lease sweeper, subscribers.
+	// maxPacket is the Maximum Packet Size of the broker's CONNACK on
+	// the current connection: the largest response dss may send it; 0,
+	// none.
+	maxPacket atomic.Uint32
+	// workers counts the goroutines Close waits for: the lease sweeper,
+	// subscribers.
 	workers   sync.WaitGroup
 	closeOnce sync.Once
 }
@@ -71,21 +75,20 @@ func New(cfg Config) (*Attacher, error) {
 		return nil, fmt.Errorf("attach: %w", err)
 	}
 	a := &Attacher{
-		cfg:          cfg,
-		url:          u,
-		log:          cfg.Logger.With("component", "attach"),
-		metrics:      cfg.Metrics,
-		limits:       service.Limits{MaxKeySize: cfg.MaxKeySize, MaxValueSize: cfg.MaxValueSize},
-		recent:       newRecent(cfg.RetryWindow, time.Now),
-		presence:     newPresenceSource(cfg.Presence),
-		queue:        newOutbox(cfg.MaxQueuedBytes),
-		refuseLog:    rate.NewLimiter(rate.Every(time.Second), 10),
-		listingSlots: make(chan struct{}, service.MaxListings),
-		lastErr:      errors.New("not connected to the broker yet"),
+		cfg:       cfg,
+		url:       u,
+		log:       cfg.Logger.With("component", "attach"),
+		metrics:   cfg.Metrics,
+		limits:    service.Limits{MaxKeySize: cfg.MaxKeySize, MaxValueSize: cfg.MaxValueSize},
+		recent:    newRecent(cfg.RetryWindow, time.Now),
+		presence:  newPresenceSource(cfg.Presence),
+		queue:     newOutbox(cfg.MaxQueuedBytes),
+		refuseLog: rate.NewLimiter(rate.Every(time.Second), 10),
+		lastErr:   errors.New("not connected to the broker yet"),
 	}
 	cfg.Metrics.queued.Store(a.queue)
 	a.watches = newRegistry(cfg.Metrics, cfg.Lease, time.Now, a.publishNotification)
-	a.watches.maxPerClient = cfg.MaxWatchesPerClient
+	a.watches.setMaxPerClient(cfg.MaxWatchesPerClient)
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	return a, nil
 }
@@ -170,6 +173,11 @@ func (a *Attacher) Ready() error {
 func (a *Attacher) connectionUp(cm *autopaho.ConnectionManager, ack *paho.Connack) {
 	a.metrics.Connections.Inc()
 	a.metrics.Connected.Set(1)
+	var maxPacket uint32
+	if ack.Properties != nil && ack.Properties.MaximumPacketSize != nil {
+		maxPacket = *ack.Properties.MaximumPacketSize
+	}
+	a.maxPacket.Store(maxPacket)
 	a.mu.Lock()
 	first := a.conn == 0
 	a.conn++

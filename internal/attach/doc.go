@@ -36,10 +36,11 @@
 //
 // # Presence
 //
-// KEYNOTIFY registrations are kept by client id (registry). They end with
-// STOP, when the broker says the client left or connected anew (Mosquitto's
-// log on $SYS/broker/log/N and /I, EMQX's client events), and at the end
-// of a lease that a new KEYNOTIFY renews.
+// KEYNOTIFY registrations, of keys and of patterns, are kept by client id
+// (registry). They end with STOP, when the broker says the client left or
+// connected anew (Mosquitto's log on $SYS/broker/log/N and /I, EMQX's
+// client events), and at the end of a lease that the same KEYNOTIFY
+// renews.
 //
 // # Lock order
 //

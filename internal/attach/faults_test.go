@@ -43,14 +43,16 @@ func TestPresenceMosquitto(t *testing.T) {
 		{"connects anew", func(c *dsstest.Client) { dsstest.DialNoSubscribe(t, m.Addr, c.ID) }},
 	} {
 		w := dsstest.Dial(t, m.Addr, "watcher-"+strings.ReplaceAll(leave.name, " ", "-"))
-		if p := w.Request(dsstest.Cmd("KEYNOTIFY", "k")); string(p.Payload) != "+OK\r\n" {
-			t.Fatalf("KEYNOTIFY: %q", p.Payload)
+		for _, args := range [][]string{{"KEYNOTIFY", "k"}, {"KEYNOTIFY", "k*", "PATTERN"}} {
+			if p := w.Request(dsstest.Cmd(args...)); string(p.Payload) != "+OK\r\n" {
+				t.Fatalf("%s: %q", args, p.Payload)
+			}
 		}
-		if n := registrations(); n != 1 {
-			t.Fatalf("%v registrations, want 1", n)
+		if n := registrations(); n != 2 {
+			t.Fatalf("%v registrations, want 2 (a key and a pattern)", n)
 		}
 		leave.do(w)
-		dsstest.Eventually(t, "the registration dropped when the client "+leave.name, func() bool { return registrations() == 0 })
+		dsstest.Eventually(t, "the registrations dropped when the client "+leave.name, func() bool { return registrations() == 0 })
 	}
 	before := metric(t, web, "dss_notifications_total")
 	c := dsstest.Dial(t, m.Addr, "writer")
@@ -75,23 +77,31 @@ func TestKeyNotifyLease(t *testing.T) {
 	renewed.Subscribe(wire.NotifyTopicFilter("renewed"))
 	lapsed := dsstest.Dial(t, m.Addr, "lapsed")
 	lapsed.Subscribe(wire.NotifyTopicFilter("lapsed"))
+	// A key and a pattern each: the pattern's lease is renewed by
+	// KEYNOTIFY of the pattern, as the key's by KEYNOTIFY of the key.
+	key, pattern := dsstest.Cmd("KEYNOTIFY", "k"), dsstest.Cmd("KEYNOTIFY", "p*", "PATTERN")
 	for _, c := range []*dsstest.Client{renewed, lapsed} {
-		c.Request(dsstest.Cmd("KEYNOTIFY", "k"))
+		c.Request(key)
+		c.Request(pattern)
 	}
 	for range 8 { // twice the lease
 		time.Sleep(100 * time.Millisecond)
-		renewed.Request(dsstest.Cmd("KEYNOTIFY", "k"))
+		renewed.Request(key)
+		renewed.Request(pattern)
 	}
-	dsstest.Eventually(t, "the lapsed registration dropped", func() bool {
-		return metric(t, web, "dss_keynotify_registrations") == 1
+	dsstest.Eventually(t, "the lapsed registrations dropped", func() bool {
+		return metric(t, web, "dss_keynotify_registrations") == 2
 	})
-	if n := metric(t, web, "dss_attach_keynotify_leases_expired_total"); n != 1 {
-		t.Fatalf("%v leases expired, want 1", n)
+	if n := metric(t, web, "dss_attach_keynotify_leases_expired_total"); n != 2 {
+		t.Fatalf("%v leases expired, want 2", n)
 	}
 	w := dsstest.Dial(t, m.Addr, "writer")
 	w.Set([]string{"k", "v"})
-	if n := renewed.Next(); !strings.HasSuffix(n.Topic, "/command/notify/6B") {
-		t.Fatalf("renewed: %q on %s", n.Payload, n.Topic)
+	w.Set([]string{"p1", "v"})
+	for _, hexKey := range []string{"6B", "7031"} {
+		if n := renewed.Next(); !strings.HasSuffix(n.Topic, "/command/notify/"+hexKey) {
+			t.Fatalf("renewed: %q on %s, want the key %s", n.Payload, n.Topic, hexKey)
+		}
 	}
 	lapsed.NoMessage(300 * time.Millisecond)
 
@@ -110,13 +120,15 @@ func TestKeyNotifyLease(t *testing.T) {
 	defer func() { _ = watch.Stop(context.Background()) }()
 	time.Sleep(1200 * time.Millisecond) // three leases
 	w.Set([]string{"k", "later"})
-	select {
-	case e := <-watch.Events():
-		if string(e.Value) != "later" {
-			t.Fatalf("watch event %+v", e)
+	for _, ww := range []*client.Watch{watch} {
+		select {
+		case e := <-ww.Events():
+			if string(e.Value) != "later" {
+				t.Fatalf("watch event %+v", e)
+			}
+		case <-ctx.Done():
+			t.Fatalf("the dss client's watch %q lapsed with its lease", ww.Pattern())
 		}
-	case <-ctx.Done():
-		t.Fatal("the dss client's watch lapsed with its lease")
 	}
 }
 
@@ -191,7 +203,9 @@ func TestTwoInstancesShareTheLoad(t *testing.T) {
 	for i, p := range peers {
 		s := dsstest.StartServer(t, server.Config{
 			NodeID: p.ID, DataDir: t.TempDir(), HTTPListen: "127.0.0.1:0",
-			Cluster: server.ClusterConfig{Listen: addrs[i], Peers: peers},
+			// Raft timeouts that a machine loaded by the whole suite
+			// does not run out of: no election midway.
+			Cluster: server.ClusterConfig{Listen: addrs[i], Peers: peers, HeartbeatTimeout: 2 * time.Second},
 			Attach:  m.AttachConfig("dss-" + p.ID),
 		})
 		servers = append(servers, s)

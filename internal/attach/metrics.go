@@ -4,6 +4,8 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dssio/dss/internal/service"
 )
 
 // Metrics counts what the attacher does. The request metrics have the
@@ -14,6 +16,8 @@ type Metrics struct {
 	Errors        *prometheus.CounterVec // requests answered with -ERR, by text
 	Notifications prometheus.Counter
 	Watches       prometheus.Gauge
+	// Latency is dss_request_duration_seconds, as dss serve's.
+	Latency *service.Latency
 	// Duplicates counts requests that arrived again, by what became of
 	// them: "pending" (the first is still being carried out),
 	// "answered again" (a client's retry got the first result), "redelivery"
@@ -59,6 +63,7 @@ func NewMetrics() *Metrics {
 		Watches: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "dss_keynotify_registrations", Help: "Current KEYNOTIFY registrations.",
 		}),
+		Latency: service.NewLatency(),
 		Duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dss_attach_duplicate_requests_total", Help: "Requests that arrived again, by what became of them: pending (the first was being carried out), answered again (a client's retry got the first result), redelivery (the broker's redelivery of an answered request, not answered twice).",
 		}, []string{"outcome"}),
@@ -104,7 +109,7 @@ func NewMetrics() *Metrics {
 // Collectors returns every metric, for registration.
 func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
-		m.Requests, m.Refused, m.Errors, m.Notifications, m.Watches, m.Duplicates,
+		m.Requests, m.Refused, m.Errors, m.Notifications, m.Watches, m.Latency.Collector(), m.Duplicates,
 		m.Connected, m.Subscribed, m.Connections, m.ConnectionLosses, m.ConnectFailures,
 		m.SessionsLost, m.Departures, m.LeasesExpired, m.Dropped, m.QueuedBytes,
 	}

@@ -88,6 +88,9 @@ func (r *recent) keyOf(requester string, correlation, payload []byte, env *servi
 	if env.Stale {
 		flags |= 8
 	}
+	if env.WithTTL {
+		flags |= 16
+	}
 	_ = h.WriteByte(flags)
 	return requestKey{requester: requester, correlation: string(correlation), digest: h.Sum64()}
 }

@@ -11,10 +11,11 @@ import (
 )
 
 // registry holds the KEYNOTIFY registrations of the clients of the broker
-// dss is attached to, by client id: dss sees no connections, only the id a
+// dss is attached to, for keys and for patterns of keys (KEYNOTIFY
+// pattern PATTERN), by client id: dss sees no connections, only the id a
 // request names. A registration ends with STOP, when the broker says its
 // client left or connected anew (presence), or at the end of its lease,
-// which KEYNOTIFY renews.
+// which the same KEYNOTIFY renews.
 type registry struct {
 	metrics *Metrics
 	// send publishes a notification for the client id.
@@ -23,25 +24,31 @@ type registry struct {
 	// until the client leaves.
 	lease time.Duration
 	now   func() time.Time
-	// maxPerClient bounds the registrations of one client id; 0: none.
-	maxPerClient int
 
-	mu       sync.Mutex
-	byKey    map[string]map[string]time.Time // guarded by mu; key → client id → end of lease
-	byClient map[string]map[string]struct{}  // guarded by mu; client id → keys
+	mu sync.Mutex
+	// w holds the registrations, each with the end of its lease (zero:
+	// none); guarded by mu.
+	w *service.Watches[string, time.Time]
 }
 
 var _ engine.Notifier = (*registry)(nil)
 
 func newRegistry(m *Metrics, lease time.Duration, now func() time.Time, send func(string, []byte, []byte, string)) *registry {
 	return &registry{
-		metrics:  m,
-		send:     send,
-		lease:    lease,
-		now:      now,
-		byKey:    make(map[string]map[string]time.Time),
-		byClient: make(map[string]map[string]struct{}),
+		metrics: m,
+		send:    send,
+		lease:   lease,
+		now:     now,
+		w:       service.NewWatches[string, time.Time](),
 	}
+}
+
+// setMaxPerClient bounds the registrations of one client id, for keys
+// and patterns together; 0: no bound.
+func (r *registry) setMaxPerClient(n int) {
+	r.mu.Lock()
+	r.w.MaxPer = n
+	r.mu.Unlock()
 }
 
 // until returns the end of a lease that starts now.
@@ -54,10 +61,11 @@ func (r *registry) until(now time.Time) time.Time {
 
 func expired(end, now time.Time) bool { return !end.IsZero() && !now.Before(end) }
 
-// KeyNotify registers, renews or unregisters the requester of op.
+// KeyNotify registers, renews or unregisters the requester of op, for a
+// key or a pattern.
 func (r *registry) KeyNotify(op *engine.Op) {
 	client := op.Caller.(*call).requester
-	key := string(op.Request.Key)
+	key, pattern := string(op.Request.Key), op.Request.Pattern
 	if !mayNotify(client) {
 		op.Result.Err = wire.ErrUnknownRequester
 		return
@@ -66,65 +74,30 @@ func (r *registry) KeyNotify(op *engine.Op) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if op.Request.Stop {
-		end, ok := r.byKey[key][client]
+		end, ok := r.w.Remove(client, key, pattern)
 		op.Result.Watched = ok && !expired(end, now)
-		r.removeLocked(client, key)
+		if ok {
+			r.metrics.Watches.Dec()
+		}
 		return
 	}
-	watchers := r.byKey[key]
-	if _, ok := watchers[client]; ok {
-		watchers[client] = r.until(now)
+	added, err := r.w.Add(client, len(client), key, pattern, r.until(now))
+	if err != nil {
+		op.Result.Err = err
 		return
 	}
-	keys := r.byClient[client]
-	if r.maxPerClient > 0 && len(keys) >= r.maxPerClient {
-		op.Result.Err = wire.ErrQuotaExceeded
-		return
+	if added {
+		r.metrics.Watches.Inc()
 	}
-	if wire.NotifyTopicLen(len(client), len(key)) > wire.MaxTopicLen {
-		op.Result.Err = wire.ErrKeyTooLong
-		return
-	}
-	if watchers == nil {
-		watchers = make(map[string]time.Time)
-		r.byKey[key] = watchers
-	}
-	watchers[client] = r.until(now)
-	if keys == nil {
-		keys = make(map[string]struct{})
-		r.byClient[client] = keys
-	}
-	keys[key] = struct{}{}
-	r.metrics.Watches.Inc()
 }
 
-func (r *registry) removeLocked(client, key string) bool {
-	watchers := r.byKey[key]
-	if _, ok := watchers[client]; !ok {
-		return false
-	}
-	delete(watchers, client)
-	if len(watchers) == 0 {
-		delete(r.byKey, key)
-	}
-	delete(r.byClient[client], key)
-	if len(r.byClient[client]) == 0 {
-		delete(r.byClient, client)
-	}
-	r.metrics.Watches.Dec()
-	return true
-}
-
-// dropClient removes every registration of a client that left.
+// dropClient removes every registration of a client that left, and
+// returns how many it had.
 func (r *registry) dropClient(client string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n := 0
-	for key := range r.byClient[client] {
-		if r.removeLocked(client, key) {
-			n++
-		}
-	}
+	n := r.w.Drop(client)
+	r.metrics.Watches.Sub(float64(n))
 	return n
 }
 
@@ -134,58 +107,52 @@ func (r *registry) expire() int {
 	if r.lease < 0 {
 		return 0
 	}
+	type registration struct {
+		client, key string
+		pattern     bool
+	}
 	now := r.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n := 0
-	for key, watchers := range r.byKey {
-		for client, end := range watchers {
-			if expired(end, now) && r.removeLocked(client, key) {
-				n++
-			}
+	var ended []registration
+	r.w.Each(func(client, key string, pattern bool, end time.Time) {
+		if expired(end, now) {
+			ended = append(ended, registration{client, key, pattern})
 		}
+	})
+	for _, e := range ended {
+		r.w.Remove(e.client, e.key, e.pattern)
 	}
-	return n
-}
-
-// clientsOf returns the client ids registered for key, for tests.
-func (r *registry) clientsOf(key string) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for c := range r.byKey[key] {
-		out = append(out, c)
-	}
-	return out
+	r.metrics.Watches.Sub(float64(len(ended)))
+	return len(ended)
 }
 
 // Watched returns the keys that have a watcher.
 func (r *registry) Watched() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	keys := make([]string, 0, len(r.byKey))
-	for k := range r.byKey {
-		keys = append(keys, k)
-	}
-	return keys
+	return r.w.Keys()
+}
+
+// WatchesPatterns reports whether a client is registered for a pattern
+// now.
+func (r *registry) WatchesPatterns() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.w.HasPatterns()
 }
 
 // Changed returns the delivery of c to the clients registered for its key
-// now (whose lease has not ended).
+// or for a pattern it matches, whose lease has not ended: once to each,
+// however many of its registrations match.
 func (r *registry) Changed(c *store.Change) func() {
 	now := r.now()
 	r.mu.Lock()
-	watchers := r.byKey[c.Key]
-	if len(watchers) == 0 {
+	if !r.w.Watching(c.Key) {
 		r.mu.Unlock()
 		return nil
 	}
-	clients := make([]string, 0, len(watchers))
-	for client, end := range watchers {
-		if !expired(end, now) {
-			clients = append(clients, client)
-		}
-	}
+	clients := r.w.Recipients(c.Key, func(_, _ string, end time.Time, _ bool) bool { return !expired(end, now) })
 	r.mu.Unlock()
 	if len(clients) == 0 {
 		return nil
@@ -196,6 +163,11 @@ func (r *registry) Changed(c *store.Change) func() {
 		version := change.Version.String()
 		key := []byte(change.Key)
 		for _, client := range clients {
+			if wire.NotifyTopicLen(len(client), len(key)) > wire.MaxTopicLen {
+				// Only a pattern's key can make a topic MQTT cannot
+				// carry: a registration for the key itself is refused.
+				continue
+			}
 			r.send(client, key, payload, version)
 			r.metrics.Notifications.Inc()
 		}

@@ -2,6 +2,7 @@ package attach
 
 import (
 	"strings"
+	"time"
 
 	"github.com/eclipse/paho.golang/paho"
 
@@ -20,6 +21,7 @@ type call struct {
 	key           requestKey
 	// payload is the request's, which op.Request refers to.
 	payload []byte
+	start   time.Time // arrival, for dss_request_duration_seconds
 }
 
 // handleRequest carries out a request, on paho's delivering goroutine:
@@ -34,19 +36,24 @@ func (a *Attacher) handleRequest(p *paho.Publish) {
 	}
 	switch {
 	case p.QoS == 0:
-		a.refuse("qos 0", "state store requests must be sent with QoS 1", props.ResponseTopic)
+		// The broker takes QoS 0 requests without acknowledging anything
+		// to their sender: the refusal is answered on the Response Topic.
+		reason := service.NeedsQoS1(len(props.CorrelationData) > 0)
+		a.refuse("qos 0", reason, props.ResponseTopic)
+		a.tellRefused(&props, reason)
 		return
 	case props.ResponseTopic == "":
-		a.refuse("no response topic", "state store request without Response Topic", "")
+		a.refuse("no response topic", service.ReasonNoResponseTopic, "")
 		return
 	case len(props.CorrelationData) == 0:
-		a.refuse("no correlation data", "state store request without Correlation Data", props.ResponseTopic)
+		a.refuse("no correlation data", service.ReasonNoCorrelation, props.ResponseTopic)
+		a.tellRefused(&props, service.ReasonNoCorrelation)
 		return
 	case wire.ForbiddenResponseTopic(props.ResponseTopic):
-		a.refuse("forbidden response topic", "the Response Topic of a state store request may not be the request topic or under "+wire.ReservedPrefix, props.ResponseTopic)
+		a.refuse("forbidden response topic", service.ReasonForbiddenResponse, props.ResponseTopic)
 		return
 	case strings.ContainsAny(props.ResponseTopic, "+#"):
-		a.refuse("wildcard response topic", "state store request with a wildcard in its Response Topic", props.ResponseTopic)
+		a.refuse("wildcard response topic", service.ReasonWildcardResponse, props.ResponseTopic)
 		return
 	}
 	var env service.Envelope
@@ -59,6 +66,7 @@ func (a *Attacher) handleRequest(p *paho.Publish) {
 		responseTopic: props.ResponseTopic,
 		correlation:   props.CorrelationData,
 		payload:       p.Payload,
+		start:         time.Now(),
 	}
 	who := c.requester
 	if who == "" {
@@ -70,7 +78,7 @@ func (a *Attacher) handleRequest(p *paho.Publish) {
 	a.drainMu.RLock()
 	defer a.drainMu.RUnlock()
 	if a.draining {
-		a.refuse("shutting down", "the state store is shutting down", c.responseTopic)
+		a.refuse("shutting down", service.ReasonDraining, c.responseTopic)
 		return
 	}
 	if earlier, seen := a.recent.begin(c.key); seen && !a.again(c, p, &earlier) {
@@ -94,9 +102,10 @@ func (a *Attacher) handleRequest(p *paho.Publish) {
 	c.op.Client, c.op.Correlation = who, c.correlation
 	verb := c.op.Request.Verb
 	a.metrics.Requests.WithLabelValues(verb.String()).Inc()
-	if verb == wire.VerbKeys {
-		a.listKeys(c)
-		return
+	if verb == wire.VerbScan {
+		// A page must fit the largest packet the broker takes from dss;
+		// the broker does not say what its requester takes.
+		c.op.MaxReplyBytes = service.ScanPageBytes(int(a.maxPacket.Load()), len(c.responseTopic), len(c.correlation))
 	}
 	a.store.Submit(a.ctx, &c.op)
 }
@@ -126,14 +135,25 @@ func (a *Attacher) again(c *call, p *paho.Publish, earlier *entry) bool {
 	return false
 }
 
-// refuse counts and logs a request that is not carried out. There is
-// nobody to tell: the broker acknowledged it to its sender, and without a
-// usable response topic and correlation data no response can be sent.
+// refuse counts and logs a request that is not carried out. The broker
+// acknowledged it to its sender already: a request without a usable
+// response topic gets no answer at all, one without correlation data or
+// sent with QoS 0 gets tellRefused's.
 func (a *Attacher) refuse(reason, text, responseTopic string) {
 	a.metrics.Refused.WithLabelValues(reason).Inc()
 	if a.refuseLog.Allow() {
 		a.log.Warn("state store request refused", "reason", text, "response_topic", responseTopic)
 	}
+}
+
+// tellRefused answers a request refused for its envelope on its response
+// topic, when it has a usable one, as dss serve does (service.Refusal).
+func (a *Attacher) tellRefused(props *paho.PublishProperties, reason string) {
+	if !service.MayAnswerOn(props.ResponseTopic) {
+		return
+	}
+	payload, user := service.Refusal(reason)
+	a.publishResponse(props.ResponseTopic, props.CorrelationData, payload, user)
 }
 
 // complete answers a finished request. It is the Done of every op the
@@ -145,66 +165,34 @@ func (a *Attacher) complete(op *engine.Op) {
 		a.metrics.Errors.WithLabelValues(r.Err.Text()).Inc()
 	}
 	payload := service.Payload(op)
-	props := service.Properties(r.Version, service.HasVersion(op))
+	props := service.Properties(op)
 	a.recent.finish(c.key, op.Request.Verb, r.Err, payload, props)
 	a.respond(c, payload, props)
 }
 
-// respond publishes a response: QoS 1 on the request's response topic,
-// with its correlation data, content type application/octet-stream and
-// the user properties props, as dss serve sends it.
+// respond publishes the response to c and records its latency.
 func (a *Attacher) respond(c *call, payload []byte, props []service.Property) {
+	a.metrics.Latency.Observe(c.op.Request.Verb, time.Since(c.start))
+	a.publishResponse(c.responseTopic, c.correlation, payload, props)
+}
+
+// publishResponse publishes a response: QoS 1 on the request's response
+// topic, with its correlation data (if any), content type
+// application/octet-stream and the user properties props, as dss serve
+// sends it.
+func (a *Attacher) publishResponse(topic string, correlation, payload []byte, props []service.Property) {
 	user := make(paho.UserProperties, len(props))
 	for i, p := range props {
 		user[i] = paho.UserProperty{Key: p.Key, Value: p.Value}
 	}
 	a.publish(&paho.Publish{
 		QoS:     1,
-		Topic:   c.responseTopic,
+		Topic:   topic,
 		Payload: payload,
 		Properties: &paho.PublishProperties{
-			CorrelationData: c.correlation,
+			CorrelationData: correlation,
 			ContentType:     wire.ContentType,
 			User:            user,
 		},
 	})
-}
-
-// listKeys answers a KEYS request on a goroutine of its own: the listing
-// reads every key.
-func (a *Attacher) listKeys(c *call) {
-	kl, ok := a.store.(service.KeyLister)
-	if !ok {
-		a.answerNow(c, wire.ErrUnknownCommand)
-		return
-	}
-	select {
-	case a.listingSlots <- struct{}{}:
-	default:
-		a.answerNow(c, wire.ErrBusy)
-		return
-	}
-	q := service.KeysQuery(&c.op.Request, nil)
-	c.op.Request = wire.Request{Verb: wire.VerbKeys}
-	a.workers.Add(1)
-	go func() {
-		defer a.workers.Done()
-		defer func() { <-a.listingSlots }()
-		payload, err := service.ListKeys(a.ctx, kl, q)
-		if err != nil {
-			c.op.Result.Err = err
-			a.complete(&c.op)
-			return
-		}
-		props := service.Properties(c.op.Result.Version, false)
-		a.recent.finish(c.key, wire.VerbKeys, nil, nil, nil)
-		a.respond(c, payload, props)
-	}()
-}
-
-// answerNow answers c with a protocol error.
-func (a *Attacher) answerNow(c *call, err *wire.Error) {
-	c.op.Result.Err = err
-	c.op.Inline = true
-	a.complete(&c.op)
 }

@@ -13,6 +13,7 @@ type Authority struct {
 	allowAnonymous bool
 	users          atomic.Pointer[Users]  // nil: no users file
 	policy         atomic.Pointer[Policy] // nil: no policy
+	sessions       atomic.Pointer[sessionsHolder]
 }
 
 // Options configure an Authority.
@@ -83,6 +84,12 @@ func (a *Authority) Authenticate(c Credentials) (Principal, error) {
 	case c.HasPassword || (c.HasUsername && users != nil && p.Attributes == nil):
 		if users == nil {
 			return p, ErrBadCredentials
+		}
+		if a.sessionUser(c.Password) == c.Username && c.Username != "" {
+			if _, ok := users.Hash(c.Username); ok {
+				p.Username = c.Username
+				return p, nil
+			}
 		}
 		if err := users.Verify(c.Username, c.Password); err != nil {
 			return p, err

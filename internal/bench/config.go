@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Mode is what a run does.
@@ -23,6 +24,10 @@ const (
 	ModeFill
 	// ModeIdle connects the clients and holds the connections open.
 	ModeIdle
+	// ModeWatch measures how long a SET takes to reach the one watcher
+	// of its key, with every watcher registered for a key (or a pattern)
+	// of its own and writers keeping SETs in flight.
+	ModeWatch
 )
 
 // Workload is the parsed --op: a mode and, for ModeRequests, the verbs.
@@ -33,17 +38,30 @@ type Workload struct {
 	// GetRatio is the share of GETs of a mix; the rest are SETs.
 	GetRatio float64
 	// Mix is set for mix:R.
-	Mix  bool
-	text string
+	Mix bool
+	// Pattern makes the watchers of keynotify:pattern and watch:pattern
+	// register with KEYNOTIFY pattern PATTERN (dss's extension) instead
+	// of for the key itself.
+	Pattern bool
+	text    string
 }
 
 func (w Workload) String() string { return w.text }
 
 // ParseWorkload parses an --op value: set, get, del, vdel, mix:R (R the
-// share of GETs, the rest SETs), keynotify, fill or idle.
+// share of GETs, the rest SETs), keynotify, keynotify:pattern, watch,
+// watch:pattern, fill or idle.
 func ParseWorkload(s string) (Workload, error) {
 	w := Workload{text: s}
 	switch name, arg, hasArg := strings.Cut(strings.ToLower(s), ":"); {
+	case (name == "keynotify" || name == "watch") && hasArg:
+		if arg != "pattern" {
+			return w, fmt.Errorf("--op %q: want %s or %s:pattern", s, name, name)
+		}
+		w.Mode, w.Pattern = ModeKeyNotify, true
+		if name == "watch" {
+			w.Mode = ModeWatch
+		}
 	case name == "mix":
 		if !hasArg {
 			return w, fmt.Errorf("--op %q: want mix:R with R the share of GETs, e.g. mix:0.8", s)
@@ -54,17 +72,19 @@ func ParseWorkload(s string) (Workload, error) {
 		}
 		w.Mix, w.GetRatio = true, r
 	case hasArg:
-		return w, fmt.Errorf("--op %q: only mix takes an argument", s)
+		return w, fmt.Errorf("--op %q: only mix, keynotify and watch take an argument", s)
 	case name == "set", name == "get", name == "del", name == "vdel":
 		w.Verb = name
 	case name == "keynotify":
 		w.Mode = ModeKeyNotify
+	case name == "watch":
+		w.Mode = ModeWatch
 	case name == "fill":
 		w.Mode = ModeFill
 	case name == "idle":
 		w.Mode = ModeIdle
 	default:
-		return w, fmt.Errorf("--op %q: want set, get, mix:R, del, vdel, keynotify, fill or idle", s)
+		return w, fmt.Errorf("--op %q: want set, get, mix:R, del, vdel, keynotify[:pattern], watch[:pattern], fill or idle", s)
 	}
 	return w, nil
 }
@@ -73,7 +93,8 @@ func ParseWorkload(s string) (Workload, error) {
 type Config struct {
 	// Server is the MQTT address, HOST:PORT. Default localhost:1883.
 	Server string
-	// Clients is the number of connections. Default 64.
+	// Clients is the number of connections (in watch mode, of writers).
+	// Default 64.
 	Clients int
 	// Inflight is the number of outstanding requests per connection.
 	// Default 1.
@@ -94,12 +115,13 @@ type Config struct {
 	// KeyPrefix starts every key. Default "bench:".
 	KeyPrefix string
 	// ValueSize is the size of every value. Default 100; at least 8 in
-	// keynotify mode, whose values carry a sequence number.
+	// keynotify and watch modes, whose values carry a sequence number or
+	// the time of the SET.
 	ValueSize int
 	// PX gives every SET a time to live; 0 means none.
 	PX time.Duration
-	// Watchers is the number of watching connections of keynotify mode.
-	// Default 1000.
+	// Watchers is the number of watching connections of keynotify and
+	// watch modes. Default 1000.
 	Watchers int
 	// Timeout is how long a request (or, in keynotify mode, a notification)
 	// may take before it counts as timed out. Default 5s.
@@ -192,6 +214,10 @@ func (c *Config) Validate() error {
 		return errors.New("bench: --value-size may not be negative")
 	case c.Workload.Mode == ModeKeyNotify && c.ValueSize < 8:
 		return errors.New("bench: keynotify values carry an 8-byte sequence number: --value-size must be at least 8")
+	case c.Workload.Pattern && !utf8.ValidString(c.KeyPrefix):
+		return errors.New("bench: a pattern matches only UTF-8 keys: --key-prefix must be valid UTF-8")
+	case c.Workload.Mode == ModeWatch && c.ValueSize < 8:
+		return errors.New("bench: watch values carry the 8-byte time of their SET: --value-size must be at least 8")
 	case c.Watchers < 0:
 		return errors.New("bench: --watchers must be positive")
 	case c.Timeout < 0:

@@ -29,9 +29,12 @@
 //
 // Besides the closed-loop request mixes (set, get, mix:R, del, vdel), the
 // keynotify mode measures notification fan-out (one writer, many
-// watchers), fill stores every key once (to load a data set) and idle
-// opens connections and holds them (to measure the server's memory per
-// connection).
+// watchers of one key, or of one pattern with keynotify:pattern), watch
+// the notification of many watched keys (each watcher registered for a
+// key, or a pattern, of its own; closed-loop writers whose values carry
+// the time of their write), fill stores every key once (to load a data
+// set) and idle opens connections and holds them (to measure the
+// server's memory per connection).
 //
 // # Caveats
 //

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -287,5 +288,24 @@ func TestConnectTimesOut(t *testing.T) {
 	_, err := Run(ctx, Config{Server: addr, Clients: 1, ConnectTimeout: 200 * time.Millisecond}, nil)
 	if !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("Run against a server that never answers the CONNECT: %v, want a timeout", err)
+	}
+}
+
+// TestWatchCountsMissingNotifications runs watch against a server that
+// answers every request and notifies nobody: every SET answered +OK is a
+// missing notification and an error.
+func TestWatchCountsMissingNotifications(t *testing.T) {
+	rep := runFake(t, "watch", func(_ int, req *packets.Publish) (*packets.Publish, byte) {
+		if bytes.Contains(req.Payload, []byte("KEYNOTIFY")) {
+			return answer("+OK\r\n", "__stat", "200"), 0
+		}
+		return answer("+OK\r\n", "__stat", "200", "__ts", goodTS), 0
+	}, Config{Watchers: 3, Requests: 40, Timeout: 2 * time.Second})
+	n := rep.Notify
+	if n == nil || n.Notifications != 40 || n.Deliveries != 0 || n.Missing != 40 {
+		t.Fatalf("notify report %+v", n)
+	}
+	if rep.Errors != 40 || rep.ErrorsByKind["notification"] != 40 || rep.ErrorSamples["notification"] == "" {
+		t.Fatalf("errors %d %v %v", rep.Errors, rep.ErrorsByKind, rep.ErrorSamples)
 	}
 }

@@ -19,28 +19,46 @@ import (
 	"github.com/dssio/dss/internal/wire"
 )
 
-// NotifyReport is the result of a keynotify run. Latencies are in
-// microseconds, from the writer's SET to the receipt of the notification.
+// NotifyReport is the result of a keynotify or watch run. Latencies are
+// in microseconds, from the writer's SET to the receipt of the
+// notification.
 type NotifyReport struct {
 	Watchers int `json:"watchers"`
-	// Notifications counts the SETs of the measured window; Complete
-	// those that reached every watcher within the timeout.
+	// Registration is what the watchers registered for: "key" or
+	// "pattern".
+	Registration string `json:"registration"`
+	// Writers is the number of writing connections of a watch run; a
+	// keynotify run has one.
+	Writers int `json:"writers,omitempty"`
+	// Notifications counts the SETs of the measured window (of a watch
+	// run, those answered +OK); Complete those that reached every
+	// watcher within the timeout (keynotify).
 	Notifications int64 `json:"notifications"`
 	Complete      int64 `json:"complete"`
-	// Deliveries counts the notifications received in the window.
+	// Deliveries counts the notifications received in the window (of a
+	// watch run, those of the SETs written in the window).
 	Deliveries int64 `json:"deliveries"`
-	// All is the time until the last watcher received a notification.
+	// Missing counts the SETs of a watch run answered +OK whose
+	// notification never came; each is an error too.
+	Missing int64 `json:"missing,omitempty"`
+	// All is the time until the last watcher received a notification
+	// (keynotify).
 	All *Latency `json:"all_watchers_us,omitempty"`
 	// Each is the time until each single delivery.
 	Each *Latency `json:"each_delivery_us,omitempty"`
-	// Set is the round trip of the writer's SETs.
+	// Set is the round trip of the writers' SETs.
 	Set *Latency `json:"set_us,omitempty"`
 }
 
 func (n *NotifyReport) writeText(b *strings.Builder, r *Report) {
 	fmt.Fprintf(b, "window      %.2fs after %.2fs of warm-up\n", r.Seconds, r.WarmupSeconds)
-	fmt.Fprintf(b, "fan-out     %d notifications to %d watchers, %d reached all of them, %d deliveries\n",
-		n.Notifications, n.Watchers, n.Complete, n.Deliveries)
+	if n.Writers > 0 {
+		fmt.Fprintf(b, "notified    %d deliveries of %d SETs (%.0f/s), %d never notified\n",
+			n.Deliveries, n.Notifications, r.Throughput, n.Missing)
+	} else {
+		fmt.Fprintf(b, "fan-out     %d notifications to %d watchers, %d reached all of them, %d deliveries\n",
+			n.Notifications, n.Watchers, n.Complete, n.Deliveries)
+	}
 	for _, l := range []struct {
 		name string
 		l    *Latency
@@ -94,8 +112,14 @@ func runKeyNotify(ctx context.Context, cfg *Config, progress io.Writer) (*Report
 	defer closeAll(writers)
 	writer := writers[0]
 
-	fmt.Fprintf(progress, "registering %d watchers for %q\n", cfg.Watchers, key)
-	if err := registerAll(ctx, cfg, watchers, keys); err != nil {
+	regs := keys
+	if cfg.Workload.Pattern {
+		// A pattern that the key matches, and other keys of the prefix
+		// too: a pattern as a user would write it.
+		regs = keySpace{prefix: quotePattern(cfg.KeyPrefix+"notify") + "*", n: 1}
+	}
+	fmt.Fprintf(progress, "registering %d watchers for %q\n", cfg.Watchers, regs.key(0))
+	if err := registerAll(ctx, cfg, watchers, regs, cfg.Workload.Pattern, func(int) int { return 0 }); err != nil {
 		return nil, err
 	}
 
@@ -111,7 +135,7 @@ func runKeyNotify(ctx context.Context, cfg *Config, progress io.Writer) (*Report
 	ws := make([]*fanWatcher, len(watchers))
 	var wg sync.WaitGroup
 	for i, c := range watchers {
-		ws[i] = &fanWatcher{f: f, c: c, topic: wire.NotifyTopic(c.id, key), rec: f.each.recorder(i)}
+		ws[i] = &fanWatcher{notificationReader: notificationReader{ph: ph, c: c}, f: f, topic: wire.NotifyTopic(c.id, key), rec: f.each.recorder(i)}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -127,9 +151,9 @@ func runKeyNotify(ctx context.Context, cfg *Config, progress io.Writer) (*Report
 	}
 
 	if cfg.Requests > 0 {
-		fmt.Fprintf(progress, "running keynotify: %d notifications\n", cfg.Requests)
+		fmt.Fprintf(progress, "running %s: %d notifications\n", cfg.Workload, cfg.Requests)
 	} else {
-		fmt.Fprintf(progress, "running keynotify: %v warm-up, %v measured\n", cfg.Warmup, cfg.Duration)
+		fmt.Fprintf(progress, "running %s: %v warm-up, %v measured\n", cfg.Workload, cfg.Warmup, cfg.Duration)
 	}
 	var (
 		wcnt    = newCounters(0)
@@ -209,6 +233,7 @@ func runKeyNotify(ctx context.Context, cfg *Config, progress io.Writer) (*Report
 	rep.Timeouts, rep.Late = total.timeouts, total.late
 	nr.Deliveries = total.requests
 	nr.All, nr.Each, nr.Set = latencyOf(all), latencyOf(f.each.merged()), latencyOf(set)
+	nr.Registration = registration(cfg)
 	rep.Requests, rep.Sent = nr.Notifications, nr.Notifications
 	rep.Notify = nr
 	if sampled {
@@ -221,106 +246,16 @@ func runKeyNotify(ctx context.Context, cfg *Config, progress io.Writer) (*Report
 	return rep, nil
 }
 
-// registerAll sends KEYNOTIFY for the key of keys from every watcher, a
-// few at a time.
-func registerAll(ctx context.Context, cfg *Config, watchers []*conn, keys keySpace) error {
-	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		first   error
-		tickets = make(chan struct{}, 64)
-	)
-	for _, c := range watchers {
-		tickets <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-tickets }()
-			tpl := newTemplate(opKeyNotify, keys, requestArgs{}, c.responseTopic)
-			ts := appendTimestamp(nil, time.Now().UnixMilli())
-			deadline := time.Now().Add(cfg.Timeout)
-			if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-				deadline = d
-			}
-			res, err := c.call(tpl.appendRequest(nil, 1, 1, ts, 0), opKeyNotify, 1, 0, deadline)
-			_ = c.nc.SetDeadline(time.Time{})
-			if err == nil && res.kind != errNone {
-				err = errors.New(res.sample)
-			}
-			if err == nil && res.out != outOK {
-				err = errors.New("KEYNOTIFY was not answered +OK")
-			}
-			if err != nil {
-				mu.Lock()
-				if first == nil {
-					first = fmt.Errorf("bench: KEYNOTIFY from %s: %w", c.id, err)
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	return first
-}
-
 // fanWatcher receives the notifications of one watcher connection.
 type fanWatcher struct {
+	notificationReader
 	f     *fanout
-	c     *conn
 	topic string
 	rec   recorder
-	cnt   counters
 	last  uint64 // sequence number of the last notification received
-	out   []byte
-	pkt   publish
 }
 
-func (w *fanWatcher) run() {
-	ph := w.f.ph
-	for {
-		err := w.c.fill()
-		now := ph.now()
-		if err != nil {
-			if !ph.stopped.Load() {
-				w.cnt.fail(errConnection, func() string { return "read: " + err.Error() }, -1)
-			}
-			return
-		}
-		for {
-			first, body, err := w.c.next()
-			if errors.Is(err, errIncomplete) {
-				break
-			}
-			if err != nil {
-				w.cnt.fail(errConnection, func() string { return "read: " + err.Error() }, -1)
-				return
-			}
-			switch first >> 4 {
-			case typePublish:
-				if err := parsePublish(first, body, &w.pkt); err != nil {
-					w.cnt.fail(errConnection, func() string { return "malformed PUBLISH from the server" }, -1)
-					return
-				}
-				if w.pkt.qos > 0 {
-					w.out = appendPuback(w.out, w.pkt.packetID)
-				}
-				w.notification(&w.pkt, now)
-			case typeDisconnect:
-				w.cnt.fail(errConnection, func() string { return fmt.Sprintf("the server disconnected: % x", body) }, -1)
-				return
-			}
-		}
-		if len(w.out) > 0 {
-			if _, err := w.c.nc.Write(w.out); err != nil {
-				if !ph.stopped.Load() {
-					w.cnt.fail(errConnection, func() string { return "write: " + err.Error() }, -1)
-				}
-				return
-			}
-			w.out = w.out[:0]
-		}
-	}
-}
+func (w *fanWatcher) run() { w.notificationReader.run(w.notification) }
 
 // notifyPrefix starts the payload of every SET notification, up to the
 // value's length.

@@ -61,7 +61,7 @@ type Report struct {
 	Preload *Phase `json:"preload,omitempty"`
 	// Connections is the number of connections an idle run held.
 	Connections int `json:"connections,omitempty"`
-	// Notify is the result of a keynotify run.
+	// Notify is the result of a keynotify or watch run.
 	Notify *NotifyReport `json:"keynotify,omitempty"`
 	// Timeline has one entry per second of the run, warm-up included.
 	Timeline []second `json:"timeline,omitempty"`
@@ -192,8 +192,12 @@ func (r *Report) WriteJSON(w io.Writer) error {
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	switch {
+	case r.Notify != nil && r.Notify.Writers > 0:
+		fmt.Fprintf(&b, "op %s against %s: %d writers x %d in flight, %d watchers each for a %s of its own, %d-byte values\n",
+			r.Op, r.Server, r.Notify.Writers, r.Inflight, r.Notify.Watchers, r.Notify.Registration, r.ValueSize)
 	case r.Notify != nil:
-		fmt.Fprintf(&b, "op %s against %s: 1 writer, %d watchers, %d-byte values\n", r.Op, r.Server, r.Notify.Watchers, r.ValueSize)
+		fmt.Fprintf(&b, "op %s against %s: 1 writer, %d watchers of one %s, %d-byte values\n",
+			r.Op, r.Server, r.Notify.Watchers, r.Notify.Registration, r.ValueSize)
 	case r.Connections > 0:
 		fmt.Fprintf(&b, "op %s against %s: %d idle connections\n", r.Op, r.Server, r.Clients)
 	default:

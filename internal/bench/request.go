@@ -36,12 +36,14 @@ type template struct {
 	valOff  int // the value, when the verb has one; -1 otherwise
 }
 
-// keySpace names the keys prefix + a zero-padded decimal index, so that
-// every key of a run has the same length and a template fits them all.
+// keySpace names the keys prefix + a zero-padded decimal index + suffix,
+// so that every key of a run has the same length and a template fits them
+// all.
 type keySpace struct {
 	prefix string
 	n      int
 	digits int
+	suffix string
 }
 
 func newKeySpace(prefix string, n int) keySpace {
@@ -52,7 +54,7 @@ func newKeySpace(prefix string, n int) keySpace {
 func (k keySpace) key(i int) []byte {
 	b := append([]byte(k.prefix), make([]byte, k.digits)...)
 	putDigits(b[len(k.prefix):], i)
-	return b
+	return append(b, k.suffix...)
 }
 
 // putDigits writes v in decimal into b, zero-padded to len(b).
@@ -68,6 +70,9 @@ type requestArgs struct {
 	value []byte // SET, VDEL
 	px    int64  // SET PX, in ms; 0 for none
 	stop  bool   // KEYNOTIFY STOP
+	// pattern registers KEYNOTIFY for a pattern (dss's extension): the
+	// key of the template is the pattern.
+	pattern bool
 }
 
 // newTemplate encodes the request verb on a key of ks, asking for the
@@ -84,6 +89,9 @@ func newTemplate(v verb, ks keySpace, args requestArgs, responseTopic string) *t
 	case opVDel:
 		elems = append(elems, args.value)
 	case opKeyNotify:
+		if args.pattern {
+			elems = append(elems, []byte("PATTERN"))
+		}
 		if args.stop {
 			elems = append(elems, []byte("STOP"))
 		}

@@ -39,6 +39,8 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	switch cfg.Workload.Mode {
 	case ModeKeyNotify:
 		return runKeyNotify(ctx, &cfg, progress)
+	case ModeWatch:
+		return runWatch(ctx, &cfg, progress)
 	case ModeIdle:
 		return runIdle(ctx, &cfg, progress)
 	}

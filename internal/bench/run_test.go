@@ -315,3 +315,62 @@ func TestCountedRunSendsExactlyThatMany(t *testing.T) {
 		t.Fatalf("requests %d, sent %d; want 500 and 600", rep.Requests, rep.Sent)
 	}
 }
+
+// TestKeyNotifyThroughAPattern is the fan-out run with every watcher
+// registered for a pattern that the written key matches.
+func TestKeyNotifyThroughAPattern(t *testing.T) {
+	rep := run(t, "keynotify:pattern", bench.Config{Watchers: 5, Requests: 50, KeyPrefix: "b*["})
+	clean(t, rep)
+	n := rep.Notify
+	if n == nil || n.Registration != "pattern" || n.Notifications != 50 || n.Complete != 50 || n.Deliveries != 250 {
+		t.Fatalf("notify report %+v", n)
+	}
+}
+
+// TestWatchReachesEveryWatcher is a counted run of SETs on the keys of
+// watchers that each watch a key or a pattern of their own: every SET
+// reaches its watcher, once.
+func TestWatchReachesEveryWatcher(t *testing.T) {
+	for _, op := range []string{"watch", "watch:pattern"} {
+		t.Run(op, func(t *testing.T) {
+			rep := run(t, op, bench.Config{Watchers: 20, Clients: 3, Inflight: 2, Requests: 300, ServerPID: os.Getpid()})
+			clean(t, rep)
+			n := rep.Notify
+			want := map[string]string{"watch": "key", "watch:pattern": "pattern"}[op]
+			if n == nil || n.Registration != want || n.Writers != 3 || n.Watchers != 20 {
+				t.Fatalf("notify report %+v", n)
+			}
+			if n.Notifications != 300 || n.Deliveries != 300 || n.Missing != 0 || rep.Requests != 300 {
+				t.Fatalf("%d SETs, %d deliveries, %d missing, %d requests; want 300 each, none missing",
+					n.Notifications, n.Deliveries, n.Missing, rep.Requests)
+			}
+			if n.Each == nil || n.Each.Count != 300 || n.Set == nil || n.Set.Count != 300 || rep.Latency != n.Each {
+				t.Fatalf("latencies each %+v set %+v", n.Each, n.Set)
+			}
+			if l := n.Each; !(l.P50 > 0 && l.P50 <= l.P99 && l.P99 <= l.Max) {
+				t.Fatalf("percentiles out of order: %+v", l)
+			}
+			if rep.Throughput <= 0 || rep.ServerCPUPerRequest == nil {
+				t.Fatalf("throughput %v, server CPU %v", rep.Throughput, rep.ServerCPUPerRequest)
+			}
+		})
+	}
+}
+
+// TestWatchTimed is a timed run: only the notifications of the SETs
+// written in the window are measured.
+func TestWatchTimed(t *testing.T) {
+	var rep *bench.Report
+	for _, d := range windows {
+		rep = run(t, "watch:pattern", bench.Config{Watchers: 10, Clients: 2, Duration: d, Timeout: 30 * time.Second})
+		clean(t, rep)
+		if rep.Requests > 0 {
+			break
+		}
+		t.Logf("a %v window measured no notification; running a longer one", d)
+	}
+	n := rep.Notify
+	if n.Deliveries <= 0 || n.Each == nil || n.Each.Count != n.Deliveries || rep.Throughput <= 0 || rep.Seconds <= 0 {
+		t.Fatalf("report %+v, notify %+v", rep, n)
+	}
+}

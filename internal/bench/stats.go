@@ -149,7 +149,9 @@ type counters struct {
 	// outcomes counts them by verb and outcome.
 	outcomes [numVerbs][numOutcomes]int64
 	// sent counts every request sent, in and out of the window.
-	sent     int64
+	sent int64
+	// applied counts the SETs answered +OK, in and out of the window.
+	applied  int64
 	errors   [numErrKinds]int64
 	samples  [numErrKinds]string // the first error of each kind
 	timeouts int64
@@ -190,6 +192,7 @@ func (c *counters) add(o *counters) {
 		}
 	}
 	c.sent += o.sent
+	c.applied += o.applied
 	for k := range c.errors {
 		c.errors[k] += o.errors[k]
 		if c.samples[k] == "" {

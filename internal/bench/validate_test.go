@@ -83,12 +83,12 @@ func TestWellFormedTimestamp(t *testing.T) {
 }
 
 func TestParseWorkload(t *testing.T) {
-	for _, s := range []string{"set", "GET", "del", "vdel", "mix:0.8", "mix:1", "keynotify", "fill", "idle"} {
+	for _, s := range []string{"set", "GET", "del", "vdel", "mix:0.8", "mix:1", "keynotify", "keynotify:pattern", "watch", "Watch:Pattern", "fill", "idle"} {
 		if _, err := ParseWorkload(s); err != nil {
 			t.Errorf("ParseWorkload(%q): %v", s, err)
 		}
 	}
-	for _, s := range []string{"", "incr", "mix", "mix:2", "mix:x", "set:1"} {
+	for _, s := range []string{"", "incr", "mix", "mix:2", "mix:x", "set:1", "keynotify:", "watch:key", "fill:pattern"} {
 		if _, err := ParseWorkload(s); err == nil {
 			t.Errorf("ParseWorkload(%q) accepted", s)
 		}
@@ -96,5 +96,16 @@ func TestParseWorkload(t *testing.T) {
 	w, _ := ParseWorkload("mix:0.25")
 	if !w.Mix || w.GetRatio != 0.25 || w.Mode != ModeRequests {
 		t.Errorf("mix:0.25 = %+v", w)
+	}
+	for s, want := range map[string]Workload{
+		"keynotify":         {Mode: ModeKeyNotify},
+		"keynotify:pattern": {Mode: ModeKeyNotify, Pattern: true},
+		"watch":             {Mode: ModeWatch},
+		"watch:pattern":     {Mode: ModeWatch, Pattern: true},
+	} {
+		w, _ := ParseWorkload(s)
+		if w.Mode != want.Mode || w.Pattern != want.Pattern || w.String() != s {
+			t.Errorf("%s = %+v", s, w)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/eclipse/paho.golang/packets"
@@ -28,6 +29,7 @@ func TestTemplateDecodesWithPaho(t *testing.T) {
 		{opDel, requestArgs{}, [][]byte{[]byte("DEL"), []byte("k:042")}},
 		{opVDel, requestArgs{value: []byte("v")}, [][]byte{[]byte("VDEL"), []byte("k:042"), []byte("v")}},
 		{opKeyNotify, requestArgs{}, [][]byte{[]byte("KEYNOTIFY"), []byte("k:042")}},
+		{opKeyNotify, requestArgs{pattern: true}, [][]byte{[]byte("KEYNOTIFY"), []byte("k:042"), []byte("PATTERN")}},
 	}
 	for _, tt := range tests {
 		tpl := newTemplate(tt.verb, ks, tt.args, "resp/topic")
@@ -144,5 +146,34 @@ func TestKeySpaceIsFixedWidth(t *testing.T) {
 	}
 	if got := string(newKeySpace("p", 1).key(0)); got != "p0" {
 		t.Fatalf("one key: %q", got)
+	}
+	ks.suffix = "/k"
+	if got := string(ks.key(42)); got != "p0042/k" {
+		t.Fatalf("key(42) with a suffix = %q", got)
+	}
+	tpl := newTemplate(opSet, ks, requestArgs{value: []byte("v")}, "r")
+	b := tpl.appendRequest(nil, 1, 1, appendTimestamp(nil, 1), 9876)
+	if !bytes.Contains(b, []byte("$7\r\np9876/k\r\n$1\r\nv\r\n")) {
+		t.Fatalf("the template patches the digits before the suffix: %q", b)
+	}
+}
+
+// TestWatchPatterns checks the registrations of a watch run: each
+// watcher's pattern matches its own key and no other watcher's, whatever
+// wildcards the key prefix holds.
+func TestWatchPatterns(t *testing.T) {
+	for _, prefix := range []string{"bench:", "a*b?c[d]e/", "[!x]-", "é/"} {
+		cfg := &Config{KeyPrefix: prefix, Watchers: 120, Workload: Workload{Mode: ModeWatch, Pattern: true}}
+		keys, regs := watchKeys(cfg)
+		for i := range keys.n {
+			for j := range keys.n {
+				if got := wire.MatchPattern(regs.key(i), keys.key(j)); got != (i == j) {
+					t.Fatalf("prefix %q: pattern %q matches key %q: %v", prefix, regs.key(i), keys.key(j), got)
+				}
+			}
+		}
+		if p := string(regs.key(7)); wire.PatternPrefix(p) != string(keys.key(7)[:len(keys.key(7))-1]) && !strings.ContainsAny(prefix, "*?[") {
+			t.Fatalf("prefix %q: pattern %q has the literal start %q", prefix, p, wire.PatternPrefix(p))
+		}
 	}
 }

@@ -30,6 +30,10 @@ type phase struct {
 	getRatio   float64
 	seconds    int    // length of the timeline
 	seqBase    uint64 // first sequence number of the phase
+	// stampValues writes the time of each SET's write, in ns since base,
+	// into the first 8 bytes of its value, for the watchers that receive
+	// its notification (watch mode).
+	stampValues bool
 	// budget, when not nil, holds how many requests may still be sent.
 	budget  *atomic.Int64
 	stopped atomic.Bool
@@ -80,11 +84,14 @@ type worker struct {
 	seq       uint64
 	out       []byte
 	unstamped []uint16
-	rng       *rand.Rand
-	rec       recorder
-	cnt       counters
-	ts        []byte
-	tsMs      int64
+	// valueAt holds the offsets in out of the values to stamp with the
+	// time of the write (phase.stampValues).
+	valueAt []int
+	rng     *rand.Rand
+	rec     recorder
+	cnt     counters
+	ts      []byte
+	tsMs    int64
 	// nextKey and endKey bound the keys of a sequential phase.
 	nextKey, endKey int
 	readDL, writeDL int64
@@ -212,6 +219,9 @@ func (w *worker) issue(now int64) bool {
 	w.slots[i] = slot{seq: w.seq, verb: v, busy: true}
 	w.busy++
 	w.cnt.sent++
+	if w.ph.stampValues && w.tpl[v].valOff >= 0 {
+		w.valueAt = append(w.valueAt, len(w.out)+w.tpl[v].valOff)
+	}
 	w.out = w.tpl[v].appendRequest(w.out, i+1, uint64(i)<<48|w.seq, w.ts, key)
 	w.unstamped = append(w.unstamped, i)
 	return true
@@ -228,6 +238,10 @@ func (w *worker) flush() bool {
 		w.slots[i].sentAt = now
 	}
 	w.unstamped = w.unstamped[:0]
+	for _, at := range w.valueAt {
+		binary.BigEndian.PutUint64(w.out[at:], uint64(now))
+	}
+	w.valueAt = w.valueAt[:0]
 	// A write only blocks when the server stops reading; it is bounded
 	// apart from the requests' timeout, which a busy machine's scheduler
 	// alone may exceed between setting the deadline and writing.
@@ -331,6 +345,9 @@ func (w *worker) count(v verb, out outcome, latency, now int64) {
 		t.MaxNS = max(t.MaxNS, latency)
 	} else {
 		sec = -1
+	}
+	if v == opSet && out == outOK {
+		w.cnt.applied++
 	}
 	measured := now >= w.ph.t0 && now < w.ph.t1
 	w.rec.recordAt(latency, sec, measured)

@@ -23,6 +23,10 @@ type access struct {
 	// hash is the text of the password hash the user logged in with, to
 	// tell when the users file changed it.
 	hash string
+	// session is the console session token the client logged in with,
+	// "" for a password or a certificate: the connection ends with the
+	// session.
+	session string
 	// iso keeps the client's own topics to it, and other clients' from it.
 	iso auth.Isolation
 	// grants is what the policy in force grants the principal; nil when
@@ -54,25 +58,28 @@ func (a *access) mayRead(filter string) bool {
 }
 
 // mayRequest reports whether the client may make the state store request
-// req: GET and KEYNOTIFY read its key, SET, DEL and VDEL write it.
+// req: GET, KEYINFO and KEYNOTIFY read its key, SET, DEL and VDEL write
+// it.
 func (a *access) mayRequest(req *wire.Request) bool {
 	g := a.grants.Load()
 	if g == nil {
 		return true
 	}
-	switch req.Verb {
-	case wire.VerbGet, wire.VerbKeyNotify:
-		return g.Read(req.Key)
-	case wire.VerbKeys:
-		// Its key is a pattern, not a key: the listing leaves out every
-		// key the client may not read (readable).
+	switch {
+	case req.Verb == wire.VerbScan, req.Verb == wire.VerbKeyNotify && req.Pattern:
+		// Its key is a pattern, not a key: the listing, or the
+		// notifications, leave out every key the client may not read
+		// (readable).
 		return true
+	case req.Verb == wire.VerbGet, req.Verb == wire.VerbKeyInfo, req.Verb == wire.VerbKeyNotify:
+		return g.Read(req.Key)
 	}
 	return g.Write(req.Key)
 }
 
 // readable returns the test of whether the client may read a key, for a
-// listing of keys: nil when every key may be read.
+// listing of keys or a pattern's notifications: nil when every key may be
+// read. It reads the grants in force when it is called.
 func (a *access) readable() func(key string) bool {
 	g := a.grants.Load()
 	if g == nil {
@@ -122,6 +129,9 @@ func (b *Broker) authenticate(cl *mqtt.Client, pk *packets.Packet) error {
 		return code
 	}
 	a := &access{principal: p, identity: p.Identity(), hash: b.cfg.Auth.UserHash(p.Username), iso: auth.NewIsolation(cl.ID)}
+	if p.Username != "" && auth.IsSessionToken(c.Password) {
+		a.session = string(c.Password)
+	}
 	if g := b.cfg.Auth.Grants(&p); g != nil {
 		if !g.Connect() {
 			b.loginRefused(cl, c, codeNotAuthorized, "the policy grants "+a.identity+" no Connect")
@@ -156,9 +166,10 @@ func (b *Broker) loginRefused(cl *mqtt.Client, c *packets.ConnectParams, code pa
 }
 
 // peerCertificate returns the client certificate the TLS handshake of
-// cl's connection verified, or nil.
+// cl's connection verified, or nil: a *tls.Conn's, or that of the TLS
+// connection a WebSocket runs over.
 func peerCertificate(cl *mqtt.Client) *x509.Certificate {
-	tc, ok := cl.Net.Conn.(*tls.Conn)
+	tc, ok := cl.Net.Conn.(interface{ ConnectionState() tls.ConnectionState })
 	if !ok {
 		return nil
 	}

@@ -63,6 +63,14 @@ type Config struct {
 	// that speaks TLS with the configuration TLS.
 	TLSListen string
 	TLS       *tls.Config
+	// WSListen and WSSListen, when set, are the TCP addresses of MQTT
+	// over WebSocket listeners, plain and over TLS (with TLS); see
+	// websocket.go for whom they admit.
+	WSListen, WSSListen string
+	// WSOrigins are the origins of web pages that may connect to the
+	// WebSocket listeners beyond those of the listener's own host
+	// (scheme://host[:port], with path.Match patterns).
+	WSOrigins []string
 	// Auth authenticates every client; nil admits every client without
 	// credentials (and without the isolation of one client from another).
 	Auth *auth.Authority
@@ -120,16 +128,14 @@ type Broker struct {
 	metrics  *Metrics
 	srv      *mqtt.Server
 	listener *listeners.TCP
-	tlsLn    *listeners.TCP // nil without a TLS listener
+	tlsLn    *listeners.TCP       // nil without a TLS listener
+	wsLn     *listeners.WebSocket // nil without a WebSocket listener
+	wssLn    *listeners.WebSocket // nil without a WebSocket listener over TLS
 	inline   *mqtt.Client
 	watches  *registry
 	routes   *routes
 	store    Store
 	limits   service.Limits
-	// listingSlots holds a token for every KEYS listing under way, and
-	// listings counts their goroutines for Close.
-	listingSlots chan struct{}
-	listings     sync.WaitGroup
 	// completeFn is complete as a func value, bound once: a method value
 	// taken per request would allocate.
 	completeFn func(*engine.Op)
@@ -233,12 +239,12 @@ func New(cfg Config) (*Broker, error) {
 		loginLog:  rate.NewLimiter(rate.Every(time.Second), 10),
 		throttle:  auth.NewThrottle(cfg.LoginDelay, 32*cfg.LoginDelay),
 
-		limits:       service.Limits{MaxKeySize: cfg.MaxKeySize, MaxValueSize: cfg.MaxValueSize},
-		listingSlots: make(chan struct{}, service.MaxListings),
+		limits: service.Limits{MaxKeySize: cfg.MaxKeySize, MaxValueSize: cfg.MaxValueSize},
 	}
 	b.loginCtx, b.stopLogins = context.WithCancel(context.Background())
 	b.watches = newRegistry(cfg.Metrics, b.notify)
-	b.watches.maxPerConn = cfg.MaxWatchesPerClient
+	// Guarded by the registry's mu, which nobody holds yet.
+	b.watches.w.MaxPer = cfg.MaxWatchesPerClient
 	b.routes = newRoutes(srv)
 	b.completeFn = b.complete
 	b.ctx, b.cancel = context.WithCancel(context.Background())
@@ -267,6 +273,10 @@ func New(cfg Config) (*Broker, error) {
 			return nil, fmt.Errorf("broker: TLS listen on %s: %w", cfg.TLSListen, err)
 		}
 		cfg.Metrics.tlsListener.Store(b.tlsLn)
+	}
+	if err := b.addWebSockets(); err != nil {
+		_ = srv.Close()
+		return nil, err
 	}
 	return b, nil
 }
@@ -302,7 +312,7 @@ func (b *Broker) Accepting() error {
 			return fmt.Errorf("the MQTT TLS listener is not accepting connections: %w", err)
 		}
 	}
-	return nil
+	return b.webSocketsAccepting()
 }
 
 // TLSAddr returns the address the TLS listener is bound to, or "".
@@ -348,7 +358,6 @@ func (b *Broker) Close(grace time.Duration) error {
 	b.closeOnce.Do(func() {
 		err = b.srv.Close()
 		b.cancel()
-		b.listings.Wait()
 	})
 	return err
 }

@@ -31,6 +31,9 @@ var coreEdge = []string{
 	"*mqtt.Server.AddHook", "*mqtt.Server.AddListener", "*mqtt.Server.NewClient",
 	"*mqtt.Server.Serve", "*mqtt.Server.AwaitAcknowledgements", "*mqtt.Server.Close",
 	"*listeners.TCP.Address", "*listeners.TCP.Failing", "*listeners.TCP.AcceptErrors",
+	// MQTT over WebSocket.
+	"listeners.NewWebSocket", "*listeners.WebSocket.Address", "*listeners.WebSocket.Failing",
+	"*listeners.WebSocket.AcceptErrors",
 	// The memory queued for sessions without a connection, for metrics.
 	"*mqtt.Queues.Bytes",
 	// The request path: a response and its PUBACK in one write, routing

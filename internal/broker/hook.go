@@ -38,6 +38,7 @@ func (h *hook) Provides(b byte) bool {
 // an earlier session's subscriptions) change who receives what.
 func (h *hook) OnSubscribed(cl *mqtt.Client, pk packets.Packet, reasonCodes []byte) {
 	h.b.routes.invalidate()
+	h.b.metrics.traffic.subscribed(reasonCodes)
 }
 
 func (h *hook) OnUnsubscribed(cl *mqtt.Client, pk packets.Packet) { h.b.routes.invalidate() }

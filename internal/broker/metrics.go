@@ -46,6 +46,9 @@ type Metrics struct {
 	AcceptErrors prometheus.CounterFunc
 	listener     atomic.Pointer[listeners.TCP]
 	tlsListener  atomic.Pointer[listeners.TCP] // nil without a TLS listener
+
+	traffic     trafficMetrics
+	wsListeners atomic.Pointer[[]*listeners.WebSocket]
 }
 
 // NewMetrics returns unregistered metrics.
@@ -97,7 +100,7 @@ func NewMetrics() *Metrics {
 		Name: "dss_mqtt_messages_dropped_total", Help: droppedHelp, ConstLabels: prometheus.Labels{"reason": "pending_writes"},
 	}, m.infoCount(func(i *system.Info) *int64 { return &i.MessagesDropped }))
 	m.AcceptErrors = prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "dss_mqtt_accept_errors_total", Help: "Errors accepting MQTT connections, on the plain and the TLS listener (each retried, after a wait of 5 ms doubling up to 1 s).",
+		Name: "dss_mqtt_accept_errors_total", Help: "Errors accepting MQTT connections, on the plain, the TLS and the WebSocket listeners (each retried, after a wait of 5 ms doubling up to 1 s).",
 	}, func() float64 {
 		var n int64
 		for _, l := range []*listeners.TCP{m.listener.Load(), m.tlsListener.Load()} {
@@ -105,8 +108,14 @@ func NewMetrics() *Metrics {
 				n += l.AcceptErrors()
 			}
 		}
+		if ws := m.wsListeners.Load(); ws != nil {
+			for _, l := range *ws {
+				n += l.AcceptErrors()
+			}
+		}
 		return float64(n)
 	})
+	m.traffic = newTrafficMetrics(&m.info)
 	return m
 }
 
@@ -143,7 +152,8 @@ func (m *Metrics) infoCount(counter func(*system.Info) *int64) func() float64 {
 
 // Collectors returns the metrics for registration.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.Requests, m.Refused, m.Errors, m.Notifications, m.Watches, m.Disconnects,
+	return append([]prometheus.Collector{m.Requests, m.Refused, m.Errors, m.Notifications, m.Watches, m.Disconnects,
 		m.RefusedPackets, m.Panics, m.AcceptErrors, m.LoginsRefused,
-		m.QueuedBytes, m.QueueDropsSession, m.QueueDropsTotal, m.DropsUnacknowledged, m.DropsPendingWrites}
+		m.QueuedBytes, m.QueueDropsSession, m.QueueDropsTotal, m.DropsUnacknowledged, m.DropsPendingWrites,
+	}, m.traffic.collectors()...)
 }

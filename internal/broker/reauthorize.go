@@ -12,9 +12,10 @@ import (
 var codeAccessRevoked = packets.Code{Code: packets.ErrNotAuthorized.Code, Reason: "not authorized: the server's users or policy changed"}
 
 // Reauthorize puts the users file and policy in force for every
-// connection, after they were read again. A connection keeps going
-// unless what it holds is no longer granted: its user is gone or its
-// password changed, it may no longer connect, a subscription of it or a
+// connection, after they were read again or a console session ended. A
+// connection keeps going unless what it holds is no longer granted: its
+// user is gone or its password changed, the console session it logged in
+// with ended, it may no longer connect, a subscription of it or a
 // key it watches is no longer granted. Those are disconnected with 0x87
 // (and learn the new limits when they connect again), where the vendor's
 // broker disconnects every client.
@@ -42,6 +43,9 @@ func (b *Broker) Reauthorize() {
 func (b *Broker) revoked(cl *mqtt.Client, a *access) string {
 	if !b.cfg.Auth.StillValid(&a.principal, a.hash) {
 		return "the user was removed or its password changed"
+	}
+	if a.session != "" && !b.cfg.Auth.SessionValid(a.principal.Username, []byte(a.session)) {
+		return "its console session ended"
 	}
 	g := a.grants.Load()
 	if g != nil && !g.Connect() {

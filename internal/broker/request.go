@@ -3,6 +3,7 @@ package broker
 import (
 	"strings"
 	"sync"
+	"time"
 
 	mqtt "github.com/dssio/dss/internal/mqtt"
 	"github.com/dssio/dss/internal/mqtt/packets"
@@ -33,13 +34,14 @@ type call struct {
 	// response and ack are the response and the request's PUBACK while
 	// they are handed to the broker.
 	response, ack packets.Packet
+	start         time.Time // arrival, for dss_request_duration_seconds
 }
 
 var calls = sync.Pool{New: func() any { return new(call) }}
 
 func newCall(b *Broker, cl *mqtt.Client, pk *packets.Packet) *call {
 	c := calls.Get().(*call)
-	*c = call{b: b, client: cl, packetID: pk.PacketID}
+	*c = call{b: b, client: cl, packetID: pk.PacketID, start: time.Now()}
 	// Counted until answered: at MaxInflightPerClient the broker stops
 	// reading the client's connection (see Config).
 	cl.BeginPending()
@@ -62,12 +64,13 @@ func (c *call) release() {
 // Reason codes the binding sends. Every one is valid in the packet it is
 // sent in (MQTT 5, sections 3.4.2.1, 3.5.2.1 and 3.14.2.1).
 var (
-	codeMissingResponseTopic = packets.Code{Code: 0x83, Reason: "state store request without Response Topic"}
-	codeMissingCorrelation   = packets.Code{Code: 0x83, Reason: "state store request without Correlation Data"}
-	codeWildcardResponse     = packets.Code{Code: 0x83, Reason: "state store request with a wildcard in its Response Topic"}
-	codeNeedsQoS1            = packets.Code{Code: 0x83, Reason: "state store requests must be sent with QoS 1"}
-	codeDraining             = packets.Code{Code: 0x80, Reason: "the state store is shutting down"}
-	codeForbiddenResponse    = packets.Code{Code: 0x83, Reason: "the Response Topic of a state store request may not be the request topic or under " + wire.ReservedPrefix}
+	codeMissingResponseTopic = packets.Code{Code: 0x83, Reason: service.ReasonNoResponseTopic}
+	codeMissingCorrelation   = packets.Code{Code: 0x83, Reason: service.ReasonNoCorrelation}
+	codeWildcardResponse     = packets.Code{Code: 0x83, Reason: service.ReasonWildcardResponse}
+	codeNeedsQoS1            = packets.Code{Code: 0x83, Reason: service.ReasonNeedsQoS1}
+	codeNeedsQoS1Correlation = packets.Code{Code: 0x83, Reason: service.ReasonNeedsQoS1Correlation}
+	codeDraining             = packets.Code{Code: 0x80, Reason: service.ReasonDraining}
+	codeForbiddenResponse    = packets.Code{Code: 0x83, Reason: service.ReasonForbiddenResponse}
 )
 
 // handleRequest runs on the client's read goroutine, so a client's
@@ -76,12 +79,15 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 	props := &pk.Properties
 	switch {
 	case pk.FixedHeader.Qos == 0:
-		// There is nothing to acknowledge and nobody to tell: count and log.
+		// There is nothing to acknowledge: count, log, and answer on the
+		// Response Topic if there is one (see tellRefused).
 		b.refuse(cl, "qos 0", codeNeedsQoS1)
+		b.tellRefused(cl, pk, needsQoS1(props))
 		return
 	case pk.FixedHeader.Qos == 2:
 		b.refuse(cl, "qos 2", codeNeedsQoS1)
-		b.ack(cl, pk, packets.Pubrec, codeNeedsQoS1)
+		b.ack(cl, pk, packets.Pubrec, needsQoS1(props))
+		b.tellRefused(cl, pk, needsQoS1(props))
 		return
 	case props.ResponseTopic == "":
 		b.refuse(cl, "no response topic", codeMissingResponseTopic)
@@ -90,6 +96,7 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 	case len(props.CorrelationData) == 0:
 		b.refuse(cl, "no correlation data", codeMissingCorrelation)
 		b.ack(cl, pk, packets.Puback, codeMissingCorrelation)
+		b.tellRefused(cl, pk, codeMissingCorrelation)
 		return
 	case wire.ForbiddenResponseTopic(props.ResponseTopic):
 		b.refuse(cl, "forbidden response topic", codeForbiddenResponse)
@@ -133,9 +140,8 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 	// long as the call.
 	c.op.Client, c.op.Correlation = cl.ID, c.correlation
 	b.metrics.Requests.WithLabelValues(req.Verb.String()).Inc()
-	if req.Verb == wire.VerbKeys {
-		b.listKeys(c)
-		return
+	if req.Verb == wire.VerbScan {
+		prepareScan(c)
 	}
 	// When the result is not ready at once (it waits for the journal, or
 	// for earlier deliveries), the PUBACK goes out later with the response.

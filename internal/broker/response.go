@@ -1,6 +1,9 @@
 package broker
 
 import (
+	"slices"
+	"time"
+
 	"github.com/dssio/dss/internal/mqtt/packets"
 
 	"github.com/dssio/dss/internal/engine"
@@ -19,6 +22,11 @@ func (b *Broker) complete(op *engine.Op) {
 	user := okNoVersion
 	if service.HasVersion(op) {
 		user = c.versioned(op.Result.Version)
+	}
+	if ttl, ok := service.TTLProperty(op); ok {
+		// Rare (asked for, and a key that expires): its own slice, not
+		// the reply's.
+		user = append(slices.Clip(user), packets.UserProperty{Key: ttl.Key, Val: ttl.Value})
 	}
 	b.respond(c, payload, user, op.Inline)
 	c.release()
@@ -51,6 +59,7 @@ func (b *Broker) respondUnsupportedVersion(c *call, version string) {
 // after the journal, which must not wait for any one connection (see
 // publishWithAck).
 func (b *Broker) respond(c *call, payload []byte, user []packets.UserProperty, now bool) {
+	b.metrics.traffic.Latency.Observe(c.op.Request.Verb, time.Since(c.start))
 	// The packets are built in the call (zero since newCall), not on this
 	// goroutine's stack: 800 bytes each, they grew the stack of every
 	// connection. The broker copies what it keeps of them.

@@ -35,6 +35,14 @@ Operations (--op):
   keynotify             --watchers connections watch one key; a writer SETs
                         it, one SET at a time, and the report gives the time
                         until all watchers (and each one) got the notification
+  keynotify:pattern     the same, the watchers registered for a pattern
+                        (KEYNOTIFY <prefix>notify* PATTERN)
+  watch                 --watchers connections each watch a key of their own
+                        (<prefix>watch/<i>/k); --clients writers SET those
+                        keys, and the report gives the time from a SET to its
+                        notification and the notifications per second
+  watch:pattern         the same, each watcher registered for a pattern of
+                        its own (KEYNOTIFY <prefix>watch/<i>/* PATTERN)
   fill                  store every key once, then stop
   idle                  hold --clients idle connections for --duration
 
@@ -51,6 +59,7 @@ The exit status is 1 when any request failed validation or timed out.`,
 		Example: `  dss bench --op set --clients 64 --duration 10s
   dss bench --op mix:0.8 --inflight 4 --json
   dss bench --op keynotify --watchers 1000
+  dss bench --op watch:pattern --watchers 1000 --clients 16
   taskset -c 1 dss bench --op get --server-pid "$(pidof dss)"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -93,7 +102,7 @@ The exit status is 1 when any request failed validation or timed out.`,
 				return err
 			}
 			if rep.Errors > 0 || rep.Timeouts > 0 {
-				return &exitError{code: ExitFalse}
+				return &exitError{code: ExitFalse, err: fmt.Errorf("%d requests failed and %d timed out", rep.Errors, rep.Timeouts), quiet: true}
 			}
 			return nil
 		},
@@ -102,17 +111,17 @@ The exit status is 1 when any request failed validation or timed out.`,
 	f.StringVar(&cfg.Server, "server", "localhost:1883", "MQTT address of the server (HOST:PORT)")
 	f.IntVar(&cfg.Clients, "clients", 64, "number of connections")
 	f.IntVar(&cfg.Inflight, "inflight", 1, "outstanding requests per connection")
-	f.DurationVar(&cfg.Duration, "duration", 10*time.Second, "measured window (idle: how long to hold the connections)")
+	durationFlag(f, &cfg.Duration, "duration", 10*time.Second, "measured window (idle: how long to hold the connections)")
 	f.Int64Var(&cfg.Requests, "requests", 0, "stop after this many requests (keynotify: notifications) instead of after --duration, and measure them all")
-	f.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "unmeasured run before the window")
-	f.StringVar(&op, "op", "set", "operation: set, get, mix:R, del, vdel, keynotify, fill or idle")
+	durationFlag(f, &cfg.Warmup, "warmup", 2*time.Second, "unmeasured run before the window")
+	f.StringVar(&op, "op", "set", "operation: set, get, mix:R, del, vdel, keynotify, keynotify:pattern, watch, watch:pattern, fill or idle")
 	f.IntVar(&cfg.Keys, "keys", 10000, "size of the key space")
 	f.StringVar(&cfg.KeyPrefix, "key-prefix", "bench:", "prefix of every key")
-	f.IntVar(&cfg.ValueSize, "value-size", 100, "size of every value in bytes")
-	f.DurationVar(&cfg.PX, "px", 0, "give every SET this time to live (PX); 0 for none")
-	f.IntVar(&cfg.Watchers, "watchers", 1000, "watching connections of --op keynotify")
-	f.DurationVar(&cfg.Timeout, "timeout", 5*time.Second, "time after which a request (or notification) counts as timed out")
-	f.DurationVar(&cfg.ConnectTimeout, "connect-timeout", 10*time.Second, "time each connection may take to connect and subscribe")
+	sizeFlag(f, &cfg.ValueSize, "value-size", 100, "size of every value, such as 100 or 4KiB")
+	durationFlag(f, &cfg.PX, "px", 0, "give every SET this time to live (PX); 0 for none")
+	f.IntVar(&cfg.Watchers, "watchers", 1000, "watching connections of --op keynotify and watch")
+	durationFlag(f, &cfg.Timeout, "timeout", 5*time.Second, "time after which a request (or notification) counts as timed out")
+	durationFlag(f, &cfg.ConnectTimeout, "connect-timeout", 10*time.Second, "time each connection may take to connect and subscribe")
 	f.BoolVar(&noPreload, "no-preload", false, "do not store every key before a get, mix, del or vdel run")
 	f.IntVar(&respQoS, "response-qos", 1, "QoS of the response subscription (0 or 1)")
 	f.IntVar(&cfg.ServerPID, "server-pid", 0, "process id of the server, to report its CPU time per request and its memory")

@@ -33,6 +33,11 @@ const (
 type exitError struct {
 	code int
 	err  error // nil: nothing to print
+	// quiet shows err only when standard output is a terminal: a
+	// condition a script reads from the exit status (a missing key, a
+	// condition not met) is explained to a person, and a pipe gets the
+	// same bytes as ever.
+	quiet bool
 }
 
 func (e *exitError) Error() string {
@@ -48,7 +53,7 @@ func (e *exitError) Unwrap() error { return e.err }
 // returns the process exit status.
 func Run(ctx context.Context, args []string, stdio Stdio) int {
 	root := newRoot(stdio)
-	root.SetArgs(args)
+	root.SetArgs(negativeArgs(root, args))
 	root.SetIn(stdio.In)
 	root.SetOut(stdio.Out)
 	root.SetErr(stdio.Err)
@@ -58,7 +63,7 @@ func Run(ctx context.Context, args []string, stdio Stdio) int {
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.err != nil {
+		if ee.err != nil && (!ee.quiet || isTerminal(stdio.Out)) {
 			fmt.Fprintln(stdio.Err, "dss:", ee.err)
 		}
 		return ee.code
@@ -84,12 +89,24 @@ reads a YAML file of settings (--config); see dss serve --help.`,
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
+	// dss alone: the shell on a terminal, the help elsewhere.
+	root.Args = cobra.NoArgs
+	root.RunE = func(cmd *cobra.Command, _ []string) error {
+		if in, ok := stdio.In.(*os.File); ok && isTerminal(in) && isTerminal(stdio.Out) {
+			if code := runShell(cmd.Context(), stdio); code != ExitOK {
+				return &exitError{code: code}
+			}
+			return nil
+		}
+		return cmd.Help()
+	}
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(newVersionCmd(stdio))
 	root.AddCommand(newServeCmd(stdio), newAttachCmd(stdio))
 	root.AddCommand(newRecoverCmd(stdio), newPasswdCmd(stdio), newSnapshotCmd(stdio))
 	root.AddCommand(newSetCmd(stdio), newGetCmd(stdio), newDelCmd(stdio), newVDelCmd(stdio))
 	root.AddCommand(newWatchCmd(stdio), newLockCmd(stdio), newKeysCmd(stdio))
+	root.AddCommand(newPubCmd(stdio), newSubCmd(stdio), newShellCmd(stdio))
 	root.AddCommand(newBenchCmd(stdio))
 	root.AddCommand(newConfigCmd(stdio), newReadyCmd(stdio))
 	root.AddCommand(newClusterCmd(stdio))

@@ -32,7 +32,7 @@ type clientFlags struct {
 // withJSON is set. timeoutUsage says what the timeout bounds.
 func addClientFlags(cmd *cobra.Command, f *clientFlags, withJSON bool, timeoutUsage string) {
 	cmd.Flags().StringVar(&f.server, "server", "localhost:1883", "server address HOST:PORT, or a comma-separated list to fail over between")
-	cmd.Flags().DurationVar(&f.timeout, "timeout", 10*time.Second, timeoutUsage+" (0: no limit)")
+	durationFlag(cmd.Flags(), &f.timeout, "timeout", 10*time.Second, timeoutUsage+" (0: no limit)")
 	cmd.Flags().StringVar(&f.clientID, "client-id", "", "MQTT client id (default: dss- and 16 random hex digits); through a broker whose ACL names clients, the id it grants (dss attach)")
 	if withJSON {
 		cmd.Flags().BoolVar(&f.json, "json", false, "print the result as JSON, with the version")
@@ -211,6 +211,9 @@ const (
 	encodingBase64 = "base64"
 )
 
-// errFalse is the exit status 1 without a message: the key is missing or a
-// condition was not met.
-var errFalse = &exitError{code: ExitFalse}
+// notMet is the exit status 1: the key is missing or a condition was not
+// met. The reason goes to standard error when standard output is a
+// terminal; a pipe gets nothing (see exitError.quiet).
+func notMet(format string, args ...any) error {
+	return &exitError{code: ExitFalse, err: fmt.Errorf(format, args...), quiet: true}
+}

@@ -31,8 +31,11 @@ the command line, the environment (DSS_...), the file or the default.
 A setting left empty whose value the server works out (the listeners,
 which stay on loopback until authentication is configured, and the node
 id) names that value in its comment. Secrets (passwords, tokens) are
-masked. The settings are checked as dss
-serve checks them; an invalid one is reported with exit status 2.`,
+masked. The settings are checked as dss serve checks them before it
+starts (a listener beyond loopback without authentication, a cluster
+node --in-memory, a users, policy or TLS file that cannot be read); what
+serve would refuse is reported with exit status 2. What only starting
+can tell (a port already taken, a damaged data directory) is not checked.`,
 		Example: `  dss config print
   dss config print --config /etc/dss/dss.yaml
   DSS_FSYNC=everysec dss config print --listen 127.0.0.1:1884`,
@@ -40,14 +43,16 @@ serve checks them; an invalid one is reported with exit status 2.`,
 	}
 	// The settings are dss serve's own flags: whatever serve accepts,
 	// this prints.
-	serve := newServeCmd(stdio)
+	serve, build := newServeCommand(stdio)
 	cmd.Flags().AddFlagSet(serve.Flags())
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		st, err := resolveSettings(cmd)
+		// The checks of dss serve, all of them: what serve would refuse
+		// fails here too.
+		cfg, st, err := build(cmd)
 		if err != nil {
 			return err
 		}
-		if err := validateServe(cmd.Flags(), st); err != nil {
+		if err := server.Check(cfg); err != nil {
 			return err
 		}
 		doc := &yaml.Node{Kind: yaml.MappingNode}

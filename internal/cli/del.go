@@ -52,8 +52,11 @@ func printDel(stdio Stdio, f *clientFlags, key string, res client.DelResult) err
 			return err
 		}
 	}
-	if !res.Deleted {
-		return errFalse
+	switch {
+	case res.Mismatch:
+		return notMet("not deleted: key %q holds another value", key)
+	case !res.Deleted:
+		return notMet("no key %q", key)
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -22,9 +21,10 @@ on a terminal a newline follows the value, and a missing key is reported on
 standard error.
 
 With --json, print {"key":..., "found":..., "value":..., "version":...,
-"encoding":...}: "encoding" is "utf8" when the key and value are written as
-text, "base64" when they are base64-encoded because one of them is not valid
-UTF-8.
+"ttl_ms":..., "encoding":...}: "ttl_ms" is the time the key has left in
+milliseconds (absent when it does not expire); "encoding" is "utf8" when
+the key and value are written as text, "base64" when they are
+base64-encoded because one of them is not valid UTF-8.
 
 With --stale, a cluster node answers from its own copy at once, without
 confirming with the leader that it is current: the read may miss the
@@ -56,6 +56,9 @@ Exit status: 0 found, 1 no such key, 2 error.`,
 					o := jsonObject{"found": found}.bytes("key", []byte(key)).version(e.Version)
 					if found {
 						o.bytes("value", e.Value)
+						if e.TTL > 0 {
+							o["ttl_ms"] = e.TTL.Milliseconds()
+						}
 					}
 					err = o.write(stdio.Out)
 				case found && tty && !bytes.HasSuffix(e.Value, []byte("\n")):
@@ -68,10 +71,7 @@ Exit status: 0 found, 1 no such key, 2 error.`,
 					return err
 				}
 				if !found {
-					if tty && !f.json {
-						return &exitError{code: ExitFalse, err: fmt.Errorf("no key %q", key)}
-					}
-					return errFalse
+					return notMet("no key %q", key)
 				}
 				return nil
 			})

@@ -65,3 +65,24 @@ func TestGetCmdErrors(t *testing.T) {
 	runCLI(t, "", "get", "--server", addr).expectCode(t, ExitError)
 	runCLI(t, "", "get", "--server", addr, "a", "b").expectCode(t, ExitError)
 }
+
+// dss get --json reports the version and, for a key that expires, the
+// time it has left.
+func TestGetJSONHasTTLAndVersion(t *testing.T) {
+	addr, _ := startServer(t)
+	runCLI(t, "", "set", "--server", addr, "--px", "1m", "k", "v").expectCode(t, ExitOK)
+	runCLI(t, "", "set", "--server", addr, "forever", "v").expectCode(t, ExitOK)
+	var got struct {
+		Version string `json:"version"`
+		TTL     *int64 `json:"ttl_ms"`
+	}
+	r := runCLI(t, "", "get", "--server", addr, "--json", "k").expectCode(t, ExitOK)
+	if err := json.Unmarshal([]byte(r.out), &got); err != nil || got.Version == "" || got.TTL == nil || *got.TTL <= 0 || *got.TTL > 60000 {
+		t.Fatalf("get --json of a key with --px 1m: %s (%v)", r.out, err)
+	}
+	got.TTL = nil
+	r = runCLI(t, "", "get", "--server", addr, "--json", "forever").expectCode(t, ExitOK)
+	if err := json.Unmarshal([]byte(r.out), &got); err != nil || got.TTL != nil {
+		t.Fatalf("get --json of a key without expiry: %s (%v)", r.out, err)
+	}
+}

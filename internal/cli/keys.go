@@ -14,17 +14,19 @@ func newKeysCmd(stdio Stdio) *cobra.Command {
 		Use:   "keys [PATTERN]",
 		Short: "List the keys that match a pattern",
 		Long: `List the keys that match the glob PATTERN (default *), one per line, in
-byte order. Patterns are Redis's: * any run of bytes (also /), ? one byte,
-[abc], [a-z] and [^a] a byte of a class, \ to take the next byte literally.
+no particular order. PATTERN is matched against the whole key as UTF-8
+text: * any run of characters (also /), ? one character, [abc], [a-z] and
+[!a-z] one character of a set; a wildcard in a set is literal ([*]). A key
+that is not valid UTF-8 is never listed. Pipe to sort for an order.
 
 Each key is one line: a backslash is written as \\, a newline, carriage
 return and tab as \n, \r and \t, any other byte that is not printable UTF-8
 as \xHH. With --json, one object per line: {"key":..., "encoding":...},
 "encoding" being "utf8" or "base64".
 
-The server answers a page of keys at a time (dss's KEYS extension of the
-protocol, see docs/protocol.md); a key created or deleted while the listing
-runs may or may not be listed.
+The server answers a page of keys at a time (SCAN, as the vendor's clients
+list keys; see docs/protocol.md): a key present for the whole listing is
+listed once, one created, deleted or expiring meanwhile may or may not be.
 
 Exit status: 0 when a key matched, 1 when none did, 2 error.`,
 		Example: `  dss keys
@@ -56,7 +58,7 @@ Exit status: 0 when a key matched, 1 when none did, 2 error.`,
 					}
 				}
 				if n == 0 {
-					return errFalse
+					return notMet("no key matches %q", pattern)
 				}
 				return nil
 			})

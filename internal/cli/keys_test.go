@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -12,12 +13,17 @@ func TestKeysCmd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	sorted := func(out string) string {
+		lines := strings.SplitAfter(out, "\n")
+		slices.Sort(lines)
+		return strings.Join(lines, "")
+	}
 	r := runCLI(t, "", "keys", "--server", addr).expectCode(t, ExitOK)
-	if want := "door/1\ndoor/2\nline\\nbreak\nwindow/1\n"; r.out != want {
-		t.Fatalf("keys: %q, want %q", r.out, want)
+	if want := "door/1\ndoor/2\nline\\nbreak\nwindow/1\n"; sorted(r.out) != want {
+		t.Fatalf("keys: %q, want %q in some order", r.out, want)
 	}
 	r = runCLI(t, "", "keys", "--server", addr, "door/*").expectCode(t, ExitOK)
-	if r.out != "door/1\ndoor/2\n" {
+	if sorted(r.out) != "door/1\ndoor/2\n" {
 		t.Fatalf("keys door/*: %q", r.out)
 	}
 	r = runCLI(t, "", "keys", "--server", addr, "--json", "line*").expectCode(t, ExitOK)
@@ -28,8 +34,6 @@ func TestKeysCmd(t *testing.T) {
 	if r.out != "" || r.err != "" {
 		t.Fatalf("no match: stdout %q stderr %q", r.out, r.err)
 	}
-	r = runCLI(t, "", "keys", "--server", addr, "").expectCode(t, ExitError)
-	if !strings.Contains(r.err, "the key length is zero") {
-		t.Fatalf("empty pattern: %q", r.err)
-	}
+	// An empty pattern matches only the empty key, which no key is.
+	runCLI(t, "", "keys", "--server", addr, "").expectCode(t, ExitFalse)
 }

@@ -65,8 +65,8 @@ was held by another holder (--try) or --wait ran out; 2 on an error.`,
 		},
 	}
 	addClientFlags(cmd, &f, false, "how long to wait for the server, and for the release at the end")
-	cmd.Flags().DurationVar(&ttl, "ttl", client.DefaultLockTTL, "the lock's time to live; it is renewed every third of it")
-	cmd.Flags().DurationVar(&wait, "wait", 0, "how long to wait for the lock (0: as long as it takes)")
+	durationFlag(cmd.Flags(), &ttl, "ttl", client.DefaultLockTTL, "the lock's time to live; it is renewed every third of it")
+	durationFlag(cmd.Flags(), &wait, "wait", 0, "how long to wait for the lock (0: as long as it takes)")
 	cmd.Flags().BoolVar(&try, "try", false, "do not wait: exit with status 1 if the lock is held")
 	return cmd
 }

@@ -14,9 +14,9 @@ import (
 
 func newReadyCmd(stdio Stdio) *cobra.Command {
 	var (
-		addr    string
-		timeout time.Duration
-		wait    bool
+		endpoint httpEndpoint
+		timeout  time.Duration
+		wait     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "ready",
@@ -40,13 +40,17 @@ Exit status: 0 ready, 1 not ready, 2 no answer.`,
 			if err := bindEnv(cmd); err != nil {
 				return err
 			}
+			url, err := endpoint.url(cmd.Flags(), stdio.Err, "/readyz")
+			if err != nil {
+				return err
+			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
 			// last is the last answer: a probe that the end of the wait
 			// cut short says less than the answer before it.
 			var last error
 			for {
-				err := probeReady(ctx, addr)
+				err := probeReady(ctx, url)
 				if err == nil {
 					return nil
 				}
@@ -68,8 +72,8 @@ Exit status: 0 ready, 1 not ready, 2 no answer.`,
 			}
 		},
 	}
-	cmd.Flags().StringVar(&addr, "http", "127.0.0.1:9090", "the server's HTTP endpoint HOST:PORT (dss serve --http-listen)")
-	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Second, "how long to wait for the answer (with --wait: for readiness)")
+	endpoint.add(cmd.Flags(), "127.0.0.1:9090", "", "")
+	durationFlag(cmd.Flags(), &timeout, "timeout", 3*time.Second, "how long to wait for the answer (with --wait: for readiness)")
 	cmd.Flags().BoolVar(&wait, "wait", false, "ask again until the server is ready or --timeout passes")
 	return cmd
 }
@@ -79,11 +83,11 @@ type notReady string
 
 func (n notReady) Error() string { return string(n) }
 
-// probeReady asks addr's /readyz once.
-func probeReady(ctx context.Context, addr string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/readyz", nil)
+// probeReady asks url, a /readyz, once.
+func probeReady(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return fmt.Errorf("--http %q: %w", addr, err)
+		return fmt.Errorf("--http: %w", err)
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {

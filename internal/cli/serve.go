@@ -14,6 +14,15 @@ import (
 )
 
 func newServeCmd(stdio Stdio) *cobra.Command {
+	cmd, _ := newServeCommand(stdio)
+	return cmd
+}
+
+// newServeCommand returns dss serve and the function that resolves its
+// settings into the server's configuration, refusing what serve refuses
+// before it starts anything.
+func newServeCommand(stdio Stdio) (*cobra.Command, func(*cobra.Command) (server.Config, *settings, error)) {
+	var build func(*cobra.Command) (server.Config, *settings, error)
 	var cfg server.Config
 	var sf storeFlags
 	cmd := &cobra.Command{
@@ -40,14 +49,7 @@ TLS files (which are also re-read when they change).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			stopWithGoRun()
-			st, err := resolveSettings(cmd)
-			if err != nil {
-				return err
-			}
-			if err := validateServe(cmd.Flags(), st); err != nil {
-				return err
-			}
-			logger, err := sf.apply(stdio, &cfg)
+			cfg, _, err := build(cmd)
 			if err != nil {
 				return err
 			}
@@ -55,7 +57,7 @@ TLS files (which are also re-read when they change).`,
 			// (package tuning says what and why).
 			defer tuning.ForServer(tuning.Options{
 				SyncEveryWrite: cfg.DataDir != "" && cfg.Fsync == journal.FsyncAlways,
-				Logger:         logger,
+				Logger:         cfg.Logger,
 			})()
 			srv, err := server.New(cfg)
 			if err != nil {
@@ -65,6 +67,28 @@ TLS files (which are also re-read when they change).`,
 			defer stopReload()
 			return srv.Run(cmd.Context())
 		},
+	}
+	// serveConfig is cfg, which the flags fill in, completed: a copy, so
+	// that the flags keep the values given.
+	serveConfig := func(st *settings) (server.Config, error) {
+		cfg := cfg
+		if err := validateServe(cmd.Flags(), st); err != nil {
+			return cfg, err
+		}
+		if _, err := sf.apply(stdio, &cfg); err != nil {
+			return cfg, err
+		}
+		return cfg, nil
+	}
+	// build resolves and checks the settings and returns the server's
+	// configuration: dss serve runs it, dss config print checks it.
+	build = func(cmd *cobra.Command) (server.Config, *settings, error) {
+		st, err := resolveSettings(cmd)
+		if err != nil {
+			return server.Config{}, nil, err
+		}
+		cfg, err := serveConfig(st)
+		return cfg, st, err
 	}
 	f := cmd.Flags()
 	sf.add(cmd, &cfg)
@@ -76,16 +100,17 @@ TLS files (which are also re-read when they change).`,
 	f.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM file of the TLS listener's certificate chain (re-read on SIGHUP or when it changes)")
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "PEM file of the TLS certificate's private key")
 	f.StringVar(&cfg.TLSClientCA, "tls-client-ca", "", "PEM file of the CAs that sign client certificates: clients may log in with a certificate (required without --users)")
-	f.Uint32Var(&cfg.MaxPacketSize, "max-packet-size", server.DefaultMaxPacketSize, "largest MQTT packet accepted, in bytes (the protocol's limit is 268435455)")
+	addWebFlags(f, &cfg)
+	sizeFlag(f, &cfg.MaxPacketSize, "max-packet-size", server.DefaultMaxPacketSize, "largest MQTT packet accepted, such as 64MiB (the protocol's limit is 268435455 bytes)")
 	f.IntVar(&cfg.MaxInflightPerClient, "max-inflight-per-client", broker.DefaultMaxInflightPerClient, "most unanswered requests of one connection; past it the connection is not read until one is answered (TCP back-pressure; -1: no limit)")
-	f.Int64Var(&cfg.MaxSessionQueueBytes, "max-queued-bytes-per-session", server.DefaultMaxSessionQueueBytes, "most bytes of messages queued for one session without a connection; past it its oldest queued messages are dropped (-1: no limit)")
-	f.Int64Var(&cfg.MaxQueuedBytes, "max-queued-bytes", 0, "most bytes of messages queued for all sessions without a connection; past it the oldest queued messages of the session being fed are dropped (0: a sixteenth of the machine's memory; -1: no limit)")
+	sizeFlag(f, &cfg.MaxSessionQueueBytes, "max-queued-bytes-per-session", server.DefaultMaxSessionQueueBytes, "most bytes of messages queued for one session without a connection; past it its oldest queued messages are dropped (-1: no limit)")
+	sizeFlag(f, &cfg.MaxQueuedBytes, "max-queued-bytes", 0, "most bytes of messages queued for all sessions without a connection; past it the oldest queued messages of the session being fed are dropped (0: a sixteenth of the memory, the machine's or its control group's limit; -1: no limit)")
 	f.IntVar(&cfg.MaxWatchesPerClient, "max-keynotify-per-client", server.DefaultMaxWatchesPerClient, "most KEYNOTIFY registrations of one connection (-1: no limit)")
 	f.IntVar(&cfg.MaxSubscriptionsPerClient, "max-subscriptions-per-client", server.DefaultMaxSubscriptionsPerClient, "most topic filters one client's session holds; a new one past it gets SUBACK 0x97 (-1: no limit)")
-	f.DurationVar(&cfg.ConnectTimeout, "connect-timeout", 10*time.Second, "how long a new connection has to send its whole CONNECT packet")
+	durationFlag(f, &cfg.ConnectTimeout, "connect-timeout", 10*time.Second, "how long a new connection has to send its whole CONNECT packet")
 	caps := broker.DefaultCapabilities()
 	cfg.Capabilities = &caps
-	f.DurationVar(&caps.MaxKeepAlive, "max-keepalive", caps.MaxKeepAlive, "longest keep alive of an MQTT 5 client, sent as Server Keep Alive to one that asks for more or for none (0: no cap; whole seconds up to 18h12m15s)")
+	durationFlag(f, &caps.MaxKeepAlive, "max-keepalive", caps.MaxKeepAlive, "longest keep alive of an MQTT 5 client, sent as Server Keep Alive to one that asks for more or for none (0: no cap; whole seconds up to 18h12m15s)")
 	f.Uint8Var(&caps.MaxQoS, "max-qos", caps.MaxQoS, "highest QoS clients may publish and subscribe with: 1 or 2 (the state store needs 1)")
 	f.BoolVar(&caps.RetainAvailable, "retain-available", caps.RetainAvailable, "let clients retain messages (false: a PUBLISH with RETAIN ends an MQTT 5 connection with DISCONNECT 0x9A)")
 	f.BoolVar(&caps.WildcardSubscriptions, "wildcard-subscriptions", caps.WildcardSubscriptions, "let clients subscribe with + and # (false: SUBACK 0xA2)")
@@ -93,7 +118,7 @@ TLS files (which are also re-read when they change).`,
 	f.Uint16Var(&caps.TopicAliasMaximum, "topic-alias-maximum", caps.TopicAliasMaximum, "topic aliases a client may set on its publishes (0: none)")
 	f.Uint16Var(&caps.ReceiveMaximum, "receive-maximum", caps.ReceiveMaximum, "QoS 1 and 2 publishes a client may have unacknowledged by the server (1 to 65535; one more: DISCONNECT 0x93)")
 	f.IntVar(&cfg.ReadLoops, "read-loops", 0, "read loops (epoll, Linux) that serve busy connections instead of a goroutine each (0: one per CPU the server may use; -1: none)")
-	return cmd
+	return cmd, build
 }
 
 func newLogger(stdio Stdio, level, format string) (*slog.Logger, error) {

@@ -65,14 +65,14 @@ var serveChecks = []struct {
 		return ""
 	}},
 	{"snapshot-after", func(v string) string {
-		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n <= 0 {
-			return "want a number of bytes above 0, such as 67108864 (64 MiB)"
+		if n, err := parseSize(v); err == nil && n <= 0 {
+			return "want a size above 0, such as 64MiB"
 		}
 		return ""
 	}},
 	{"max-key-size", func(v string) string {
-		n, err := strconv.Atoi(v)
-		if err == nil && (n < 1 || broker.MaxClientIDSize(n) < 23) {
+		n, err := parseSize(v)
+		if err == nil && (n < 1 || n > 1<<20 || broker.MaxClientIDSize(int(n)) < 23) {
 			return fmt.Sprintf("want 1 to %d bytes: a notification topic holds twice the key and twice the client id, and must fit 65,535 bytes with a client id of 23", (wire.MaxTopicLen-wire.NotifyTopicLen(23, 0))/2)
 		}
 		return ""
@@ -93,8 +93,8 @@ var serveChecks = []struct {
 	{"max-queued-bytes", sizeOrNoLimit},
 	{"max-outbox-bytes", sizeOrNoLimit},
 	{"max-packet-size", func(v string) string {
-		if n, err := strconv.ParseUint(v, 10, 32); err == nil && (n < 1024 || n > 268435455) {
-			return "want 1024 to 268435455 bytes (the protocol's limit), such as 67108864 (64 MiB)"
+		if n, err := parseSize(v); err == nil && (n < 1024 || n > 268435455) {
+			return "want 1KiB to 268435455 bytes (the protocol's limit), such as 64MiB"
 		}
 		return ""
 	}},
@@ -126,8 +126,8 @@ var serveChecks = []struct {
 
 // positiveSize checks a number of bytes that must be at least 1.
 func positiveSize(v string) string {
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n < 1 {
-		return "want a number of bytes above 0"
+	if n, err := parseSize(v); err == nil && n < 1 {
+		return "want a size above 0, such as 32MiB"
 	}
 	return ""
 }
@@ -144,8 +144,8 @@ func countOrNoLimit(v string) string {
 // sizeOrNoLimit checks a bound in bytes that -1 turns off (and 0 gives
 // its default).
 func sizeOrNoLimit(v string) string {
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n < -1 {
-		return "want a number of bytes, or -1 for no limit"
+	if n, err := parseSize(v); err == nil && n < -1 {
+		return "want a size such as 512MiB, or -1 for no limit"
 	}
 	return ""
 }

@@ -225,6 +225,8 @@ func acceptedValues(f *pflag.Flag) string {
 		return "a number"
 	case "duration":
 		return "a duration such as 500ms, 10s, 1m or 1h30m"
+	case "size":
+		return "a size such as 65536, 64KiB, 64MiB or 1GiB"
 	case "stringSlice", "stringArray":
 		return "a list of values"
 	default:

@@ -73,6 +73,13 @@ func TestSettingsPrecedence(t *testing.T) {
 // value the server puts in its place in the comment.
 func TestConfigPrintNamesTheServersDefaults(t *testing.T) {
 	host := server.DefaultNodeID()
+	// The files must be there: config print reads them as serve does.
+	dir := t.TempDir()
+	users := filepath.Join(dir, "users")
+	if code, e := runWithInput(t, "pw\n", "passwd", users, "alice"); code != ExitOK {
+		t.Fatalf("passwd: %s", e)
+	}
+	cert := dsstest.NewCA(t, "ca").Server("localhost")
 	for _, tc := range []struct {
 		args []string
 		want map[string][2]string
@@ -82,10 +89,10 @@ func TestConfigPrintNamesTheServersDefaults(t *testing.T) {
 			"tls-listen": {"", "# default"},
 			"node-id":    {"", "# default: the server uses " + host},
 		}},
-		{[]string{"--users", "users"}, map[string][2]string{
+		{[]string{"--users", users}, map[string][2]string{
 			"listen": {"", "# default: the server uses :1883"},
 		}},
-		{[]string{"--users", "users", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--listen", "127.0.0.1:1"}, map[string][2]string{
+		{[]string{"--users", users, "--tls-cert", cert.CertFile, "--tls-key", cert.KeyFile, "--listen", "127.0.0.1:1"}, map[string][2]string{
 			"listen":     {"127.0.0.1:1", "# from --listen"},
 			"tls-listen": {"", "# default: the server uses :8883"},
 		}},
@@ -147,11 +154,11 @@ func TestSettingsErrors(t *testing.T) {
 		{name: "enum in env", env: [2]string{"DSS_LOG_FORMAT", "xml"},
 			want: `environment variable DSS_LOG_FORMAT: "xml" is not one of text or json`},
 		{name: "duration in env", env: [2]string{"DSS_MAX_CLOCK_SKEW", "5"},
-			want: `environment variable DSS_MAX_CLOCK_SKEW: "5" is not a duration such as 500ms, 10s, 1m or 1h30m`},
+			want: `environment variable DSS_MAX_CLOCK_SKEW: "5": a duration needs a unit: 5s, 5ms or 5m`},
 		{name: "int on the command line", args: []string{"--read-loops", "many"},
 			want: `--read-loops: "many" is not an integer`},
 		{name: "uint on the command line", args: []string{"--max-packet-size", "-1"},
-			want: `--max-packet-size: "-1" is not a whole number (0 or more)`},
+			want: `--max-packet-size: "-1": want a size of 0 or more`},
 		{name: "listen address", args: []string{"--http-listen", "1883"},
 			want: `--http-listen: "1883": want HOST:PORT`},
 		{name: "http address in env", env: [2]string{"DSS_HTTP_LISTEN", "localhost"},
@@ -161,13 +168,13 @@ func TestSettingsErrors(t *testing.T) {
 		{name: "negative skew", args: []string{"--max-clock-skew", "-1s"},
 			want: `--max-clock-skew: "-1s": want a duration of 0 or more`},
 		{name: "snapshot size", args: []string{"--snapshot-after", "0"},
-			want: `--snapshot-after: "0": want a number of bytes above 0`},
+			want: `--snapshot-after: "0": want a size above 0`},
 		{name: "read loops", args: []string{"--read-loops", "-2"},
 			want: `--read-loops: "-2": want -1`},
 		{name: "queued bytes per session", args: []string{"--max-queued-bytes-per-session", "-2"},
-			want: `--max-queued-bytes-per-session: "-2": want a number of bytes, or -1 for no limit`},
+			want: `--max-queued-bytes-per-session: "-2": want a size such as 512MiB, or -1 for no limit`},
 		{name: "queued bytes in file", file: "max-queued-bytes: -1048576\n",
-			want: `max-queued-bytes: "-1048576": want a number of bytes, or -1 for no limit`},
+			want: `max-queued-bytes: "-1048576": want a size such as 512MiB, or -1 for no limit`},
 		{name: "keys bound of zero", args: []string{"--max-keys", "0"},
 			want: `--max-keys: "0": want 1 or more, or -1 for no limit`},
 		{name: "inflight bound below -1", env: [2]string{"DSS_MAX_INFLIGHT_PER_CLIENT", "-5"},
@@ -177,7 +184,7 @@ func TestSettingsErrors(t *testing.T) {
 		{name: "subscriptions bound of zero", args: []string{"--max-subscriptions-per-client", "0"},
 			want: `--max-subscriptions-per-client: "0": want 1 or more, or -1 for no limit`},
 		{name: "store bytes below -1", args: []string{"--max-store-bytes", "-7"},
-			want: `--max-store-bytes: "-7": want a number of bytes, or -1 for no limit`},
+			want: `--max-store-bytes: "-7": want a size such as 512MiB, or -1 for no limit`},
 		{name: "negative connect timeout", args: []string{"--connect-timeout", "-1s"},
 			want: `--connect-timeout: "-1s": want a duration above 0`},
 		{name: "zero connect timeout", args: []string{"--connect-timeout", "0s"},
@@ -282,5 +289,29 @@ func TestSettingsCoverEveryFlag(t *testing.T) {
 	}
 	if list, _ = cmd.Flags().GetStringSlice("peers"); strings.Join(list, ",") != "c=3" {
 		t.Fatalf("peers from the environment %q", list)
+	}
+}
+
+// dss config print fails, with serve's message, wherever serve would
+// refuse to start.
+func TestConfigPrintRefusesWhatServeRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--listen", "0.0.0.0:1883"}, "no authentication is configured"},
+		{[]string{"--in-memory", "--cluster-listen", "127.0.0.1:7946", "--peers", "n1=127.0.0.1:7946"}, "not --in-memory"},
+		{[]string{"--users", filepath.Join(t.TempDir(), "missing")}, "no such file"},
+		{[]string{"--policy", "p.yaml"}, "only authentication establishes"},
+		{[]string{"--cluster-listen", "10.0.0.1:7946", "--peers", "n1=10.0.0.1:7946"}, "secret"},
+	} {
+		r := runCLI(t, "", append([]string{"config", "print"}, tc.args...)...)
+		if r.code != ExitError || !strings.Contains(r.err, tc.want) {
+			t.Errorf("config print %v: exit %d, stderr %q; want exit 2 and %q", tc.args, r.code, r.err, tc.want)
+		}
+		s := runCLI(t, "", append([]string{"serve", "--data", t.TempDir()}, tc.args...)...)
+		if s.code != ExitError || !strings.Contains(s.err, tc.want) {
+			t.Errorf("serve %v: exit %d, stderr %q; want exit 2 and %q", tc.args, s.code, s.err, tc.want)
+		}
 	}
 }

@@ -32,10 +32,11 @@ stopping it; dss snapshot restore makes a data directory hold that copy.`,
 }
 
 func newSnapshotSaveCmd(stdio Stdio) *cobra.Command {
-	var addr, tokenFile string
+	var endpoint httpEndpoint
+	var tokenFile string
 	var timeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "save FILE --server HOST:PORT",
+		Use:   "save FILE --http HOST:PORT",
 		Short: "Save a consistent backup of a running server's store into FILE",
 		Long: `dss snapshot save fetches a backup from a running server's HTTP endpoint (its
 --http-listen address, not the MQTT listener) and writes it to FILE ("-" for
@@ -55,14 +56,15 @@ Restore it with dss snapshot restore FILE --data DIR.`,
 			if err := bindEnv(cmd); err != nil {
 				return err
 			}
-			if addr == "" {
-				return errors.New("--server: give the address of the server's HTTP endpoint (its --http-listen), HOST:PORT")
+			url, err := endpoint.url(cmd.Flags(), stdio.Err, server.SnapshotPath)
+			if err != nil {
+				return err
 			}
 			token, err := readAdminToken("--token-file", tokenFile)
 			if err != nil {
 				return err
 			}
-			info, err := saveSnapshot(cmd.Context(), addr, token, timeout, args[0], stdio.Out)
+			info, err := saveSnapshot(cmd.Context(), url, token, timeout, args[0], stdio.Out)
 			if err != nil {
 				return err
 			}
@@ -72,24 +74,21 @@ Restore it with dss snapshot restore FILE --data DIR.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&addr, "server", "", "the server's HTTP endpoint, HOST:PORT or http://HOST:PORT (its --http-listen; environment DSS_HTTP_SERVER)")
-	setEnvName(cmd.Flags().Lookup("server"), "DSS_HTTP_SERVER")
+	// --server (DSS_HTTP_SERVER) was this flag's name before --http.
+	endpoint.add(cmd.Flags(), "", "server", "DSS_HTTP_SERVER")
 	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the server's admin token (its --admin-token-file)")
-	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for the server to answer before the backup streams (0: no limit)")
+	durationFlag(cmd.Flags(), &timeout, "timeout", 10*time.Second, "how long to wait for the server to answer before the backup streams (0: no limit)")
 	return cmd
 }
 
-// saveSnapshot fetches a backup from the server at addr into file, and
-// checks it as it arrives.
-func saveSnapshot(ctx context.Context, addr, token string, timeout time.Duration, file string, stdout io.Writer) (journal.BackupInfo, error) {
+// saveSnapshot fetches a backup from url into file, and checks it as it
+// arrives.
+func saveSnapshot(ctx context.Context, url, token string, timeout time.Duration, file string, stdout io.Writer) (journal.BackupInfo, error) {
 	var info journal.BackupInfo
-	url := addr
-	if !strings.Contains(url, "://") {
-		url = "http://" + url
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(url, "/")+server.SnapshotPath, nil)
+	addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), server.SnapshotPath)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return info, fmt.Errorf("--server %s: %w", addr, err)
+		return info, fmt.Errorf("--http %s: %w", addr, err)
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -100,7 +99,7 @@ func saveSnapshot(ctx context.Context, addr, token string, timeout time.Duration
 	}}
 	resp, err := client.Do(req)
 	if err != nil {
-		return info, fmt.Errorf("backup from %s: %w (--server is the server's HTTP endpoint, its --http-listen)", addr, err)
+		return info, fmt.Errorf("backup from %s: %w (--http is the server's HTTP endpoint, its --http-listen)", addr, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

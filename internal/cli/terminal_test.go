@@ -94,3 +94,34 @@ func TestIsTerminal(t *testing.T) {
 		t.Fatalf("isTerminal: tty %v, pipe %v, discard %v", isTerminal(tty), isTerminal(w), isTerminal(io.Discard))
 	}
 }
+
+// On a terminal every exit status 1 says why on standard error; into a
+// pipe the same commands print what they always did: nothing.
+func TestConditionsNotMetSayWhyOnATerminal(t *testing.T) {
+	addr, c := startServer(t)
+	if _, err := c.Set(testCtx(t), "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"set", "--nx", "k", "w"}, `dss: not set: key "k" exists` + "\n"},
+		{[]string{"set", "--nex", "k", "w"}, `dss: not set: key "k" holds another value` + "\n"},
+		{[]string{"del", "missing"}, `dss: no key "missing"` + "\n"},
+		{[]string{"vdel", "k", "w"}, `dss: not deleted: key "k" holds another value` + "\n"},
+		{[]string{"vdel", "missing", "w"}, `dss: no key "missing"` + "\n"},
+		{[]string{"keys", "nothing*"}, `dss: no key matches "nothing*"` + "\n"},
+		{[]string{"get", "--json", "missing"}, `dss: no key "missing"` + "\n"},
+	} {
+		args := append(tc.args, "--server", addr)
+		code, _, stderr := runOnTerminal(t, args...)
+		if code != ExitFalse || stderr != tc.want {
+			t.Errorf("%v on a terminal: exit %d, stderr %q; want 1 and %q", tc.args, code, stderr, tc.want)
+		}
+		r := runCLI(t, "", args...)
+		if r.code != ExitFalse || r.err != "" {
+			t.Errorf("%v into a pipe: exit %d, stderr %q; want 1 and nothing", tc.args, r.code, r.err)
+		}
+	}
+}

@@ -13,7 +13,7 @@ func TestArgumentErrorsShowUsage(t *testing.T) {
 	}{
 		{[]string{"get"}, "accepts 1 arg(s), received 0 (usage: dss get KEY [flags])\n"},
 		{[]string{"set", "k"}, "(usage: dss set KEY VALUE [flags])\n"},
-		{[]string{"watch"}, "(usage: dss watch KEY... [flags])\n"},
+		{[]string{"watch"}, "(usage: dss watch [KEY...] [--pattern PATTERN]... [flags])\n"},
 		{[]string{"keys", "a", "b"}, "(usage: dss keys [PATTERN] [flags])\n"},
 		{[]string{"snapshot", "save"}, "(usage: dss snapshot save FILE"},
 		{[]string{"passwd", "users"}, "(usage: dss passwd FILE NAME [flags])\n"},

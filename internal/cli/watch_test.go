@@ -75,3 +75,30 @@ func TestWatchCmdErrors(t *testing.T) {
 	runCLI(t, "", "watch", "--server", addr).expectCode(t, ExitError)
 	runCLI(t, "", "watch", "--server", dsstest.ClosedAddr(t), "--timeout", "100ms", "k").expectCode(t, ExitError)
 }
+
+func TestWatchCmdPattern(t *testing.T) {
+	addr, c := startServer(t)
+	w := startCLI(t, "watch", "--server", addr, "--pattern", "sensor/*", "sensor/temp")
+	// The watch prints nothing before a change: set a key until it shows.
+	dsstest.Eventually(t, "the pattern watch to report", func() bool {
+		if _, err := c.Set(testCtx(t), "sensor/probe", []byte("p")); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Contains(w.out.String(), "sensor/probe SET p\n")
+	})
+	for _, kv := range [][2]string{{"other", "x"}, {"sensor/temp", "21"}, {"sensor/\xff", "y"}, {"sensor/z", "last"}} {
+		if _, err := c.Set(testCtx(t), kv[0], []byte(kv[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.waitOutput(t, "sensor/z SET last\n")
+	if code := w.stop(t); code != ExitOK {
+		t.Fatalf("exit status %d; stderr %q", code, w.err.String())
+	}
+	out := w.out.String()
+	// Watched by name and by the pattern, sensor/temp's change prints
+	// once; keys outside the pattern, or not UTF-8, not at all.
+	if n := strings.Count(out, "sensor/temp SET 21\n"); n != 1 || strings.Contains(out, "other") || strings.Contains(out, `\xff`) {
+		t.Fatalf("output %q (%d lines of sensor/temp)", out, n)
+	}
+}

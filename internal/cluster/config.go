@@ -93,7 +93,14 @@ type Config struct {
 	MaxInFlight int
 	// Logger receives the log lines; nil means slog.Default().
 	Logger *slog.Logger
+	// LogTimings, when set, receives how long the Raft log's writes and
+	// fsyncs take.
+	LogTimings *journal.Timings
 }
+
+// Check reports the first setting that New would refuse, without
+// starting anything.
+func (c Config) Check() error { return c.setDefaults() }
 
 func (c *Config) setDefaults() error {
 	if c.NodeID == "" {

@@ -9,9 +9,13 @@
 // so the log holds the writes in version order. Every node applies the
 // committed batches on Raft's FSM goroutine (fsm.ApplyBatch →
 // engine.ApplyCommitted) and delivers the changes to its own KEYNOTIFY
-// watchers; the leader answers the requests then. A follower forwards a
-// write to the leader over the cluster connection (Cluster.Write), and
-// answers its client itself once its own machine applied the write.
+// watchers; the leader answers the requests then. A follower forwards its
+// writes to the leader over one stream (forwarder, forwardSession), in the
+// order they came, and answers each client itself once its own machine
+// applied the write; the leader takes a stream's writes in that order,
+// within one leadership, so one client's writes are applied in the order
+// it sent them. A client's linearizable read waits for the client's own
+// writes still under way on its node (writeOrder).
 //
 // A new leader takes writes only after its term-start entry is applied:
 // then its clock is above every version in the log, and the time it
@@ -27,15 +31,17 @@
 //
 // # Retries
 //
-// The replicated state remembers each write's result by client id and
-// correlation data for a window of command time (dedupe): a request that
-// a client sends again after a failover is answered with the first
-// result, not applied twice.
+// The replicated state remembers each write's result by client id,
+// correlation data and a digest of the request for a window of command
+// time (dedupe): a request that a client sends again after a failover is
+// answered with the first result, not applied twice, while another
+// request with the same correlation data is applied.
 //
 // # The cluster listener
 //
-// One TCP listener carries Raft's RPCs and this package's own (net/rpc):
-// forwarded writes, read indexes, membership and status. With a cluster
+// One TCP listener carries Raft's RPCs, the streams of forwarded writes,
+// and this package's own RPCs (net/rpc): read indexes, membership and
+// status. With a cluster
 // secret, every connection is TLS 1.3 with a key derived from the secret,
 // and a peer that cannot prove it holds the secret is refused; without
 // one, the listener must be on a loopback address.
@@ -43,6 +49,7 @@
 // # Lock order
 //
 // The engine lock (see package engine) is taken before Node.mu (Propose
-// runs under it); Node.mu, fsm.mu and reader.mu are never held together
-// and never held while calling the engine or Raft.
+// runs under it), and Node.mu before writeOrder.mu; Node.mu, fsm.mu,
+// reader.mu and forwarder.mu are never held together and never held while
+// calling the engine or Raft.
 package cluster

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 
@@ -86,9 +87,6 @@ func decodeWrites(data []byte, ws []decodedWrite) ([]decodedWrite, error) {
 		var dw decodedWrite
 		dw.origin = origin{node: d.string(), epoch: d.uvarint(), id: d.uvarint()}
 		client, corr := d.bytes(), d.bytes()
-		if len(corr) > 0 {
-			dw.dedupe = dedupeKey(client, corr)
-		}
 		c := &dw.write.Command
 		c.Op = store.Op(d.byte())
 		c.Cond = store.Condition(d.byte())
@@ -103,6 +101,9 @@ func decodeWrites(data []byte, ws []decodedWrite) ([]decodedWrite, error) {
 			c.Fence, c.HasFence = d.version(), true
 		}
 		c.Volatile = flags&flagVolatile != 0
+		if len(corr) > 0 && d.err == nil {
+			dw.dedupe = dedupeKey(client, corr, c)
+		}
 		ws = append(ws, dw)
 	}
 	if d.err != nil || len(d.b) != 0 {
@@ -111,10 +112,38 @@ func decodeWrites(data []byte, ws []decodedWrite) ([]decodedWrite, error) {
 	return ws, nil
 }
 
-// dedupeKey is the key under which a request is remembered: its client id
-// (length-prefixed) and correlation data.
-func dedupeKey(client, corr []byte) string {
-	b := make([]byte, 0, binary.MaxVarintLen64+len(client)+len(corr))
-	b = appendBytes(b, client)
-	return string(append(b, corr...))
+// dedupeKey is the key under which a request is remembered: its client
+// id and correlation data, and a digest of what the request asks for
+// (verb, condition, key, value, expiry and fencing token). A client that
+// reuses its correlation data for another request makes a new request,
+// which is applied; a retry of the same request is recognised. The
+// request's own clock (__ts) is left out: a client may read its clock
+// again when it sends a request again.
+func dedupeKey(client, corr []byte, c *store.Command) string {
+	h := sha256.New()
+	var head [3 + 4*binary.MaxVarintLen64]byte
+	b := append(head[:0], byte(c.Op), byte(c.Cond))
+	var px int64
+	if c.ExpiresAt != 0 {
+		px = c.ExpiresAt - c.Time
+	}
+	b = binary.AppendVarint(b, px)
+	b = binary.AppendUvarint(b, uint64(len(c.Key)))
+	b = binary.AppendUvarint(b, uint64(len(c.Value)))
+	h.Write(b)
+	h.Write(c.Key)
+	h.Write(c.Value)
+	if c.HasFence {
+		h.Write(appendVersion(head[:0], c.Fence))
+	}
+	var sum [sha256.Size]byte
+	digest := h.Sum(sum[:0])[:digestSize]
+	k := make([]byte, 0, 2*binary.MaxVarintLen64+len(client)+len(corr)+digestSize)
+	k = appendBytes(k, client)
+	k = appendBytes(k, corr)
+	return string(append(k, digest...))
 }
+
+// digestSize is how many bytes of a request's SHA-256 its dedupe key
+// keeps: enough that two different requests of one client never meet.
+const digestSize = 16

@@ -62,8 +62,33 @@ func TestWritesRoundTrip(t *testing.T) {
 }
 
 func TestDedupeKeysDoNotCollide(t *testing.T) {
-	if dedupeKey([]byte("ab"), []byte("c")) == dedupeKey([]byte("a"), []byte("bc")) {
+	set := func(key, value string) *store.Command {
+		return &store.Command{Op: store.OpSet, Key: []byte(key), Value: []byte(value), Time: 1000}
+	}
+	if dedupeKey([]byte("ab"), []byte("c"), set("k", "v")) == dedupeKey([]byte("a"), []byte("bc"), set("k", "v")) {
 		t.Fatal("client id and correlation data run together")
+	}
+	if dedupeKey([]byte("a"), []byte("c"), set("k", "v")) == dedupeKey([]byte("a"), []byte("c"), set("kv", "")) {
+		t.Fatal("key and value run together")
+	}
+	same := dedupeKey([]byte("a"), []byte("c"), set("k", "v"))
+	for name, c := range map[string]*store.Command{
+		"another key":   set("k2", "v"),
+		"another value": set("k", "v2"),
+		"a condition":   {Op: store.OpSet, Cond: store.IfMissing, Key: []byte("k"), Value: []byte("v"), Time: 1000},
+		"an expiry":     {Op: store.OpSet, Key: []byte("k"), Value: []byte("v"), Time: 1000, ExpiresAt: 2000},
+		"a token":       {Op: store.OpSet, Key: []byte("k"), Value: []byte("v"), Time: 1000, HasFence: true},
+		"a DEL":         {Op: store.OpDel, Key: []byte("k"), Time: 1000},
+	} {
+		if dedupeKey([]byte("a"), []byte("c"), c) == same {
+			t.Errorf("a request with %s is taken for the same request", name)
+		}
+	}
+	// A retry decided at another time, with the same PX, is the same
+	// request.
+	later := &store.Command{Op: store.OpSet, Key: []byte("k"), Value: []byte("v"), Time: 5000, ExpiresAt: 6000}
+	if dedupeKey([]byte("a"), []byte("c"), later) != dedupeKey([]byte("a"), []byte("c"), &store.Command{Op: store.OpSet, Key: []byte("k"), Value: []byte("v"), Time: 1000, ExpiresAt: 2000}) {
+		t.Error("a retry decided later is taken for another request")
 	}
 }
 

@@ -218,7 +218,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if d.err != nil {
 		return errors.New("cluster: damaged snapshot header")
 	}
-	m := store.New()
+	m := store.NewKeyed(f.n.cfg.HashKey())
 	if err := journal.ReadSnapshot(br, m); err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}

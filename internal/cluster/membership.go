@@ -1,13 +1,16 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/rpc"
+	"slices"
 	"sort"
 	"sync"
 	"syscall"
@@ -23,7 +26,13 @@ const membershipTimeout = 10 * time.Second
 type MemberArgs struct {
 	ID   string
 	Addr string // for an addition
+	// Force skips the leader's check that the change leaves a majority
+	// of reachable voters and that a new member answers.
+	Force bool
 }
+
+// ErrNoSuchMember refuses the removal of a node that is not a member.
+var ErrNoSuchMember = errors.New("no such member")
 
 // LocalStatus is what one node knows of itself.
 type LocalStatus struct {
@@ -34,6 +43,9 @@ type LocalStatus struct {
 	CommitIndex  uint64
 	AppliedIndex uint64
 	Leader       string // the leader's id, "" when none is known
+	// Members are the ids of the voters and non-voters of the node's
+	// latest configuration.
+	Members []string
 }
 
 // MemberStatus is one member as the node asked for the status sees it.
@@ -51,17 +63,33 @@ type MemberStatus struct {
 
 // Status is the cluster as one node sees it.
 type Status struct {
-	Leader      string
-	LeaderAddr  string
-	Term        uint64
-	CommitIndex uint64
-	Members     []MemberStatus
+	// Self is the id of the node asked.
+	Self string
+	// NotMember says that Self is not a member: neither its own latest
+	// configuration nor the leader's (when a member reports leading)
+	// lists it. It was removed, or has not been added yet.
+	NotMember bool
+	// ClaimedLeader is the member that reports itself the leader when
+	// Self knows none (a removed node hears no heartbeats).
+	ClaimedLeader string
+	Leader        string
+	LeaderAddr    string
+	Term          uint64
+	CommitIndex   uint64
+	Members       []MemberStatus
 }
 
 // local returns this node's own status.
 func (n *Node) local() LocalStatus {
 	_, leader := n.raft.LeaderWithID()
+	var members []string
+	if f := n.raft.GetConfiguration(); f.Error() == nil {
+		for _, s := range f.Configuration().Servers {
+			members = append(members, string(s.ID))
+		}
+	}
 	return LocalStatus{
+		Members:      members,
 		ID:           n.cfg.NodeID,
 		State:        n.raft.State().String(),
 		Term:         n.raft.CurrentTerm(),
@@ -79,7 +107,7 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 		return Status{}, err
 	}
 	addr, id := n.raft.LeaderWithID()
-	st := Status{Leader: string(id), LeaderAddr: string(addr), Term: n.raft.CurrentTerm()}
+	st := Status{Self: n.cfg.NodeID, Leader: string(id), LeaderAddr: string(addr), Term: n.raft.CurrentTerm()}
 	servers := f.Configuration().Servers
 	st.Members = make([]MemberStatus, len(servers))
 	var wg sync.WaitGroup
@@ -93,22 +121,33 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			done := make(chan *rpc.Call, 1)
-			n.peers.call(m.Addr, "Cluster.Local", struct{}{}, &m.Local, done)
-			select {
-			case call := <-done:
-				if call.Error != nil {
-					n.peers.failed(m.Addr, call.Error)
-					m.Err = call.Error.Error()
-				}
-			case <-ctx.Done():
-				m.Err = ctx.Err().Error()
+			// A reply that comes after ctx ended is written into local,
+			// which nobody reads any more.
+			var local LocalStatus
+			if err := n.peers.do(ctx, m.Addr, "Cluster.Local", struct{}{}, &local); err != nil {
+				m.Err = err.Error()
+			} else {
+				m.Local = local
 			}
 		}()
 	}
 	wg.Wait()
+	st.NotMember = true
+	for _, s := range servers {
+		if string(s.ID) == n.cfg.NodeID {
+			st.NotMember = false
+		}
+	}
 	for _, m := range st.Members {
-		if m.ID == st.Leader && m.Err == "" {
+		if st.Leader == "" && m.Err == "" && m.Local.State == raft.Leader.String() {
+			// This node hears no heartbeats (it was removed, or is cut
+			// off), yet a member leads: report both.
+			st.ClaimedLeader = m.ID
+			if !slices.Contains(m.Local.Members, n.cfg.NodeID) {
+				st.NotMember = true
+			}
+		}
+		if (m.ID == st.Leader || m.ID == st.ClaimedLeader) && m.Err == "" {
 			st.CommitIndex = m.Local.CommitIndex
 		}
 	}
@@ -181,18 +220,33 @@ func (n *Node) changeMembershipOnce(method string, args *MemberArgs, fn func() e
 	return nil
 }
 
-// AddVoter makes the node id at addr a voting member.
-func (n *Node) AddVoter(id, addr string) error {
-	args := &MemberArgs{ID: id, Addr: addr}
+// AddVoter makes the node id at addr a voting member. Unless force is
+// set, the leader first checks that the node answers at addr as id and
+// that a majority of the voters would answer after the change
+// (UnsafeChangeError otherwise).
+func (n *Node) AddVoter(id, addr string, force bool) error {
+	args := &MemberArgs{ID: id, Addr: addr, Force: force}
 	return n.changeMembership("Cluster.AddVoter", args, func() error {
+		if !force {
+			if err := n.checkAdd(id, addr); err != nil {
+				return err
+			}
+		}
 		return n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, membershipTimeout).Error()
 	})
 }
 
-// RemoveServer removes the node id from the cluster.
-func (n *Node) RemoveServer(id string) error {
-	args := &MemberArgs{ID: id}
+// RemoveServer removes the node id from the cluster. Unless force is set,
+// the leader first checks that id is a member and that a majority of the
+// voters left would answer (UnsafeChangeError otherwise).
+func (n *Node) RemoveServer(id string, force bool) error {
+	args := &MemberArgs{ID: id, Force: force}
 	return n.changeMembership("Cluster.RemoveServer", args, func() error {
+		if !force {
+			if err := n.checkRemove(id); err != nil {
+				return err
+			}
+		}
 		return n.raft.RemoveServer(raft.ServerID(id), 0, membershipTimeout).Error()
 	})
 }
@@ -214,20 +268,22 @@ func (s *service) AddVoter(args *MemberArgs, _ *struct{}) error {
 	if args.ID == "" || args.Addr == "" {
 		return errors.New("a member needs an id and an address")
 	}
-	return s.n.AddVoter(args.ID, args.Addr)
+	return s.n.AddVoter(args.ID, args.Addr, args.Force)
 }
 
 func (s *service) RemoveServer(args *MemberArgs, _ *struct{}) error {
 	if args.ID == "" {
 		return errors.New("a member needs an id")
 	}
-	return s.n.RemoveServer(args.ID)
+	return s.n.RemoveServer(args.ID, args.Force)
 }
 
 // Admin is a connection to a node's cluster listener for the membership
 // and status commands.
 type Admin struct {
-	c *rpc.Client
+	c    *rpc.Client
+	addr string
+	conn *firstBytes
 }
 
 // DialAdmin connects to the cluster listener at addr, authenticated with
@@ -248,19 +304,60 @@ func DialAdmin(ctx context.Context, addr string, secret []byte) (*Admin, error) 
 	}
 	conn, err := m.dial(addr, connRPC, timeout)
 	if err != nil {
+		var rh tls.RecordHeaderError
+		if errors.As(err, &rh) && bytes.HasPrefix(rh.RecordHeader[:], []byte("HTTP/")) {
+			return nil, notClusterListener(addr, "an HTTP server", err)
+		}
 		return nil, fmt.Errorf("cluster: connect to %s: %w", addr, err)
 	}
-	return &Admin{c: rpc.NewClient(conn)}, nil
+	fb := &firstBytes{Conn: conn}
+	return &Admin{c: rpc.NewClient(fb), addr: addr, conn: fb}, nil
 }
 
 func (a *Admin) call(ctx context.Context, method string, args, reply any) error {
 	call := a.c.Go(method, args, reply, make(chan *rpc.Call, 1))
 	select {
 	case <-call.Done:
+		if call.Error != nil && a.conn.http() {
+			// An HTTP server answers the cluster protocol with a 400,
+			// which gob reads as garbage.
+			return notClusterListener(a.addr, "an HTTP server", call.Error)
+		}
 		return call.Error
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// notClusterListener explains an answer that is not the cluster
+// protocol's.
+func notClusterListener(addr, what string, err error) error {
+	return fmt.Errorf("cluster: %s answered as %s, not as a dss cluster listener: --cluster-addr takes a node's --cluster-listen address (%w)", addr, what, err)
+}
+
+// firstBytes keeps the first bytes read from a connection, to tell what
+// answered.
+type firstBytes struct {
+	net.Conn
+	mu    sync.Mutex
+	first []byte // guarded by mu
+}
+
+func (f *firstBytes) Read(p []byte) (int, error) {
+	n, err := f.Conn.Read(p)
+	f.mu.Lock()
+	if k := min(n, 8-len(f.first)); k > 0 {
+		f.first = append(f.first, p[:k]...)
+	}
+	f.mu.Unlock()
+	return n, err
+}
+
+// http reports whether the other side spoke HTTP.
+func (f *firstBytes) http() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return bytes.HasPrefix(f.first, []byte("HTTP/"))
 }
 
 // Status returns the cluster's status as the node sees it.
@@ -270,14 +367,16 @@ func (a *Admin) Status(ctx context.Context) (Status, error) {
 	return st, err
 }
 
-// AddVoter adds a voting member.
-func (a *Admin) AddVoter(ctx context.Context, id, addr string) error {
-	return a.call(ctx, "Cluster.AddVoter", &MemberArgs{ID: id, Addr: addr}, &struct{}{})
+// AddVoter adds a voting member; force skips the leader's safety check
+// (see Node.AddVoter).
+func (a *Admin) AddVoter(ctx context.Context, id, addr string, force bool) error {
+	return a.call(ctx, "Cluster.AddVoter", &MemberArgs{ID: id, Addr: addr, Force: force}, &struct{}{})
 }
 
-// RemoveServer removes a member.
-func (a *Admin) RemoveServer(ctx context.Context, id string) error {
-	return a.call(ctx, "Cluster.RemoveServer", &MemberArgs{ID: id}, &struct{}{})
+// RemoveServer removes a member; force skips the leader's safety check
+// (see Node.RemoveServer).
+func (a *Admin) RemoveServer(ctx context.Context, id string, force bool) error {
+	return a.call(ctx, "Cluster.RemoveServer", &MemberArgs{ID: id, Force: force}, &struct{}{})
 }
 
 // Close closes the connection.

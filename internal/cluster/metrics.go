@@ -67,6 +67,12 @@ func (n *Node) Collectors() []prometheus.Collector {
 			}
 			return float64(voters)
 		}),
+		gauge("peers_unreachable", "The members this node could not reach at its last attempt (heartbeats as the leader, vote requests as a candidate).", func() float64 {
+			if n.health == nil {
+				return 0
+			}
+			return float64(len(n.health.unreachable()))
+		}),
 		gauge("inflight_requests", "Requests this node forwarded to the leader or confirms a read index for.", func() float64 {
 			return float64(n.inflight.Load())
 		}),

@@ -48,15 +48,23 @@ type Node struct {
 	rpc    *rpc.Server
 	peers  *peerClients
 	reads  *reader
+	fwd    *forwarder
+	health *peerHealth
+	order  *writeOrder
 
-	mu      sync.Mutex
-	ready   bool                  // guarded by mu; a leader whose term-start entry is applied
-	nextID  uint64                // guarded by mu
-	pending map[uint64]*engine.Op // guarded by mu; proposed here, not yet applied or abandoned
-	batch   []byte                // guarded by mu; writes not yet handed to Raft
-	count   int                   // guarded by mu; writes in batch
-	ids     []uint64              // guarded by mu; the ids in batch that answer a request
-	closed  bool                  // guarded by mu
+	mu    sync.Mutex
+	ready bool // guarded by mu; a leader whose term-start entry is applied
+	// readyEpoch counts the times this node became ready: the writes a
+	// session forwards are taken within one (see forwardSession).
+	readyEpoch uint64                     // guarded by mu
+	readyWait  chan struct{}              // guarded by mu; closed when the node is ready next
+	sessions   map[string]*forwardSession // guarded by mu; the newest stream of forwarded writes of each node
+	nextID     uint64                     // guarded by mu
+	pending    map[uint64]*engine.Op      // guarded by mu; proposed here, not yet applied or abandoned
+	batch      []byte                     // guarded by mu; writes not yet handed to Raft
+	count      int                        // guarded by mu; writes in batch
+	ids        []uint64                   // guarded by mu; the ids in batch that answer a request
+	closed     bool                       // guarded by mu
 
 	// inflight counts requests forwarded to the leader or waiting for a
 	// read index.
@@ -100,6 +108,7 @@ func New(cfg Config) (*Node, error) {
 		cfg:      cfg,
 		log:      cfg.Logger.With("component", "cluster"),
 		pending:  make(map[uint64]*engine.Op),
+		sessions: make(map[string]*forwardSession),
 		wake:     make(chan struct{}, 1),
 		futures:  make(chan proposal, 256),
 		leaderCh: make(chan bool, 16),
@@ -108,11 +117,13 @@ func New(cfg Config) (*Node, error) {
 	var e [8]byte
 	_, _ = rand.Read(e[:])
 	n.epoch = binary.LittleEndian.Uint64(e[:])
+	n.health = newPeerHealth(n.log, n.memberID)
+	n.order = newWriteOrder()
 	if err := n.openLogStores(dir); err != nil {
 		return nil, err
 	}
 	var err error
-	n.snaps, err = raft.NewFileSnapshotStoreWithLogger(dir, 2, newHCLogger(n.log))
+	n.snaps, err = raft.NewFileSnapshotStoreWithLogger(dir, 2, newRaftLogger(n.log, n.health))
 	if err != nil {
 		n.closeStores()
 		return nil, fmt.Errorf("cluster: %w", err)
@@ -129,6 +140,7 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	n.mux = newMux(ln, tlsCfg, n.log, func(c net.Conn) { n.rpc.ServeConn(c) })
+	n.mux.forward = n.serveForward
 	n.peers = newPeerClients(n.mux)
 	return n, nil
 }
@@ -142,11 +154,12 @@ func (n *Node) Start(e *engine.Node) error {
 	n.engine = e
 	n.fsm = &fsm{n: n, engine: e, dedupe: newDedupe(n.cfg.DedupeWindow.Milliseconds())}
 	n.reads = newReader(n)
+	n.fwd = newForwarder(n)
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  raftLayer{n.mux},
 		MaxPool: 4,
 		Timeout: 2 * time.Second,
-		Logger:  newHCLogger(n.log),
+		Logger:  newRaftLogger(n.log, n.health),
 	})
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(n.cfg.NodeID)
@@ -161,7 +174,7 @@ func (n *Node) Start(e *engine.Node) error {
 	// down is never answered. The proposer batches writes itself.
 	rc.BatchApplyCh = false
 	rc.NotifyCh = n.leaderCh
-	rc.Logger = newHCLogger(n.log)
+	rc.Logger = newRaftLogger(n.log, n.health)
 	has, err := raft.HasExistingState(n.logs, n.stable, n.snaps)
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
@@ -188,12 +201,65 @@ func (n *Node) Start(e *engine.Node) error {
 			n.log.Info("not among the initial peers: waiting to be added with `dss cluster add`", "node", n.cfg.NodeID)
 		}
 	}
+	n.watchPeers()
 	n.wg.Add(3)
 	go n.watchLeadership()
 	go n.propose()
 	go n.awaitProposals()
 	n.reads.start()
+	n.fwd.start()
 	return nil
+}
+
+// memberID returns the id of the member at addr, "" when none is.
+func (n *Node) memberID(addr string) string {
+	if n.raft == nil {
+		return ""
+	}
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return ""
+	}
+	for _, s := range f.Configuration().Servers {
+		if string(s.Address) == addr {
+			return string(s.ID)
+		}
+	}
+	return ""
+}
+
+// watchPeers tells the peer health of peers that answer again and of
+// elections that end.
+func (n *Node) watchPeers() {
+	ch := make(chan raft.Observation, 16)
+	obs := raft.NewObserver(ch, false, func(o *raft.Observation) bool {
+		switch o.Data.(type) {
+		case raft.ResumedHeartbeatObservation, raft.LeaderObservation:
+			return true
+		}
+		return false
+	})
+	n.raft.RegisterObserver(obs)
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		defer n.raft.DeregisterObserver(obs)
+		for {
+			select {
+			case o := <-ch:
+				switch d := o.Data.(type) {
+				case raft.ResumedHeartbeatObservation:
+					n.health.reachable(string(d.PeerID))
+				case raft.LeaderObservation:
+					if d.LeaderID != "" {
+						n.health.electionOver()
+					}
+				}
+			case <-n.stop:
+				return
+			}
+		}
+	}()
 }
 
 // bootstraps reports whether this node is one of the initial peers.
@@ -257,6 +323,9 @@ func (n *Node) Close() error {
 	n.batch, n.count, n.ids = nil, 0, nil
 	n.mu.Unlock()
 	if len(ops) > 0 {
+		for _, op := range ops {
+			n.endWrite(op)
+		}
 		n.engine.Abandon(ops)
 	}
 	n.peers.close()
@@ -276,11 +345,17 @@ func (n *Node) Propose(w *engine.Write) engine.Proposed {
 	if !n.ready {
 		return engine.Refused
 	}
+	if w.Op != nil {
+		if fo, ok := w.Op.Caller.(*forwardOp); ok && !n.takesForwardedLocked(fo.s) {
+			return engine.Refused
+		}
+	}
 	n.nextID++
 	id := n.nextID
 	if w.Op != nil {
 		n.pending[id] = w.Op
 		n.ids = append(n.ids, id)
+		n.beginWrite(w.Op)
 	}
 	if n.batch == nil {
 		n.batch = make([]byte, 0, 4096)
@@ -320,7 +395,11 @@ func (n *Node) propose() {
 		entry = append(entry, entryWrites)
 		entry = binary.AppendUvarint(entry, uint64(count))
 		entry = append(entry, body...)
-		f := n.raft.Apply(entry, applyTimeout)
+		// No timeout: a batch that Raft did not take while a later one
+		// was taken would let a client's write overtake an earlier one.
+		// Raft takes or refuses every batch (it refuses them all once it
+		// no longer leads or shuts down), in order.
+		f := n.raft.Apply(entry, 0)
 		select {
 		case n.futures <- proposal{f: f, ids: ids}:
 		case <-n.stop:
@@ -341,6 +420,7 @@ func (n *Node) awaitProposals() {
 			if err := p.f.Error(); err != nil {
 				n.log.Debug("writes not committed", "err", err, "requests", len(p.ids))
 				n.abandon(p.ids)
+				n.endEpoch()
 			}
 		case <-n.stop:
 			// Raft is shut down: every future left fails at once.
@@ -370,7 +450,27 @@ func (n *Node) abandon(ids []uint64) {
 	}
 	n.mu.Unlock()
 	if len(ops) > 0 {
+		// Before Abandon: once answered, an op may be reused.
+		for _, op := range ops {
+			n.endWrite(op)
+		}
 		n.engine.Abandon(ops)
+	}
+}
+
+// beginWrite counts a write a client of this node sent to its engine as
+// under way, so that the client's later reads wait for it (writeOrder).
+// A forwarded write is counted on the node that forwarded it.
+func (n *Node) beginWrite(op *engine.Op) {
+	if _, forwarded := op.Caller.(*forwardOp); !forwarded {
+		n.order.begin(op.Client)
+	}
+}
+
+// endWrite counts a write that beginWrite counted as answered.
+func (n *Node) endWrite(op *engine.Op) {
+	if _, forwarded := op.Caller.(*forwardOp); !forwarded {
+		n.order.end(op.Client)
 	}
 }
 
@@ -381,10 +481,15 @@ func (n *Node) takeOp(o origin) *engine.Op {
 		return nil
 	}
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	op, ok := n.pending[o.id]
 	if ok {
 		delete(n.pending, o.id)
+	}
+	n.mu.Unlock()
+	if op != nil {
+		// Applied from here on: a read of its client that starts now
+		// takes an index at or past it.
+		n.endWrite(op)
 	}
 	return op
 }
@@ -440,12 +545,77 @@ func (n *Node) startTerm() {
 
 func (n *Node) setReady(ready bool) {
 	n.mu.Lock()
-	n.ready = ready && !n.closed
+	ready = ready && !n.closed
+	if ready && !n.ready {
+		n.readyEpoch++
+		if n.readyWait != nil {
+			close(n.readyWait)
+			n.readyWait = nil
+		}
+	}
+	n.ready = ready
 	n.mu.Unlock()
 	if !ready {
 		select {
 		case n.wake <- struct{}{}: // the proposer abandons what is batched
 		default:
+		}
+	}
+}
+
+// endEpoch ends this node's leadership epoch after Raft failed to commit
+// a batch of its writes: the writes decided after that batch are refused
+// (so a client's later write cannot be committed without its earlier
+// one), and a leader starts again with a new term-start entry.
+func (n *Node) endEpoch() {
+	if !n.isReady() {
+		return
+	}
+	n.setReady(false)
+	if n.raft.State() == raft.Leader {
+		n.log.Warn("writes were not committed; the leader takes writes again once a new entry is committed")
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			n.startTerm()
+		}()
+	}
+}
+
+// currentReadyEpoch returns the ready epoch, 0 while not ready.
+func (n *Node) currentReadyEpoch() uint64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.ready {
+		return 0
+	}
+	return n.readyEpoch
+}
+
+// awaitReadyEpoch returns the ready epoch once this node is ready, or 0
+// if it is not by deadline.
+func (n *Node) awaitReadyEpoch(deadline time.Time) uint64 {
+	for {
+		n.mu.Lock()
+		if n.ready {
+			e := n.readyEpoch
+			n.mu.Unlock()
+			return e
+		}
+		if n.readyWait == nil {
+			n.readyWait = make(chan struct{})
+		}
+		ch := n.readyWait
+		n.mu.Unlock()
+		t := time.NewTimer(time.Until(deadline))
+		select {
+		case <-ch:
+			t.Stop()
+		case <-t.C:
+			return 0
+		case <-n.stop:
+			t.Stop()
+			return 0
 		}
 	}
 }
@@ -509,18 +679,20 @@ func (n *Node) Ready() error {
 
 // Submit carries out op, as broker.Store asks: KEYNOTIFY and stale reads
 // on this node's engine at once; writes on the leader's engine, forwarded
-// there when this node is a follower; linearizable reads once this node's
-// machine has applied the leader's commit index. It never blocks.
+// there when this node is a follower; linearizable reads (GET, and each
+// page of a SCAN) once this node's machine has applied the leader's commit
+// index. It never blocks.
 func (n *Node) Submit(ctx context.Context, op *engine.Op) bool {
 	switch op.Request.Verb {
 	case wire.VerbSet, wire.VerbDel, wire.VerbVDel:
-		if n.isReady() {
+		if n.isReady() && n.fwd.idle() {
 			return n.engine.Submit(ctx, op)
 		}
-		// A follower, or a leader that is not ready yet: the write goes
-		// to the leader once there is one.
+		// A follower, a leader that is not ready yet, or one whose
+		// forwarded writes of before it led are not all answered: the
+		// write goes to the leader behind them once there is one.
 		return n.forward(ctx, op)
-	case wire.VerbGet:
+	case wire.VerbGet, wire.VerbKeyInfo, wire.VerbScan:
 		if op.Stale {
 			return n.engine.Submit(ctx, op)
 		}

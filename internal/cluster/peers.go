@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"net/rpc"
 	"sync"
@@ -30,33 +31,65 @@ func newPeerClients(m *mux) *peerClients {
 
 // get returns the client for addr, connecting when there is none.
 func (p *peerClients) get(addr string) (*rpc.Client, error) {
+	c, _, err := p.getFresh(addr)
+	return c, err
+}
+
+// getFresh is get, and says whether the connection is a new one.
+func (p *peerClients) getFresh(addr string) (*rpc.Client, bool, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return nil, errClosed
+		return nil, false, errClosed
 	}
 	if c, ok := p.clients[addr]; ok {
 		p.mu.Unlock()
-		return c, nil
+		return c, false, nil
 	}
 	p.mu.Unlock()
 	conn, err := p.m.dial(addr, connRPC, dialTimeout)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	c := rpc.NewClient(conn)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		c.Close()
-		return nil, errClosed
+		return nil, false, errClosed
 	}
 	if old, ok := p.clients[addr]; ok {
 		c.Close()
-		return old, nil
+		return old, false, nil
 	}
 	p.clients[addr] = c
-	return c, nil
+	return c, true, nil
+}
+
+// do calls method on addr and waits for the answer or ctx. A call that
+// fails on a connection made before (the peer restarted since, or the
+// connection broke) is made once more on a new connection, so that a
+// peer that is back answers the first call.
+func (p *peerClients) do(ctx context.Context, addr, method string, args, reply any) error {
+	for retried := false; ; retried = true {
+		c, fresh, err := p.getFresh(addr)
+		if err != nil {
+			return err
+		}
+		call := c.Go(method, args, reply, make(chan *rpc.Call, 1))
+		select {
+		case <-call.Done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if call.Error == nil || isServerError(call.Error) {
+			return call.Error
+		}
+		p.drop(addr, c)
+		if fresh || retried {
+			return call.Error
+		}
+	}
 }
 
 // drop forgets the client for addr after its connection failed.

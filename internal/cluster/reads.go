@@ -148,8 +148,9 @@ func (r *reader) close() {
 	}
 }
 
-// read answers a linearizable GET: once a read index is confirmed and
-// this node's machine has applied it, the GET reads the machine.
+// read answers a linearizable GET or SCAN page: once a read index is
+// confirmed and this node's machine has applied it, the request reads the
+// machine.
 func (n *Node) read(_ context.Context, op *engine.Op) bool {
 	if !n.admit(op) {
 		return true
@@ -157,6 +158,19 @@ func (n *Node) read(_ context.Context, op *engine.Op) bool {
 	// The key lives in the connection's read buffer, which its next
 	// request reuses: the read outlives this call, so it keeps a copy.
 	op.Request.Key = bytes.Clone(op.Request.Key)
+	op.Request.Token = bytes.Clone(op.Request.Token) // a SCAN's
+	if n.order.after(op.Client, func() { n.readNow(op) }) {
+		// A write the client sent before is under way: the read starts
+		// once it is answered, and so sees it.
+		return false
+	}
+	n.readNow(op)
+	return false
+}
+
+// readNow confirms a read index for op and reads once this node's machine
+// has applied it.
+func (n *Node) readNow(op *engine.Op) {
 	n.reads.confirm(func(index uint64, err error) {
 		if err != nil {
 			n.log.Debug("read index not confirmed", "err", err)
@@ -172,5 +186,4 @@ func (n *Node) read(_ context.Context, op *engine.Op) bool {
 			n.finish(op)
 		})
 	})
-	return false
 }

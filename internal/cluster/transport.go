@@ -26,8 +26,9 @@ const MinSecretLen = 16
 
 // Connection kinds: the first byte a dialer sends after the handshake.
 const (
-	connRaft byte = 'R' // Raft's own RPCs (hashicorp/raft's transport)
-	connRPC  byte = 'C' // forwarded requests, read index, membership, status
+	connRaft    byte = 'R' // Raft's own RPCs (hashicorp/raft's transport)
+	connRPC     byte = 'C' // read index, membership, status
+	connForward byte = 'F' // a stream of forwarded writes (forward.go)
 )
 
 // ErrNoSecret is returned for a cluster listener that other machines can
@@ -102,12 +103,14 @@ func isLoopback(addr string) bool {
 // mux is the cluster listener: it authenticates every connection and hands
 // it to Raft's transport or to the RPC server, by its first byte.
 type mux struct {
-	ln    net.Listener
-	tls   *tls.Config // nil: plain TCP (loopback without a secret)
-	log   *slog.Logger
-	raft  chan net.Conn
-	rpc   func(net.Conn)
-	close chan struct{}
+	ln   net.Listener
+	tls  *tls.Config // nil: plain TCP (loopback without a secret)
+	log  *slog.Logger
+	raft chan net.Conn
+	rpc  func(net.Conn)
+	// forward serves a stream of forwarded writes; set before serve.
+	forward func(net.Conn)
+	close   chan struct{}
 
 	mu     sync.Mutex
 	closed bool                  // guarded by mu
@@ -171,21 +174,30 @@ func (m *mux) route(c net.Conn) {
 			tc.Close()
 		}
 	case connRPC:
-		m.mu.Lock()
-		if m.closed {
-			m.mu.Unlock()
-			c.Close()
-			return
-		}
-		m.conns[c] = struct{}{}
-		m.mu.Unlock()
-		m.rpc(c) // until the connection ends
-		m.mu.Lock()
-		delete(m.conns, c)
-		m.mu.Unlock()
+		m.serveTracked(c, m.rpc)
+	case connForward:
+		m.serveTracked(c, m.forward)
 	default:
 		c.Close()
 	}
+}
+
+// serveTracked runs serve on c until the connection ends, with c among
+// the connections Close closes.
+func (m *mux) serveTracked(c net.Conn, serve func(net.Conn)) {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		c.Close()
+		return
+	}
+	m.conns[c] = struct{}{}
+	m.mu.Unlock()
+	serve(c)
+	c.Close()
+	m.mu.Lock()
+	delete(m.conns, c)
+	m.mu.Unlock()
 }
 
 // track adds c to the connections Close closes; false (and c closed) if

@@ -38,7 +38,7 @@ type raw struct {
 
 func dial(t *testing.T, addr string) *raw {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", addr, wait)
+	conn, err := dsstest.DialMQTT(addr)
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}

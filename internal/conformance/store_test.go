@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -110,9 +111,9 @@ func TestStateStoreResponses(t *testing.T) {
 		if p := c.Request(dsstest.Cmd("GET", "k")); string(p.Payload) != "$-1\r\n" {
 			t.Fatalf("a request of version 2.0 was executed: GET %q", p.Payload)
 		}
-		// dss's extension KEYS, answered on a goroutine of its own.
-		if p := c.Request(dsstest.Cmd("KEYS", "f*")); string(p.Payload) != "*1\r\n$1\r\nf\r\n" || propKeys(p) != "__stat,__protVer" {
-			t.Fatalf("KEYS: %q %s", p.Payload, propKeys(p))
+		// SCAN, the vendor's newer clients' listing: no version.
+		if p := c.Request(dsstest.Cmd("SCAN", "f*")); string(p.Payload) != "*1\r\n*1\r\n$1\r\nf\r\n" || propKeys(p) != "__stat,__protVer" {
+			t.Fatalf("SCAN: %q %s", p.Payload, propKeys(p))
 		}
 	})
 }
@@ -166,7 +167,9 @@ func TestStateStoreNotifications(t *testing.T) {
 }
 
 // A request without Response Topic or Correlation Data, or with QoS 0,
-// is not executed (PROTOCOL.md section 1).
+// is not executed (PROTOCOL.md section 1). One that has a Response Topic
+// is told why there: __stat 400, the reason in __stMsg and as the
+// payload, its Correlation Data if it has any.
 func TestStateStoreRefusesIncompleteRequests(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, addr string) {
 		c := dsstest.Dial(t, addr, "incomplete")
@@ -177,12 +180,38 @@ func TestStateStoreRefusesIncompleteRequests(t *testing.T) {
 				Properties: &paho.PublishProperties{ResponseTopic: c.ResponseTopic, User: withTS()}},
 			{QoS: 0, Topic: wire.RequestTopic, Payload: dsstest.Cmd("SET", "c", "1"),
 				Properties: &paho.PublishProperties{ResponseTopic: c.ResponseTopic, CorrelationData: []byte("y"), User: withTS()}},
+			{QoS: 0, Topic: wire.RequestTopic, Payload: dsstest.Cmd("SET", "d", "1"),
+				Properties: &paho.PublishProperties{ResponseTopic: c.ResponseTopic, User: withTS()}},
 		} {
 			// dss serve acknowledges with 0x83 (an error here); a broker
 			// dss is attached to acknowledges what it takes.
 			_, _ = c.Publish(p)
 		}
-		for _, k := range []string{"a", "b", "c"} {
+		// Answers to b, c and d (a has no Response Topic), by correlation
+		// data and reason; those without correlation data in either order.
+		want := []string{
+			"|state store request without Correlation Data",
+			"y|state store requests must be sent with QoS 1",
+			"|state store requests must be sent with QoS 1 and carry Correlation Data",
+		}
+		var got []string
+		for range len(want) {
+			p := c.Next()
+			msg, _ := dsstest.UserProperty(p, wire.PropStatusMessage)
+			st, _ := dsstest.UserProperty(p, wire.PropStatus)
+			if p.Topic != c.ResponseTopic || string(p.Payload) != "-ERR "+msg+"\r\n" || st != "400" ||
+				propKeys(p) != "__stat,__stMsg,__protVer" || p.QoS != 1 || p.Properties.ContentType != wire.ContentType {
+				t.Fatalf("refusal: %q on %s, __stat %q __stMsg %q, properties %s, QoS %d, content type %q",
+					p.Payload, p.Topic, st, msg, propKeys(p), p.QoS, p.Properties.ContentType)
+			}
+			got = append(got, string(p.Properties.CorrelationData)+"|"+msg)
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("refusals %q, want %q", got, want)
+		}
+		for _, k := range []string{"a", "b", "c", "d"} {
 			if p := c.Request(dsstest.Cmd("GET", k)); string(p.Payload) != "$-1\r\n" {
 				t.Fatalf("GET %s: %q: an incomplete request was executed", k, p.Payload)
 			}

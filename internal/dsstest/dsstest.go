@@ -32,9 +32,16 @@ func StartServer(t testing.TB, cfg server.Config) *server.Server {
 	if cfg.Logger == nil {
 		cfg.Logger = Logger()
 	}
+	if OverWebSocket() && cfg.WSListen == "" {
+		cfg.WSListen = "127.0.0.1:0"
+	}
 	s, err := server.New(cfg)
 	if err != nil {
 		t.Fatalf("server.New: %v", err)
+	}
+	if ws := s.WSAddr(); ws != "" && OverWebSocket() {
+		wsAddrs.Store(s.Addr(), ws)
+		t.Cleanup(func() { wsAddrs.Delete(s.Addr()) })
 	}
 	if err := s.Start(); err != nil {
 		t.Fatalf("server.Start: %v", err)

@@ -92,7 +92,7 @@ func TestBackupAndRestoreUnderLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	save := exec.Command(dssBinary, "snapshot", "save", "-", "--server", httpAddr)
+	save := exec.Command(dssBinary, "snapshot", "save", "-", "--http", httpAddr)
 	var stderr bytes.Buffer
 	save.Stdout, save.Stderr = &slowWriter{w: f}, &stderr
 	startTurns := turns.Load()
@@ -123,7 +123,7 @@ func TestBackupAndRestoreUnderLoad(t *testing.T) {
 	}
 	// A save to a file.
 	again := filepath.Join(t.TempDir(), "again.backup")
-	if out, code := runDSS(t, "snapshot", "save", again, "--server", httpAddr); code != 0 || !strings.Contains(out, "saved") {
+	if out, code := runDSS(t, "snapshot", "save", again, "--http", httpAddr); code != 0 || !strings.Contains(out, "saved") {
 		t.Fatalf("dss snapshot save FILE: exit status %d:\n%s", code, out)
 	}
 	q := startDSS(t, freeAddr(t), "--data", restored)

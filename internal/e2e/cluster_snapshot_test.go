@@ -45,7 +45,7 @@ func TestClusterSnapshotInstallNotifiesWatchers(t *testing.T) {
 		t.Fatal(err)
 	}
 	paused := st.CommitIndex
-	failed := "failed to heartbeat to: peer=" + follower.cluster
+	failed := `msg="cluster peer unreachable" component=cluster peer=` + follower.id + " "
 	before := strings.Count(leader.proc.out.String(), failed)
 	if err := follower.proc.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)

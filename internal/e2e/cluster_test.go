@@ -35,6 +35,7 @@ type testCluster struct {
 	peers   string
 	extra   []string // more flags for every node
 	secret  []byte   // the cluster secret, from DSS_CLUSTER_SECRET
+	bin     string   // the dss binary the nodes run
 }
 
 // startCluster starts n dss processes that form a new cluster. The
@@ -44,7 +45,25 @@ type testCluster struct {
 // cluster starts again on new ports.
 func startCluster(t *testing.T, n int, extra ...string) *testCluster {
 	t.Helper()
-	tc := &testCluster{t: t, extra: extra, secret: []byte(os.Getenv("DSS_CLUSTER_SECRET"))}
+	bin := dssBinary
+	if dsstest.Long() || os.Getenv("DSS_E2E_RACE") != "" {
+		// The long run, or a run that asks, has every cluster test run
+		// a -race build of dss.
+		bin = raceDSS(t)
+	}
+	return startClusterOf(t, bin, n, extra...)
+}
+
+// startRaceCluster is startCluster with nodes that run dss built with the
+// race detector.
+func startRaceCluster(t *testing.T, n int, extra ...string) *testCluster {
+	t.Helper()
+	return startClusterOf(t, raceDSS(t), n, extra...)
+}
+
+func startClusterOf(t *testing.T, bin string, n int, extra ...string) *testCluster {
+	t.Helper()
+	tc := &testCluster{t: t, extra: extra, secret: []byte(os.Getenv("DSS_CLUSTER_SECRET")), bin: bin}
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, m := range tc.members {
@@ -104,7 +123,7 @@ func (tc *testCluster) start(m *member) {
 func (tc *testCluster) tryStart(m *member) bool {
 	tc.t.Helper()
 	args := append([]string{"--node-id", m.id, "--cluster-listen", m.cluster, "--peers", tc.peers, "--data", m.data}, tc.extra...)
-	p, ok := tryStartDSS(tc.t, m.mqtt, args...)
+	p, ok := tryStartBinary(tc.t, tc.bin, m.mqtt, args...)
 	m.proc = p
 	// What answered on the MQTT port may be another listener that took
 	// it: the node's own start-up line says it bound every port.

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +20,36 @@ import (
 
 // dssBinary is the dss binary built once for the package's tests.
 var dssBinary string
+
+// raceBinary is dss built with the race detector, once, for the tests
+// that run it (raceDSS): a data race in the server is invisible to a
+// plain binary.
+var raceBinary struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// raceDSS returns the path of dss built with -race, building it at the
+// first call.
+func raceDSS(t testing.TB) string {
+	t.Helper()
+	raceBinary.once.Do(func() {
+		raceBinary.path = dssBinary + "-race"
+		build := exec.Command("go", "build", "-race", "-o", raceBinary.path, "github.com/dssio/dss/cmd/dss")
+		out, err := build.CombinedOutput()
+		if err != nil {
+			raceBinary.err = fmt.Errorf("building dss with -race: %v\n%s", err, out)
+		}
+	})
+	if raceBinary.err != nil {
+		t.Fatal(raceBinary.err)
+	}
+	return raceBinary.path
+}
+
+// raceReport is what a binary built with -race prints for a data race.
+const raceReport = "WARNING: DATA RACE"
 
 func TestMain(m *testing.M) {
 	if runtime.GOOS == "windows" {
@@ -86,7 +118,16 @@ var serving = regexp.MustCompile(`msg="dss serving" .*mqtt=(\S+)`)
 // accepts connections (true) or exits (false).
 func tryStartDSS(t testing.TB, addr string, args ...string) (*process, bool) {
 	t.Helper()
-	p := runProcess(t, addr, exec.Command(dssBinary, append([]string{"serve", "--listen", addr}, args...)...))
+	return tryStartBinary(t, dssBinary, addr, args...)
+}
+
+// tryStartBinary is tryStartDSS with the dss binary bin.
+func tryStartBinary(t testing.TB, bin, addr string, args ...string) (*process, bool) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"serve", "--listen", addr}, args...)...)
+	// A race ends the process at once, so that the test sees it.
+	cmd.Env = append(os.Environ(), "GORACE=halt_on_error=1")
+	p := runProcess(t, addr, cmd)
 	deadline := time.Now().Add(time.Minute)
 	for {
 		if addr == anyPort {
@@ -125,7 +166,12 @@ func runProcess(t testing.TB, addr string, cmd *exec.Cmd) *process {
 		p.err = p.cmd.Wait()
 		close(p.done)
 	}()
-	t.Cleanup(p.kill)
+	t.Cleanup(func() {
+		p.kill()
+		if strings.Contains(p.out.String(), raceReport) {
+			t.Errorf("the race detector reported a data race in dss:\n%s", p.out)
+		}
+	})
 	return p
 }
 

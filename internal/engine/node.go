@@ -207,8 +207,10 @@ func (n *Node) Submit(ctx context.Context, op *Op) (inline bool) {
 	switch err := n.checkClock(op, now); {
 	case err != nil:
 		op.Result.Err = err
-	case op.Request.Verb == wire.VerbGet:
+	case op.Request.Verb == wire.VerbGet, op.Request.Verb == wire.VerbKeyInfo:
 		n.readLocked(op, now)
+	case op.Request.Verb == wire.VerbScan:
+		n.scanLocked(op, now)
 	case op.Request.Verb == wire.VerbKeyNotify:
 		if n.notifier != nil {
 			n.notifier.KeyNotify(op)
@@ -251,11 +253,22 @@ func (n *Node) answerNowLocked(op *Op, err *wire.Error) bool {
 	return true
 }
 
-// readLocked carries out a GET on this node's machine.
+// readLocked carries out a GET or a KEYINFO on this node's machine.
 func (n *Node) readLocked(op *Op, now int64) {
+	if op.Request.Verb == wire.VerbKeyInfo {
+		v, ver, info, ok := n.m.GetInfo(op.Request.Key, now)
+		op.Result.Value, op.Result.Found, op.Result.Info, op.Result.Now = v, ok, info, now
+		op.Result.setVersion(ver)
+		return
+	}
 	v, ver, ok := n.m.Get(op.Request.Key, now)
 	op.Result.Value, op.Result.Found = v, ok
 	op.Result.setVersion(ver)
+	if ok && op.WithTTL {
+		if at, has := n.m.Deadline(op.Request.Key); has {
+			op.Result.TTL = max(at-now, 1)
+		}
+	}
 }
 
 // enqueueLocked queues an item for the delivery goroutine.

@@ -324,6 +324,8 @@ func (w *watchAll) KeyNotify(op *Op) {}
 
 func (w *watchAll) Watched() []string { return w.keys }
 
+func (w *watchAll) WatchesPatterns() bool { return false }
+
 func (w *watchAll) Changed(c *store.Change) func() {
 	change := *c
 	return func() {

@@ -10,12 +10,16 @@ import "github.com/dssio/dss/internal/store"
 // goroutine, in the same order.
 type Notifier interface {
 	// KeyNotify carries out a KEYNOTIFY request: it registers or, for
-	// STOP, unregisters op's client for op.Request.Key and sets
-	// op.Result.Watched.
+	// STOP, unregisters op's client for op.Request.Key (a pattern of keys
+	// when op.Request.Pattern is set) and sets op.Result.Watched.
 	KeyNotify(op *Op)
 	// Changed returns the function that tells the current watchers of
-	// c.Key about c, or nil when nobody watches the key.
+	// c.Key (by the key or by a pattern) about c, once each, or nil when
+	// nobody watches the key.
 	Changed(c *store.Change) (deliver func())
 	// Watched returns every key that has a watcher now.
 	Watched() []string
+	// WatchesPatterns reports whether a registration for a pattern of
+	// keys exists now: then every key may have a watcher.
+	WatchesPatterns() bool
 }

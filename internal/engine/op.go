@@ -22,6 +22,15 @@ type Op struct {
 	// Stale asks a cluster node to answer a GET from its own machine at
 	// once, without confirming with the leader that it is current.
 	Stale bool
+	// Readable, for a SCAN, says which keys the client may read; nil:
+	// every key. It is called under the engine lock and must take no lock
+	// of the binding.
+	Readable func(key string) bool
+	// MaxReplyBytes bounds the total length of the keys a SCAN page
+	// answers; 0 means ScanReplyBytes.
+	MaxReplyBytes int
+	// WithTTL asks a GET for the time its key has left (Result.TTL).
+	WithTTL bool
 	// Caller identifies the requesting connection to the Notifier.
 	Caller any
 	// Client and Correlation identify the request among those a client
@@ -56,8 +65,20 @@ type Result struct {
 	// Version is the version to report as __ts, when HasVersion is set.
 	Version    hlc.Timestamp
 	HasVersion bool
+	// Info is what a KEYINFO found besides the value, and Now the time
+	// (milliseconds) it read at, for the time left to the deadline.
+	Info store.Info
+	Now  int64
 	// Watched reports for KEYNOTIFY STOP whether a registration existed.
 	Watched bool
+	// Keys are the keys of a SCAN page; they stay valid after the machine
+	// changes. More reports that another page follows, from Position.
+	Keys     []string
+	More     bool
+	Position wire.ScanPosition
+	// TTL is the time a key found by a GET with Op.WithTTL has left, in
+	// milliseconds (at least 1); 0 when it does not expire.
+	TTL int64
 }
 
 func (r *Result) setVersion(v hlc.Timestamp) {

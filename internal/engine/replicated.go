@@ -1,6 +1,9 @@
 package engine
 
-import "github.com/dssio/dss/hlc"
+import (
+	"github.com/dssio/dss/hlc"
+	"github.com/dssio/dss/internal/wire"
+)
 
 // ApplyCommitted applies writes that a replicated log committed, in log
 // order, and queues their results and changes for delivery. Every node of
@@ -59,17 +62,21 @@ func (n *Node) Deliver(op *Op) {
 	n.signal()
 }
 
-// Read carries out a GET on this node's machine now and delivers its
-// result on the delivery goroutine, after everything applied so far: a
-// replicated log reads this way once the machine is known to be current.
+// Read carries out a GET, KEYINFO or SCAN on this node's machine now and
+// delivers its result on the delivery goroutine, after everything applied
+// so far: a replicated log reads this way once the machine is known to be
+// current.
 func (n *Node) Read(op *Op) {
 	op.Result = Result{}
 	op.Inline = false
 	n.mu.Lock()
-	if n.closing || n.failed != nil {
+	switch now := max(n.clock.PhysicalNow(), n.lastTime); {
+	case n.closing || n.failed != nil:
 		op.Result.Err = errUnavailable
-	} else {
-		n.readLocked(op, max(n.clock.PhysicalNow(), n.lastTime))
+	case op.Request.Verb == wire.VerbScan:
+		n.scanLocked(op, now)
+	default:
+		n.readLocked(op, now)
 	}
 	n.enqueueLocked(item{op: op})
 	n.mu.Unlock()

@@ -72,7 +72,12 @@ func (n *Node) Restore(m *store.Machine, lastTime int64) {
 	}
 	queued := false
 	if n.notifier != nil {
-		for _, key := range n.notifier.Watched() {
+		keys := n.notifier.Watched()
+		if n.notifier.WatchesPatterns() {
+			// Any key may have a watcher: every key of either machine.
+			keys = allKeys(old, m)
+		}
+		for _, key := range keys {
 			c, changed := restoredChange(old, m, key)
 			if !changed {
 				continue
@@ -87,6 +92,20 @@ func (n *Node) Restore(m *store.Machine, lastTime int64) {
 	if queued {
 		n.signal()
 	}
+}
+
+// allKeys returns the keys of a and of b, each once.
+func allKeys(a, b *store.Machine) []string {
+	keys := make([]string, 0, max(a.Len(), b.Len()))
+	for c := range b.Entries() {
+		keys = append(keys, c.Key)
+	}
+	for c := range a.Entries() {
+		if _, _, ok := b.Lookup([]byte(c.Key)); !ok {
+			keys = append(keys, c.Key)
+		}
+	}
+	return keys
 }
 
 // restoredChange returns how key changed from machine old to machine m.

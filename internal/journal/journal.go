@@ -60,6 +60,9 @@ type Options struct {
 	// snapshot. Zero means 64 MiB.
 	SnapshotAfter int64
 	Logger        *slog.Logger
+	// Timings, when set, receives how long writes, fsyncs and snapshots
+	// take.
+	Timings *Timings
 }
 
 // Journal is the on-disk log of one node. Append, Flush and BeginSnapshot
@@ -138,7 +141,11 @@ func (j *Journal) Flush() error {
 	j.pending, j.marks = j.spare[:0], nil
 	j.spare = nil
 	j.mu.Unlock()
+	start := time.Now()
 	err := j.writeLocked(buf, marks)
+	if t := j.opts.Timings; t != nil && err == nil {
+		timed(t.Write, start)
+	}
 	if err == nil && j.opts.Fsync == FsyncAlways && j.dirty {
 		err = j.syncLocked()
 	}
@@ -181,8 +188,12 @@ func (j *Journal) writeFile(b []byte) error {
 }
 
 func (j *Journal) syncLocked() error {
+	start := time.Now()
 	if err := fdatasync(j.file); err != nil {
 		return fmt.Errorf("fsync %s: %w", j.file.Name(), err)
+	}
+	if t := j.opts.Timings; t != nil {
+		timed(t.Fsync, start)
 	}
 	j.dirty = false
 	return nil
@@ -253,7 +264,12 @@ func (j *Journal) syncEverySecond() {
 		if !due {
 			continue
 		}
-		if err := fdatasync(f); err != nil {
+		start := time.Now()
+		err := fdatasync(f)
+		if t := j.opts.Timings; t != nil && err == nil {
+			timed(t.Fsync, start)
+		}
+		if err != nil {
 			j.wmu.Lock()
 			// A segment closed meanwhile was synced by its rotation.
 			if f == j.file && !j.closed && j.failed == nil {

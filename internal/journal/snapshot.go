@@ -8,6 +8,7 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/dssio/dss/hlc"
 	"github.com/dssio/dss/internal/store"
@@ -26,6 +27,7 @@ type SnapshotWriter struct {
 	size  int64
 	data  int64 // bytes of keys and values written
 	err   error
+	began time.Time
 }
 
 // BeginSnapshot starts a snapshot of every change up to seq. It is called
@@ -40,7 +42,7 @@ func (j *Journal) BeginSnapshot(seq uint64, maxVersion hlc.Timestamp) (*Snapshot
 	j.snapshotting = true
 	j.sinceSnapshot = 0
 	j.marks = append(j.marks, mark{offset: len(j.pending), first: seq + 1})
-	w := &SnapshotWriter{j: j, seq: seq, tmp: filepath.Join(j.opts.Dir, snapshotName(seq)+".tmp")}
+	w := &SnapshotWriter{j: j, seq: seq, tmp: filepath.Join(j.opts.Dir, snapshotName(seq)+".tmp"), began: time.Now()}
 	w.buf = appendRecord(nil, appendHeader(nil, header{kind: recSnapshotHeader, seq: seq, maxVersion: maxVersion}))
 	return w, nil
 }
@@ -111,7 +113,11 @@ func (w *SnapshotWriter) Finish(maxVersion hlc.Timestamp) error {
 	w.j.snapshotting = false
 	w.j.lastSnapshot = snapshotStats{size: w.size, keys: int64(w.count), data: w.data}
 	w.j.mu.Unlock()
-	return w.j.removeBefore(w.seq)
+	err = w.j.removeBefore(w.seq)
+	if t := w.j.opts.Timings; t != nil && err == nil {
+		timed(t.Snapshot, w.began)
+	}
+	return err
 }
 
 // Abort gives the snapshot up; the log keeps everything.

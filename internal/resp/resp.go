@@ -85,6 +85,9 @@ const (
 	KindInteger                 // :n
 	KindError                   // -text
 	KindArray                   // *n of bulk strings
+	// KindScanPage is a SCAN response (ParseScanPage): Elems holds its
+	// keys, Text its token when More is set.
+	KindScanPage
 )
 
 // Reply is one parsed reply. Text aliases the parsed input.
@@ -94,8 +97,10 @@ type Reply struct {
 	Text []byte
 	// Int is the value of an integer reply.
 	Int int64
-	// Elems are the elements of an array reply.
+	// Elems are the elements of an array reply, or a SCAN page's keys.
 	Elems [][]byte
+	// More reports that a SCAN page has a token (in Text) for the next.
+	More bool
 }
 
 // ParseReply parses b, which must hold exactly one reply.
@@ -130,6 +135,14 @@ func ParseReply(b []byte) (Reply, error) {
 		}
 		return Reply{Kind: KindNull}, nil
 	case '*':
+		if len(b) > 4 && (b[1] == '1' || b[1] == '2') && b[2] == '\r' && b[4] == '*' {
+			// An array whose first element is an array: a SCAN page.
+			keys, token, more, err := ParseScanPage(b)
+			if err != nil {
+				return Reply{}, err
+			}
+			return Reply{Kind: KindScanPage, Elems: keys, Text: token, More: more}, nil
+		}
 		elems, err := ParseArray(b, nil)
 		if err != nil {
 			return Reply{}, err

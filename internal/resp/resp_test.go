@@ -175,10 +175,22 @@ func FuzzParseReply(f *testing.F) {
 			out = AppendBulk(nil, r.Text)
 		case KindInteger:
 			out = AppendInt(nil, r.Int)
+		case KindArray:
+			out = AppendArray(nil, r.Elems...)
+		case KindScanPage:
+			n := 1
+			if r.More {
+				n = 2
+			}
+			out = AppendArray(AppendArrayHeader(nil, n), r.Elems...)
+			if r.More {
+				out = AppendBulk(out, r.Text)
+			}
 		case KindNull:
 			return
 		}
-		if r2, err := ParseReply(out); err != nil || r2.Kind != r.Kind || r2.Int != r.Int || !bytes.Equal(r2.Text, r.Text) {
+		if r2, err := ParseReply(out); err != nil || r2.Kind != r.Kind || r2.Int != r.Int || !bytes.Equal(r2.Text, r.Text) ||
+			len(r2.Elems) != len(r.Elems) || r2.More != r.More {
 			t.Fatalf("%q -> %+v -> %q -> %+v, %v", in, r, out, r2, err)
 		}
 	})

@@ -29,6 +29,13 @@ func freeAddrs(t *testing.T, n int) []string {
 // startCluster starts a cluster of n servers in this process.
 func startCluster(t *testing.T, n int) []*server.Server {
 	t.Helper()
+	return startClusterWith(t, n, server.Config{})
+}
+
+// startClusterWith is startCluster with base as every node's settings
+// beside its id, data directory and cluster listener.
+func startClusterWith(t *testing.T, n int, base server.Config) []*server.Server {
+	t.Helper()
 	addrs := freeAddrs(t, n)
 	var peers []cluster.Peer
 	for i, a := range addrs {
@@ -36,11 +43,10 @@ func startCluster(t *testing.T, n int) []*server.Server {
 	}
 	var servers []*server.Server
 	for i := range addrs {
-		servers = append(servers, dsstest.StartServer(t, server.Config{
-			NodeID:  peers[i].ID,
-			DataDir: t.TempDir(),
-			Cluster: server.ClusterConfig{Listen: addrs[i], Peers: peers},
-		}))
+		cfg := base
+		cfg.NodeID, cfg.DataDir = peers[i].ID, t.TempDir()
+		cfg.Cluster.Listen, cfg.Cluster.Peers = addrs[i], peers
+		servers = append(servers, dsstest.StartServer(t, cfg))
 	}
 	// Ready: every node knows the leader and has applied the entry that
 	// starts its term, so writes and reads through any node are served

@@ -44,6 +44,16 @@ type Config struct {
 	// TLSListen is the TLS listener address. Default ":8883" once
 	// authentication is configured, "127.0.0.1:8883" before.
 	TLSListen string
+	// WSListen is the address of the MQTT over WebSocket listener; empty
+	// turns it off. WSSListen is that of the listener of WebSockets over
+	// TLS, with the certificate of TLSCert; empty turns it off. Both
+	// follow the rules of Listen: beyond loopback only with
+	// authentication (or AllowAnonymous).
+	WSListen, WSSListen string
+	// WSOrigins lists the origins (scheme://host[:port], path.Match
+	// patterns) of the web pages that may open WebSocket connections,
+	// beyond pages of the host the client connects to.
+	WSOrigins []string
 	// ReloadInterval is how often the users, policy and certificate
 	// files are checked for changes (Reload reads them at any time).
 	// Zero means 2 s; negative, never.
@@ -250,6 +260,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Policy != "" && !c.Authenticates() {
 		return errors.New("server: a policy (--policy) names principals, which only authentication establishes: configure users (--users) or client certificates (--tls-client-ca)")
+	}
+	if c.WSSListen != "" && c.TLSCert == "" {
+		return errors.New("server: a WebSocket listener over TLS (--wss-listen) needs the server's certificate and key (--tls-cert, --tls-key)")
+	}
+	if err := broker.ValidateWSOrigins(c.WSOrigins); err != nil {
+		return fmt.Errorf("server: --ws-origins: %w", err)
 	}
 	if c.TLSCert == "" && (c.TLSListen != "" || c.TLSClientCA != "") {
 		return errors.New("server: a TLS listener (--tls-listen) and client certificates (--tls-client-ca) need the server's certificate and key (--tls-cert, --tls-key)")

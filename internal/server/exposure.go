@@ -66,17 +66,23 @@ func (c *Config) checkExposure(what, addr string, log *slog.Logger) error {
 // checkListeners checks the bound listeners: none beyond loopback admits
 // anyone without authentication, and a warning where passwords would
 // cross the network in clear text.
-func (c *Config) checkListeners(plain, tls string, log *slog.Logger) error {
+func (c *Config) checkListeners(plain, tls, ws, wss string, log *slog.Logger) error {
 	if err := c.checkExposure("MQTT listener", plain, log); err != nil {
 		return err
 	}
-	if tls != "" {
-		if err := c.checkExposure("TLS listener", tls, log); err != nil {
+	for _, l := range []struct{ what, addr string }{{"TLS listener", tls}, {"WebSocket listener", ws}, {"WebSocket listener over TLS", wss}} {
+		if l.addr == "" {
+			continue
+		}
+		if err := c.checkExposure(l.what, l.addr, log); err != nil {
 			return err
 		}
 	}
 	if c.Users != "" && !isLoopback(plain) {
 		log.Warn("passwords cross the network in clear text on the plain MQTT listener; configure TLS (--tls-cert, --tls-key) and keep --listen on loopback", "listener", plain)
+	}
+	if c.Users != "" && ws != "" && !isLoopback(ws) {
+		log.Warn("passwords cross the network in clear text on the plain WebSocket listener; serve WebSockets over TLS (--wss-listen) and keep --ws-listen on loopback", "listener", ws)
 	}
 	return nil
 }

@@ -35,6 +35,9 @@ func (s *Server) newBroker(reg *prometheus.Registry) error {
 		LoginDelay:           cfg.LoginDelay,
 		TLSListen:            sec.tlsListen(cfg),
 		TLS:                  sec.tlsConfig(),
+		WSListen:             cfg.WSListen,
+		WSSListen:            cfg.WSSListen,
+		WSOrigins:            cfg.WSOrigins,
 		MaxInflightPerClient: cfg.MaxInflightPerClient,
 		MaxSessionQueueBytes: max(cfg.MaxSessionQueueBytes, 0),
 		MaxQueuedBytes:       max(cfg.MaxQueuedBytes, 0),
@@ -46,7 +49,7 @@ func (s *Server) newBroker(reg *prometheus.Registry) error {
 		return err
 	}
 	s.broker, s.front = b, b
-	if err := cfg.checkListeners(b.Addr(), b.TLSAddr(), cfg.Logger); err != nil {
+	if err := cfg.checkListeners(b.Addr(), b.TLSAddr(), b.WSAddr(), b.WSSAddr(), cfg.Logger); err != nil {
 		_ = b.Close(0)
 		s.closeStorage()
 		return err

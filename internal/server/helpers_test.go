@@ -1,8 +1,10 @@
 package server_test
 
 import (
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/eclipse/paho.golang/paho"
 
@@ -13,11 +15,40 @@ import (
 )
 
 // start starts a server with default settings and connects one client.
+// With DSS_TEST_TARGET=leader or follower in the environment it starts a
+// 3-node cluster instead and returns that node of it (see
+// TestProtocolThroughEveryClusterRole).
 func start(t *testing.T) (*server.Server, *dsstest.Client) {
 	t.Helper()
-	s := dsstest.StartServer(t, server.Config{})
+	s := startServer(t, server.Config{})
 	return s, dsstest.Dial(t, s.Addr(), strings.ReplaceAll(t.Name(), "/", "-"))
 }
+
+// startServer starts a server with cfg, or with DSS_TEST_TARGET a 3-node
+// cluster with cfg on every node, and returns that node of it.
+func startServer(t *testing.T, cfg server.Config) *server.Server {
+	t.Helper()
+	switch target := os.Getenv(targetEnv); target {
+	case "", "single":
+		return dsstest.StartServer(t, cfg)
+	case "leader", "follower":
+		// Timeouts that a machine loaded by the whole suite does not
+		// run out of: an election would answer a request "unavailable",
+		// which the protocol tests do not expect of a single node.
+		cfg.Cluster.HeartbeatTimeout = 2 * time.Second
+		leader, followers := roles(t, startClusterWith(t, 3, cfg))
+		if target == "follower" {
+			return followers[0]
+		}
+		return leader
+	default:
+		t.Fatalf("%s=%q: want single, leader or follower", targetEnv, target)
+		return nil
+	}
+}
+
+// targetEnv names the node of a cluster that start returns.
+const targetEnv = "DSS_TEST_TARGET"
 
 // expect checks a response's payload and its __ts: wantVersion "" means
 // the response must carry no __ts, "any" that it must carry a valid one.

@@ -1,11 +1,6 @@
 package server
 
 import (
-	"bufio"
-	"os"
-	"strconv"
-	"strings"
-
 	"github.com/dssio/dss/internal/store"
 )
 
@@ -26,9 +21,6 @@ const (
 	DefaultMaxSessionQueueBytes = 2 * DefaultMaxPacketSize
 )
 
-// fallbackMemory is assumed when the machine's memory cannot be read.
-const fallbackMemory = 4 << 30
-
 // defaultMaxStoreBytes is a quarter of the machine's memory: the store
 // holds about twice its data's size in memory (index, records, the
 // journal's and snapshot's buffers), and the broker needs room too.
@@ -39,26 +31,6 @@ func defaultMaxStoreBytes() int64 { return machineMemory() / 4 }
 // where the garbage collector's headroom may double them, beside the
 // store.
 func defaultMaxQueuedBytes() int64 { return machineMemory() / 16 }
-
-// machineMemory reads MemTotal from /proc/meminfo, or asks the system
-// where there is none (systemMemory).
-func machineMemory() int64 {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return systemMemory()
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 2 && fields[0] == "MemTotal:" {
-			if kb, err := strconv.ParseInt(fields[1], 10, 64); err == nil && kb > 0 {
-				return kb << 10
-			}
-		}
-	}
-	return fallbackMemory
-}
 
 // storeLimits returns the state machine's limits in cfg (after defaults).
 func storeLimits(cfg Config) store.Limits {

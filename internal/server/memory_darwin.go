@@ -2,10 +2,10 @@ package server
 
 import "golang.org/x/sys/unix"
 
-// systemMemory returns the machine's memory as macOS reports it.
-func systemMemory() int64 {
+// readMemoryLimit returns the machine's memory as macOS reports it.
+func readMemoryLimit() memoryLimit {
 	if n, err := unix.SysctlUint64("hw.memsize"); err == nil && n > 0 {
-		return int64(n)
+		return memoryLimit{int64(n), "the machine's memory (sysctl hw.memsize)"}
 	}
-	return fallbackMemory
+	return memoryLimit{fallbackMemory, "assumed: sysctl hw.memsize failed"}
 }

@@ -21,12 +21,12 @@ type memoryStatusEx struct {
 
 var globalMemoryStatusEx = windows.NewLazySystemDLL("kernel32.dll").NewProc("GlobalMemoryStatusEx")
 
-// systemMemory returns the machine's physical memory as Windows reports
-// it.
-func systemMemory() int64 {
+// readMemoryLimit returns the machine's physical memory as Windows
+// reports it.
+func readMemoryLimit() memoryLimit {
 	st := memoryStatusEx{length: uint32(unsafe.Sizeof(memoryStatusEx{}))}
 	if ok, _, _ := globalMemoryStatusEx.Call(uintptr(unsafe.Pointer(&st))); ok == 0 || st.totalPhys == 0 {
-		return fallbackMemory
+		return memoryLimit{fallbackMemory, "assumed: GlobalMemoryStatusEx failed"}
 	}
-	return int64(st.totalPhys)
+	return memoryLimit{int64(st.totalPhys), "the machine's memory (GlobalMemoryStatusEx)"}
 }

@@ -43,7 +43,7 @@ func TestMetricsMoveWithRequests(t *testing.T) {
 		{"VDEL", func() { c.Request(dsstest.Cmd("VDEL", "k", "x")) }, []string{`dss_requests_total{verb="VDEL"}`}},
 		{"DEL", func() { c.Request(dsstest.Cmd("DEL", "k")); watcher.Next() }, []string{`dss_requests_total{verb="DEL"}`, `dss_notifications_total`}},
 		{"a request in error", func() { c.Request(dsstest.Cmd("GET")) }, []string{`dss_request_errors_total{error="` + wire.ErrWrongArgs.Text() + `"}`}},
-		{"KEYS", func() { c.Request(dsstest.Cmd("KEYS", "*")) }, []string{`dss_requests_total{verb="KEYS"}`}},
+		{"SCAN", func() { c.Request(dsstest.Cmd("SCAN", "*")) }, []string{`dss_requests_total{verb="SCAN"}`}},
 		{"a response topic under the store's prefix", func() {
 			bad := dsstest.DialNoSubscribe(t, s.Addr(), "bad")
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)

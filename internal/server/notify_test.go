@@ -160,7 +160,7 @@ func TestRegistrationsEndWithTheConnection(t *testing.T) {
 }
 
 func TestSessionTakeoverKeepsTheNewRegistrations(t *testing.T) {
-	s := dsstest.StartServer(t, server.Config{HTTPListen: "127.0.0.1:0"})
+	s := startServer(t, server.Config{HTTPListen: "127.0.0.1:0"})
 	writer := dsstest.Dial(t, s.Addr(), "writer")
 	old := watcher(t, s, "same-id", "k")
 	_ = old

@@ -96,7 +96,7 @@ func TestStartupLine(t *testing.T) {
 	start()
 	line := lineWith(t, logs.String(), "dss serving")
 	abs := filepath.Join(dir, "rel-data")
-	for _, want := range []string{"data=" + abs, "new_data_dir=true", "mqtt=127.0.0.1:", "http=127.0.0.1:", "auth=none", "version=", "commit=", "go=go"} {
+	for _, want := range []string{"data=" + abs, "new_data_dir=true", "mqtt=127.0.0.1:", "http=127.0.0.1:", "auth=none", "version=", "commit=", "go=go", "memory=", "memory_from="} {
 		if !strings.Contains(line, want) {
 			t.Errorf("start-up line %q lacks %q", line, want)
 		}

@@ -25,6 +25,7 @@ import (
 	"github.com/dssio/dss/internal/attach"
 	"github.com/dssio/dss/internal/broker"
 	"github.com/dssio/dss/internal/cluster"
+	"github.com/dssio/dss/internal/console"
 	"github.com/dssio/dss/internal/engine"
 	"github.com/dssio/dss/internal/journal"
 	"github.com/dssio/dss/internal/service"
@@ -57,6 +58,7 @@ type Server struct {
 	journal *journal.Journal // nil in memory or in a cluster
 	http    *http.Server
 	httpLn  net.Listener
+	console *console.Console // nil without the HTTP listener, or when attached
 	sec     *security
 	// reloadMu serializes reloads of the security files.
 	reloadMu    sync.Mutex
@@ -101,21 +103,28 @@ func New(cfg Config) (*Server, error) {
 		s.cfg.DataDir = cfg.DataDir
 	}
 	if cfg.Cluster.Listen != "" {
-		cn, err := newClusterNode(cfg)
+		jm := newJournalMetrics()
+		reg.MustRegister(jm.collectors()...)
+		cn, err := newClusterNode(cfg, jm.timings())
 		if err != nil {
 			return nil, err
 		}
 		s.cluster = cn
 		ecfg.Log = cn
+		// Every node hashes keys alike, so that scans go on anywhere.
+		ecfg.Machine = store.NewKeyed(cn.HashKey())
 		reg.MustRegister(cn.Collectors()...)
 		s.readiness = append(s.readiness, cn)
 	} else if cfg.DataDir != "" {
 		start := time.Now()
+		jm := newJournalMetrics()
+		reg.MustRegister(jm.collectors()...)
 		j, m, err := journal.Open(journal.Options{
 			Dir:           cfg.DataDir,
 			Fsync:         cfg.Fsync,
 			SnapshotAfter: cfg.SnapshotAfter,
 			Logger:        cfg.Logger,
+			Timings:       jm.timings(),
 		})
 		if err != nil {
 			return nil, err
@@ -164,6 +173,12 @@ func New(cfg Config) (*Server, error) {
 		})
 		mux.HandleFunc("GET /readyz", s.serveReady)
 		mux.HandleFunc("GET "+SnapshotPath, s.adminOnly(s.serveSnapshot))
+		if s.broker != nil {
+			// The console's page logs in over dss's own WebSocket
+			// listener: attached to another broker, there is none.
+			s.console = s.newConsole(reg)
+			s.console.Register(mux)
+		}
 		if cfg.Pprof {
 			mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 			mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
@@ -222,6 +237,9 @@ func (s *Server) Start() error {
 		_ = s.node.Close()
 		return err
 	}
+	if s.console != nil {
+		s.console.Start()
+	}
 	if s.http != nil {
 		go func() {
 			if err := s.http.Serve(s.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -278,6 +296,9 @@ func (s *Server) shutdown(ctx context.Context) error {
 	}
 	if s.http != nil {
 		httpErr = s.http.Shutdown(ctx)
+	}
+	if s.console != nil {
+		s.console.Close()
 	}
 	// The node stopped on the journal's error, which the journal's Close
 	// returns again: report it once.

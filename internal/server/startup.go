@@ -42,6 +42,12 @@ func (s *Server) listenerAddrs() []any {
 	if a := s.TLSAddr(); a != "" {
 		attrs = append(attrs, "mqtts", a)
 	}
+	if a := s.WSAddr(); a != "" {
+		attrs = append(attrs, "ws", a)
+	}
+	if a := s.WSSAddr(); a != "" {
+		attrs = append(attrs, "wss", a)
+	}
 	if a := s.HTTPAddr(); a != "" {
 		attrs = append(attrs, "http", a)
 	}
@@ -75,6 +81,10 @@ func (s *Server) logStarted() {
 	}
 	attrs = append(attrs, s.listenerAddrs()...)
 	attrs = append(attrs, "auth", s.authentication())
+	// The memory the memory-derived defaults (--max-store-bytes,
+	// --max-queued-bytes) are shares of, and which limit it is.
+	mem := serverMemory()
+	attrs = append(attrs, "memory", humanBytes(mem.bytes), "memory_from", mem.source)
 	s.log.Info("dss serving", attrs...)
 }
 

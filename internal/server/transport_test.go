@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -46,33 +47,52 @@ func TestRequestIsAcknowledgedWithSuccess(t *testing.T) {
 }
 
 func TestRequestsThatBreakTheTransportRules(t *testing.T) {
-	s := dsstest.StartServer(t, server.Config{HTTPListen: "127.0.0.1:0"})
+	s := startServer(t, server.Config{HTTPListen: "127.0.0.1:0"})
 	c := dsstest.Dial(t, s.Addr(), "rules")
 	set := func(key string) []byte { return dsstest.Cmd("SET", key, "v") }
 	now := ts(dsstest.Now())
+	// refusal checks the answer a refused request gets on its Response
+	// Topic: not executed, __stat 400, the reason in __stMsg and in the
+	// payload, the request's Correlation Data.
+	refusal := func(what, corr, reason string) {
+		t.Helper()
+		p := c.Next()
+		stat, _ := dsstest.UserProperty(p, wire.PropStatus)
+		msg, _ := dsstest.UserProperty(p, wire.PropStatusMessage)
+		if p.Topic != c.ResponseTopic || stat != wire.StatusBadRequest || msg != reason || string(p.Payload) != "-ERR "+reason+"\r\n" || string(p.Properties.CorrelationData) != corr {
+			t.Fatalf("%s: answer on %s: __stat %q __stMsg %q payload %q correlation %q; want 400 and %q", what, p.Topic, stat, msg, p.Payload, p.Properties.CorrelationData, reason)
+		}
+	}
 
 	res, err := c.Publish(request(1, "", []byte("corr"), set("no-response-topic"), now))
-	if err == nil || res == nil || res.ReasonCode != 0x83 {
-		t.Fatalf("no Response Topic: PUBACK %+v, %v; want reason 0x83", res, err)
+	if err == nil || res == nil || res.ReasonCode != 0x83 || res.Properties == nil || res.Properties.ReasonString != "state store request without Response Topic" {
+		t.Fatalf("no Response Topic: PUBACK %+v, %v; want reason 0x83 with a Reason String", res, err)
 	}
 	res, err = c.Publish(request(1, c.ResponseTopic, nil, set("no-correlation"), now))
-	if err == nil || res == nil || res.ReasonCode != 0x83 {
-		t.Fatalf("no Correlation Data: PUBACK %+v, %v; want reason 0x83", res, err)
+	if err == nil || res == nil || res.ReasonCode != 0x83 || res.Properties == nil || res.Properties.ReasonString != "state store request without Correlation Data" {
+		t.Fatalf("no Correlation Data: PUBACK %+v, %v; want reason 0x83 with a Reason String", res, err)
 	}
-	if _, err := c.Publish(request(0, c.ResponseTopic, []byte("corr"), set("qos0"), now)); err != nil {
+	refusal("no Correlation Data", "", "state store request without Correlation Data")
+	if _, err := c.Publish(request(0, c.ResponseTopic, []byte("corr0"), set("qos0"), now)); err != nil {
 		t.Fatalf("QoS 0 publish: %v", err)
 	}
-	res, err = c.Publish(request(2, c.ResponseTopic, []byte("corr"), set("qos2"), now))
+	refusal("QoS 0", "corr0", "state store requests must be sent with QoS 1")
+	if _, err := c.Publish(request(0, c.ResponseTopic, nil, set("qos0-no-correlation"), now)); err != nil {
+		t.Fatalf("QoS 0 publish: %v", err)
+	}
+	refusal("QoS 0 without Correlation Data", "", "state store requests must be sent with QoS 1 and carry Correlation Data")
+	res, err = c.Publish(request(2, c.ResponseTopic, []byte("corr2"), set("qos2"), now))
 	if res == nil || res.ReasonCode != 0x83 {
 		t.Fatalf("QoS 2: PUBREC %+v, %v; want reason 0x83", res, err)
 	}
-	// None was executed and none was answered.
+	refusal("QoS 2", "corr2", "state store requests must be sent with QoS 1")
+	// None was executed, and nothing else was answered.
 	c.NoMessage(200 * time.Millisecond)
-	for _, k := range []string{"no-response-topic", "no-correlation", "qos0", "qos2"} {
+	for _, k := range []string{"no-response-topic", "no-correlation", "qos0", "qos0-no-correlation", "qos2"} {
 		expect(t, "GET "+k, c.Request(dsstest.Cmd("GET", k)), "$-1\r\n", "")
 	}
-	for _, reason := range []string{"no response topic", "no correlation data", "qos 0", "qos 2"} {
-		if !metric(t, s, `dss_requests_refused_total{reason="`+reason+`"} 1`) {
+	for reason, n := range map[string]int{"no response topic": 1, "no correlation data": 1, "qos 0": 2, "qos 2": 1} {
+		if !metric(t, s, fmt.Sprintf(`dss_requests_refused_total{reason=%q} %d`, reason, n)) {
 			t.Errorf("metrics do not count the refusal %q", reason)
 		}
 	}
@@ -85,7 +105,7 @@ func TestForbiddenResponseTopicDisconnects(t *testing.T) {
 		wire.ReservedPrefix + "/636C69656E74/command/notify/41",
 	} {
 		t.Run(topic, func(t *testing.T) {
-			s := dsstest.StartServer(t, server.Config{})
+			s := startServer(t, server.Config{})
 			bystander := dsstest.Dial(t, s.Addr(), "bystander")
 			bad := dsstest.DialNoSubscribe(t, s.Addr(), "bad")
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -181,7 +201,7 @@ func TestNotificationTopicsAreTheServers(t *testing.T) {
 // the end of each connection must not take the next one's subscriptions
 // with it (the response would never arrive).
 func TestReconnectWithTheSameClientID(t *testing.T) {
-	s := dsstest.StartServer(t, server.Config{})
+	s := startServer(t, server.Config{})
 	for i := 0; i < dsstest.Rounds(300, 5000); i++ {
 		c := dsstest.Dial(t, s.Addr(), "same")
 		expect(t, "GET", c.Request(dsstest.Cmd("GET", "k")), "$-1\r\n", "")

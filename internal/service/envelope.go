@@ -22,6 +22,9 @@ type Envelope struct {
 	Persist bool
 	// Stale is set by dss-consistency=stale.
 	Stale bool
+	// WithTTL is set by dss-ttl=true: a GET is answered with the time its
+	// key has left.
+	WithTTL bool
 	// SourceID is __srcId, "" when absent.
 	SourceID string
 }
@@ -40,6 +43,8 @@ func (e *Envelope) Add(key, val string) {
 		e.Persist = strings.EqualFold(val, "true")
 	case wire.PropConsistency:
 		e.Stale = strings.EqualFold(val, wire.ConsistencyStale)
+	case wire.PropTTL:
+		e.WithTTL = strings.EqualFold(val, "true")
 	case wire.PropSourceID:
 		e.SourceID = val
 	}
@@ -65,28 +70,36 @@ func Prepare(op *engine.Op, payload []byte, env *Envelope, lim Limits, may func(
 	// engine decides whether that matters.
 	op.Volatile = !env.Persist
 	op.Stale = env.Stale
+	op.WithTTL = env.WithTTL
 	// The request refers to the payload, not to the argument list: the
 	// list can live on this goroutine's stack.
 	var args [6][]byte // room for the arguments of any valid request
 	req, _, perr := wire.ParseRequest(payload, args[:0])
+	if perr != nil {
+		return perr
+	}
+	// may is asked about op.Request, which lives where op does: the
+	// address of a request on this stack would move it to the heap.
+	op.Request = req
+	r := &op.Request
 	switch {
-	case perr != nil:
-	case may != nil && !may(&req):
+	case may != nil && !may(r):
 		perr = wire.ErrNotAuthorized
-	case len(req.Key) > lim.MaxKeySize:
+	case len(r.Key) > lim.MaxKeySize:
 		perr = wire.ErrKeyTooLong
-	case len(req.Value) > lim.MaxValueSize:
+	case len(r.Value) > lim.MaxValueSize:
 		perr = wire.ErrValueTooLong
-	case req.Verb == wire.VerbSet && !env.HasTimestamp:
+	case r.Verb == wire.VerbSet && !env.HasTimestamp:
 		perr = wire.ErrMissingTimestamp
 	default:
 		perr = readTimestamps(op, env)
 	}
 	if perr != nil {
-		return perr
+		// A request answered with an error is counted as one that did
+		// not parse.
+		op.Request = wire.Request{}
 	}
-	op.Request = req
-	return nil
+	return perr
 }
 
 func readTimestamps(op *engine.Op, env *Envelope) *wire.Error {

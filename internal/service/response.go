@@ -2,8 +2,8 @@ package service
 
 import (
 	"slices"
+	"strconv"
 
-	"github.com/dssio/dss/hlc"
 	"github.com/dssio/dss/internal/engine"
 	"github.com/dssio/dss/internal/resp"
 	"github.com/dssio/dss/internal/store"
@@ -16,8 +16,8 @@ type Property struct {
 }
 
 // Payload returns the RESP3 payload of the response to a finished op. The
-// payloads that are not a value or an error are shared by every response:
-// the caller must not modify what it gets.
+// payloads that are not a value, a listing or an error are shared by
+// every response: the caller must not modify what it gets.
 func Payload(op *engine.Op) []byte {
 	r := &op.Result
 	switch {
@@ -28,6 +28,13 @@ func Payload(op *engine.Op) []byte {
 			return resp.AppendBulk(make([]byte, 0, len(r.Value)+16), r.Value)
 		}
 		return replyNull
+	case op.Request.Verb == wire.VerbKeyInfo:
+		if r.Found {
+			return appendKeyInfoReply(r)
+		}
+		return replyNull
+	case op.Request.Verb == wire.VerbScan:
+		return AppendScanReply(make([]byte, 0, scanReplySize(r)), r)
 	case op.Request.Verb == wire.VerbKeyNotify:
 		if op.Request.Stop && !r.Watched {
 			return replyZero
@@ -62,20 +69,31 @@ func HasVersion(op *engine.Op) bool {
 	return op.Result.HasVersion && op.Result.Err == nil
 }
 
-// Properties returns the user properties of a response: __stat 200 and
-// __protVer, and __ts = version when hasVersion is set (see HasVersion).
-func Properties(version hlc.Timestamp, hasVersion bool) []Property {
-	if !hasVersion {
-		return []Property{
-			{Key: wire.PropStatus, Value: wire.StatusOK},
-			{Key: wire.PropProtocolVersion, Value: wire.ProtocolVersion},
-		}
+// TTLProperty returns the dss-ttl user property of the response to a
+// finished op, and whether it has one: a GET that asked for it (dss-ttl:
+// true) of a key that expires. It is the last property of the response.
+func TTLProperty(op *engine.Op) (Property, bool) {
+	r := &op.Result
+	if r.TTL <= 0 || r.Err != nil {
+		return Property{}, false
 	}
-	return []Property{
-		{Key: wire.PropStatus, Value: wire.StatusOK},
-		{Key: wire.PropProtocolVersion, Value: wire.ProtocolVersion},
-		{Key: wire.PropTimestamp, Value: version.String()},
+	return Property{Key: wire.PropTTL, Value: strconv.FormatInt(r.TTL, 10)}, true
+}
+
+// Properties returns the user properties of the response to a finished
+// op, in their order: __stat 200, __protVer, __ts when HasVersion, and
+// dss-ttl when TTLProperty has one.
+func Properties(op *engine.Op) []Property {
+	props := make([]Property, 2, 4)
+	props[0] = Property{Key: wire.PropStatus, Value: wire.StatusOK}
+	props[1] = Property{Key: wire.PropProtocolVersion, Value: wire.ProtocolVersion}
+	if HasVersion(op) {
+		props = append(props, Property{Key: wire.PropTimestamp, Value: op.Result.Version.String()})
 	}
+	if ttl, ok := TTLProperty(op); ok {
+		props = append(props, ttl)
+	}
+	return props
 }
 
 // UnsupportedVersion returns the user properties of the response to a

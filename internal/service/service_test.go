@@ -105,16 +105,76 @@ func TestPayloadAndProperties(t *testing.T) {
 	if HasVersion(&op) {
 		t.Error("an error carries a version")
 	}
-	if p := Properties(v, true); len(p) != 3 || p[2] != (Property{wire.PropTimestamp, v.String()}) {
+	versioned := engine.Op{Result: engine.Result{Version: v, HasVersion: true}}
+	if p := Properties(&versioned); len(p) != 3 || p[2] != (Property{wire.PropTimestamp, v.String()}) {
 		t.Errorf("properties %v", p)
 	}
-	if p := Properties(v, false); len(p) != 2 || p[0] != (Property{wire.PropStatus, "200"}) || p[1] != (Property{wire.PropProtocolVersion, "1.0"}) {
+	if p := Properties(&engine.Op{}); len(p) != 2 || p[0] != (Property{wire.PropStatus, "200"}) || p[1] != (Property{wire.PropProtocolVersion, "1.0"}) {
 		t.Errorf("properties %v", p)
+	}
+	withTTL := engine.Op{Result: engine.Result{Version: v, HasVersion: true, TTL: 1500}}
+	if p := Properties(&withTTL); len(p) != 4 || p[3] != (Property{wire.PropTTL, "1500"}) {
+		t.Errorf("properties of a GET with dss-ttl %v", p)
+	}
+	withTTL.Result.Err = wire.ErrBusy
+	if p := Properties(&withTTL); len(p) != 2 {
+		t.Errorf("properties of an error %v", p)
 	}
 	if got := string(NotificationPayload(&store.Change{Deleted: true})); got != "*2\r\n$6\r\nNOTIFY\r\n$6\r\nDELETE\r\n" {
 		t.Errorf("delete notification %q", got)
 	}
 	if got := string(NotificationPayload(&store.Change{Value: []byte("x")})); got != "*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$1\r\nx\r\n" {
 		t.Errorf("set notification %q", got)
+	}
+}
+
+func TestExtensionPayloads(t *testing.T) {
+	keys := engine.Result{Keys: []string{"a", "b\r\n"}}
+	if got := string(Payload(&engine.Op{Request: wire.Request{Verb: wire.VerbScan}, Result: keys})); got != "*1\r\n*2\r\n$1\r\na\r\n$3\r\nb\r\n\r\n" {
+		t.Errorf("last SCAN page %q", got)
+	}
+	more := engine.Result{More: true, Position: wire.ScanPosition{ID: 7, Next: 9}}
+	want := "*2\r\n*0\r\n$" + itoa(len(wire.AppendScanToken(nil, more.Position))) + "\r\n" + string(wire.AppendScanToken(nil, more.Position)) + "\r\n"
+	if got := string(Payload(&engine.Op{Request: wire.Request{Verb: wire.VerbScan}, Result: more})); got != want {
+		t.Errorf("SCAN page with a token %q, want %q", got, want)
+	}
+	info := engine.Result{Found: true, Value: []byte("v"), Now: 100}
+	info.Info.Deadline = 1100
+	if got := string(Payload(&engine.Op{Request: wire.Request{Verb: wire.VerbKeyInfo}, Result: info})); got != "*3\r\n$1\r\nv\r\n$4\r\n1000\r\n$0\r\n\r\n" {
+		t.Errorf("KEYINFO %q", got)
+	}
+	if got := string(Payload(&engine.Op{Request: wire.Request{Verb: wire.VerbKeyInfo}})); got != "$-1\r\n" {
+		t.Errorf("KEYINFO of a missing key %q", got)
+	}
+}
+
+func TestScanPageBytes(t *testing.T) {
+	if n := ScanPageBytes(0, 10, 10); n != 0 {
+		t.Errorf("no limit: %d, want the engine's default (0)", n)
+	}
+	if n := ScanPageBytes(1<<28, 10, 10); n != engine.ScanReplyBytes {
+		t.Errorf("a large limit: %d, want the engine's bound", n)
+	}
+	if n := ScanPageBytes(20000, 100, 16); n != 20000-8192-116 {
+		t.Errorf("20000 bytes: %d", n)
+	}
+	if n := ScanPageBytes(10000, 100, 16); n != 5000 {
+		t.Errorf("a small limit: %d, want half of it", n)
+	}
+}
+
+func TestRefusal(t *testing.T) {
+	payload, props := Refusal(ReasonNoCorrelation)
+	if string(payload) != "-ERR "+ReasonNoCorrelation+"\r\n" || len(props) != 3 ||
+		props[0] != (Property{wire.PropStatus, "400"}) || props[1] != (Property{wire.PropStatusMessage, ReasonNoCorrelation}) {
+		t.Errorf("refusal %q %v", payload, props)
+	}
+	for topic, want := range map[string]bool{"a/b": true, "": false, "a/+": false, "a/#": false, wire.RequestTopic: false} {
+		if MayAnswerOn(topic) != want {
+			t.Errorf("MayAnswerOn(%q) = %v", topic, !want)
+		}
+	}
+	if NeedsQoS1(true) != ReasonNeedsQoS1 || NeedsQoS1(false) != ReasonNeedsQoS1Correlation {
+		t.Error("NeedsQoS1")
 	}
 }

@@ -1,12 +1,11 @@
 package store
 
 import (
-	"hash/maphash"
 	"iter"
 	"strings"
 )
 
-// index finds a key's record. It maps a 64-bit hash of the key to the
+// index finds a key's record. It maps a 64-bit keyed hash of the key to the
 // record's place in the arena (nothing for the garbage collector to scan);
 // the rare key whose hash another key already holds goes to a small map by
 // the key itself.
@@ -30,7 +29,7 @@ import (
 // lookups stay short however many keys come and go). Memory is not given
 // back when keys are deleted, as with a Go map.
 type index struct {
-	seed  maphash.Seed
+	h     keyedHash
 	dir   []*segment // by the hash's top depth bits
 	depth uint       // bits of the hash that index dir
 	n     int        // keys in segments
@@ -64,16 +63,16 @@ func newSegment(depth uint) *segment {
 	return &segment{slots: new([segmentSlots]slot), depth: depth}
 }
 
-func newIndex() index {
-	return index{seed: maphash.MakeSeed(), dir: []*segment{newSegment(0)}}
+func newIndex(k HashKey) index {
+	return index{h: newKeyedHash(k), dir: []*segment{newSegment(0)}}
 }
 
 func (x *index) len() int { return x.n + len(x.overflow) }
 
 // hash returns key's hash, never 0.
-func (x *index) hash(key []byte) uint64 { return maphash.Bytes(x.seed, key) | 1 }
+func (x *index) hash(key []byte) uint64 { return x.h.sum(key) }
 
-func (x *index) hashString(key string) uint64 { return maphash.String(x.seed, key) | 1 }
+func (x *index) hashString(key string) uint64 { return x.h.sumString(key) }
 
 // segmentOf returns the segment of hash h.
 func (x *index) segmentOf(h uint64) *segment {

@@ -72,7 +72,7 @@ func checkIndex(t *testing.T, a *arena, x *index, want map[string]ref) {
 // splits, and compares the index with a map doing the same.
 func TestIndexAgainstAMap(t *testing.T) {
 	var a arena
-	x := newIndex()
+	x := newIndex(RandomHashKey())
 	want := map[string]ref{}
 	r := rand.New(rand.NewPCG(1, 2))
 	const keys = 40000
@@ -166,7 +166,7 @@ func TestSegmentRemoveKeepsProbeRuns(t *testing.T) {
 // be yielded once, in its place at the time.
 func TestIndexAllWhileChanging(t *testing.T) {
 	var a arena
-	x := newIndex()
+	x := newIndex(RandomHashKey())
 	r := rand.New(rand.NewPCG(5, 6))
 	const keys = 20000
 	cur := map[string]ref{}
@@ -232,7 +232,7 @@ func TestIndexAllWhileChanging(t *testing.T) {
 // reachable, through every change.
 func TestIndexHashCollisions(t *testing.T) {
 	var a arena
-	x := newIndex()
+	x := newIndex(RandomHashKey())
 	put := func(key, value string) ref { return storeRecord(&a, key, value) }
 	// Put a and b in the same hash slot by hand, as a collision would.
 	x.put(&a, "a", put("a", "1"))

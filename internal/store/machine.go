@@ -28,12 +28,20 @@ type Machine struct {
 	dataBytes  int64  // sum of key and value lengths
 	seq        uint64 // Seq of the last change
 	limits     Limits
+	// scratch holds the keys of one segment for Scan.
+	scratch []scanEntry
 }
 
-// New returns an empty machine.
-func New() *Machine {
+// New returns an empty machine whose index hashes keys under a random
+// key.
+func New() *Machine { return NewKeyed(RandomHashKey()) }
+
+// NewKeyed returns an empty machine whose index hashes keys under k: the
+// machines of the nodes of a cluster share k, so that a scan one of them
+// began continues on another.
+func NewKeyed(k HashKey) *Machine {
 	return &Machine{
-		keys:       newIndex(),
+		keys:       newIndex(k),
 		fences:     make(map[string]hlc.Timestamp),
 		deadlineOf: make(map[string]*deadline),
 		nodeIndex:  make(map[string]uint32),
@@ -101,6 +109,41 @@ func (m *Machine) Get(key []byte, now int64) (value []byte, version hlc.Timestam
 		return nil, hlc.Timestamp{}, false
 	}
 	return s.rec.value(), m.version(s.rec.header()), true
+}
+
+// Deadline returns the time (milliseconds since the epoch) at which key
+// expires; ok is false when it has no deadline or does not exist.
+func (m *Machine) Deadline(key []byte) (at int64, ok bool) {
+	s, found := m.lookup(key)
+	if !found || s.rec.flags()&flagDeadline == 0 {
+		return 0, false
+	}
+	return m.deadlineOf[s.key].at, true
+}
+
+// Info is what KEYINFO reports of a key besides its value and version.
+type Info struct {
+	// Deadline is when the key expires (milliseconds since the Unix
+	// epoch); 0 means never.
+	Deadline int64
+	// Fence is the fencing token that protects the key, when Fenced.
+	Fence  hlc.Timestamp
+	Fenced bool
+}
+
+// GetInfo is Get with the key's deadline and fencing token.
+func (m *Machine) GetInfo(key []byte, now int64) (value []byte, version hlc.Timestamp, info Info, ok bool) {
+	s, found := m.lookup(key)
+	if !found || m.expiredAt(s, now) {
+		return nil, hlc.Timestamp{}, Info{}, false
+	}
+	if s.rec.flags()&flagDeadline != 0 {
+		info.Deadline = m.deadlineOf[s.key].at
+	}
+	if s.rec.flags()&flagFenced != 0 {
+		info.Fence, info.Fenced = m.fences[s.key]
+	}
+	return s.rec.value(), m.version(s.rec.header()), info, true
 }
 
 // Lookup returns the value and version key holds, whether or not its

@@ -32,6 +32,11 @@ const (
 	PropConsistency = "dss-consistency"
 	// ConsistencyStale is the value of PropConsistency for a stale read.
 	ConsistencyStale = "stale"
+	// PropTTL is dss's own. On a GET request, "true" asks for the time the
+	// key has left; the response then carries PropTTL with the
+	// milliseconds left when the key expires, and none when it does not.
+	// Responses to requests without it are unchanged, byte for byte.
+	PropTTL = "dss-ttl"
 
 	// ContentType is the content type of every request and response.
 	ContentType = "application/octet-stream"
@@ -45,6 +50,10 @@ const (
 	StatusOK = "200"
 	// StatusVersionNotSupported answers a request of another major version.
 	StatusVersionNotSupported = "505"
+	// StatusBadRequest is dss's answer, on the Response Topic, to a
+	// request the store refused without executing it because of its
+	// envelope (QoS other than 1, no Correlation Data); __stMsg says why.
+	StatusBadRequest = "400"
 )
 
 // SupportedVersion reports whether a request's __protVer value is one the

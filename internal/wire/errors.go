@@ -43,6 +43,12 @@ var (
 	ErrKeyTooLong   = &Error{"the key is longer than the maximum key size"}
 	ErrValueTooLong = &Error{"the value is longer than the maximum value size"}
 
+	// ErrBadScanToken is not in the vendor's table: a SCAN's continuation
+	// token is not one this server made, or was made by a server whose
+	// keys are ordered by another hash (a single node that restarted
+	// since, another cluster). The scan must start again without a token.
+	ErrBadScanToken = &Error{"the SCAN continuation token is not valid here; start the scan again without a token"}
+
 	// ErrUnknownRequester is not in the vendor's table: dss attach, which
 	// serves the store from outside another broker, learns a requester's
 	// client id from the request alone (__srcId, or the response topic),
@@ -55,7 +61,7 @@ var Errors = []*Error{
 	ErrTimestampSkew, ErrFencingRequired, ErrFencingSkew, ErrFencingLower,
 	ErrQuotaExceeded, ErrSyntax, ErrNotAuthorized, ErrUnknownCommand,
 	ErrWrongArgs, ErrMissingTimestamp, ErrMalformedTimestamp, ErrEmptyKey,
-	ErrUnavailable, ErrBusy, ErrKeyTooLong, ErrValueTooLong,
+	ErrUnavailable, ErrBusy, ErrKeyTooLong, ErrValueTooLong, ErrBadScanToken,
 	ErrUnknownRequester,
 }
 

@@ -17,21 +17,15 @@ const (
 	VerbDel
 	VerbVDel
 	VerbKeyNotify
-	// VerbKeys is dss's extension KEYS: it lists keys (docs/protocol.md).
-	// The vendor's clients never send it.
-	VerbKeys
+	// VerbScan lists keys a page at a time, as the vendor's newer clients
+	// ask (docs/protocol.md).
+	VerbScan
+	// VerbKeyInfo reads a key with its expiry and fencing token, dss's
+	// extension (docs/protocol.md).
+	VerbKeyInfo
 )
 
-var verbNames = [...]string{VerbSet: "SET", VerbGet: "GET", VerbDel: "DEL", VerbVDel: "VDEL", VerbKeyNotify: "KEYNOTIFY", VerbKeys: "KEYS"}
-
-// The bounds of a KEYS reply: at most KeysLimit keys unless the request
-// asks for fewer or more (up to MaxKeysLimit), and no more keys once the
-// reply holds KeysReplyBytes of them.
-const (
-	KeysLimit      = 1000
-	MaxKeysLimit   = 10000
-	KeysReplyBytes = 1 << 20
-)
+var verbNames = [...]string{VerbSet: "SET", VerbGet: "GET", VerbDel: "DEL", VerbVDel: "VDEL", VerbKeyNotify: "KEYNOTIFY", VerbScan: "SCAN", VerbKeyInfo: "KEYINFO"}
 
 func (v Verb) String() string {
 	if int(v) < len(verbNames) && verbNames[v] != "" {
@@ -64,11 +58,13 @@ type Request struct {
 	PX int64
 	// Stop marks KEYNOTIFY STOP.
 	Stop bool
-	// KEYS: Key is the pattern; After, when HasAfter is set, the key the
-	// listing continues after; Limit the most keys to answer.
-	After    []byte
-	HasAfter bool
-	Limit    int
+	// Pattern marks KEYNOTIFY PATTERN, dss's extension: Key is a pattern
+	// (MatchPattern) and the registration is for every key it matches.
+	Pattern bool
+	// SCAN: Key is the pattern (it may be empty); Token, when HasToken is
+	// set, the continuation token of the previous page.
+	Token    []byte
+	HasToken bool
 }
 
 // ParseRequest decodes a RESP3 request payload. scratch, which may be nil,
@@ -92,6 +88,11 @@ func ParseRequest(payload []byte, scratch [][]byte) (Request, [][]byte, *Error) 
 		if len(args) != 2 {
 			return r, args, ErrWrongArgs
 		}
+	case bytes.EqualFold(verb, []byte("KEYINFO")):
+		r.Verb = VerbKeyInfo
+		if len(args) != 2 {
+			return r, args, ErrWrongArgs
+		}
 	case bytes.EqualFold(verb, []byte("DEL")):
 		r.Verb = VerbDel
 		if len(args) != 2 {
@@ -102,14 +103,21 @@ func ParseRequest(payload []byte, scratch [][]byte) (Request, [][]byte, *Error) 
 		if len(args) != 3 {
 			return r, args, ErrWrongArgs
 		}
-	case bytes.EqualFold(verb, []byte("KEYS")):
-		r.Verb = VerbKeys
-		if len(args) < 2 || len(args) > 6 {
+	case bytes.EqualFold(verb, []byte("SCAN")):
+		r.Verb = VerbScan
+		if len(args) != 2 && len(args) != 3 {
 			return r, args, ErrWrongArgs
 		}
+		// An empty pattern matches only the empty key, which no key is:
+		// an empty listing, not an error.
+		r.Key = args[1]
+		if len(args) == 3 {
+			r.Token, r.HasToken = args[2], true
+		}
+		return r, args, nil
 	case bytes.EqualFold(verb, []byte("KEYNOTIFY")):
 		r.Verb = VerbKeyNotify
-		if len(args) != 2 && len(args) != 3 {
+		if len(args) < 2 || len(args) > 4 {
 			return r, args, ErrWrongArgs
 		}
 	default:
@@ -127,16 +135,17 @@ func ParseRequest(payload []byte, scratch [][]byte) (Request, [][]byte, *Error) 
 		}
 	case VerbVDel:
 		r.Value = args[2]
-	case VerbKeys:
-		if e := parseKeysOptions(&r, args[2:]); e != nil {
-			return r, args, e
-		}
 	case VerbKeyNotify:
-		if len(args) == 3 {
-			if !bytes.EqualFold(args[2], []byte("STOP")) {
+		// STOP, and dss's PATTERN, in either order, each at most once.
+		for _, o := range args[2:] {
+			switch {
+			case bytes.EqualFold(o, []byte("STOP")) && !r.Stop:
+				r.Stop = true
+			case bytes.EqualFold(o, []byte("PATTERN")) && !r.Pattern:
+				r.Pattern = true
+			default:
 				return r, args, ErrSyntax
 			}
-			r.Stop = true
 		}
 	}
 	return r, args, nil
@@ -166,31 +175,6 @@ func parseSetOptions(r *Request, opts [][]byte) *Error {
 				return ErrSyntax
 			}
 			r.PX = ms
-		default:
-			return ErrSyntax
-		}
-	}
-	return nil
-}
-
-// parseKeysOptions reads AFTER key and LIMIT n in any order. A repeated or
-// unknown option, or a LIMIT outside 1..MaxKeysLimit, is a syntax error.
-func parseKeysOptions(r *Request, opts [][]byte) *Error {
-	r.Limit = KeysLimit
-	limited := false
-	for i := 0; i < len(opts); i += 2 {
-		if i+1 == len(opts) {
-			return ErrSyntax
-		}
-		switch o, v := opts[i], opts[i+1]; {
-		case bytes.EqualFold(o, []byte("AFTER")) && !r.HasAfter:
-			r.After, r.HasAfter = v, true
-		case bytes.EqualFold(o, []byte("LIMIT")) && !limited:
-			n, ok := parsePositive(v)
-			if !ok || n > MaxKeysLimit {
-				return ErrSyntax
-			}
-			r.Limit, limited = int(n), true
 		default:
 			return ErrSyntax
 		}

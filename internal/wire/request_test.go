@@ -29,11 +29,17 @@ func TestParseRequest(t *testing.T) {
 		{"get", req("GET", "k"), Request{Verb: VerbGet, Key: []byte("k")}},
 		{"del", req("del", "k"), Request{Verb: VerbDel, Key: []byte("k")}},
 		{"vdel", req("VDEL", "k", "v"), Request{Verb: VerbVDel, Key: []byte("k"), Value: []byte("v")}},
+		{"keyinfo", req("keyinfo", "k"), Request{Verb: VerbKeyInfo, Key: []byte("k")}},
 		{"keynotify", req("KEYNOTIFY", "k"), Request{Verb: VerbKeyNotify, Key: []byte("k")}},
 		{"keynotify stop", req("keynotify", "k", "stop"), Request{Verb: VerbKeyNotify, Key: []byte("k"), Stop: true}},
-		{"keys", req("KEYS", "*"), Request{Verb: VerbKeys, Key: []byte("*"), Limit: KeysLimit}},
-		{"keys after limit", req("keys", "a*", "after", "ab", "LIMIT", "10"), Request{Verb: VerbKeys, Key: []byte("a*"), After: []byte("ab"), HasAfter: true, Limit: 10}},
-		{"keys limit after", req("KEYS", "*", "LIMIT", "10000", "AFTER", ""), Request{Verb: VerbKeys, Key: []byte("*"), After: []byte{}, HasAfter: true, Limit: MaxKeysLimit}},
+		{"keynotify pattern", req("KEYNOTIFY", "s/*", "PATTERN"), Request{Verb: VerbKeyNotify, Key: []byte("s/*"), Pattern: true}},
+		{"keynotify stop pattern", req("KEYNOTIFY", "s/*", "stop", "pattern"), Request{Verb: VerbKeyNotify, Key: []byte("s/*"), Pattern: true, Stop: true}},
+		{"keynotify pattern stop", req("KEYNOTIFY", "s/*", "Pattern", "STOP"), Request{Verb: VerbKeyNotify, Key: []byte("s/*"), Pattern: true, Stop: true}},
+		{"scan", req("SCAN", "key*"), Request{Verb: VerbScan, Key: []byte("key*")}},
+		{"scan lower case", req("scan", "*"), Request{Verb: VerbScan, Key: []byte("*")}},
+		{"scan empty pattern", req("SCAN", ""), Request{Verb: VerbScan, Key: []byte{}}},
+		{"scan token", req("SCAN", "key*", "\x00\xffx"), Request{Verb: VerbScan, Key: []byte("key*"), Token: []byte("\x00\xffx"), HasToken: true}},
+		{"scan binary token", req("SCAN", "*", "1;2;\x00\r\n\xff"), Request{Verb: VerbScan, Key: []byte("*"), Token: []byte("1;2;\x00\r\n\xff"), HasToken: true}},
 	}
 	for _, tt := range tests {
 		got, _, err := ParseRequest(tt.payload, nil)
@@ -43,7 +49,7 @@ func TestParseRequest(t *testing.T) {
 		}
 		if got.Verb != tt.want.Verb || string(got.Key) != string(tt.want.Key) || string(got.Value) != string(tt.want.Value) ||
 			got.Cond != tt.want.Cond || got.PX != tt.want.PX || got.Stop != tt.want.Stop ||
-			string(got.After) != string(tt.want.After) || got.HasAfter != tt.want.HasAfter || got.Limit != tt.want.Limit {
+			got.Pattern != tt.want.Pattern || string(got.Token) != string(tt.want.Token) || got.HasToken != tt.want.HasToken {
 			t.Errorf("%s: got %+v, want %+v", tt.name, got, tt.want)
 		}
 	}
@@ -65,7 +71,7 @@ func TestParseRequestErrors(t *testing.T) {
 		{"get too few", req("GET"), ErrWrongArgs},
 		{"del too many", req("DEL", "a", "b"), ErrWrongArgs},
 		{"vdel too few", req("VDEL", "k"), ErrWrongArgs},
-		{"keynotify too many", req("KEYNOTIFY", "k", "STOP", "x"), ErrWrongArgs},
+		{"keynotify stop and another", req("KEYNOTIFY", "k", "STOP", "x"), ErrSyntax},
 		{"empty key get", req("GET", ""), ErrEmptyKey},
 		{"empty key set", req("SET", "", "v"), ErrEmptyKey},
 		{"nx nex", req("SET", "k", "v", "NX", "NEX"), ErrSyntax},
@@ -80,14 +86,13 @@ func TestParseRequestErrors(t *testing.T) {
 		{"unknown option", req("SET", "k", "v", "XX"), ErrSyntax},
 		{"nex with argument", req("SET", "k", "v", "NEX", "v"), ErrSyntax},
 		{"keynotify bad option", req("KEYNOTIFY", "k", "GO"), ErrSyntax},
-		{"keys no pattern", req("KEYS"), ErrWrongArgs},
-		{"keys empty pattern", req("KEYS", ""), ErrEmptyKey},
-		{"keys too many", req("KEYS", "*", "AFTER", "a", "LIMIT", "1", "X"), ErrWrongArgs},
-		{"keys option without value", req("KEYS", "*", "AFTER"), ErrSyntax},
-		{"keys limit zero", req("KEYS", "*", "LIMIT", "0"), ErrSyntax},
-		{"keys limit too large", req("KEYS", "*", "LIMIT", "10001"), ErrSyntax},
-		{"keys after twice", req("KEYS", "*", "AFTER", "a", "AFTER", "b"), ErrSyntax},
-		{"keys unknown option", req("KEYS", "*", "COUNT", "5"), ErrSyntax},
+		{"keynotify stop twice", req("KEYNOTIFY", "k", "STOP", "STOP"), ErrSyntax},
+		{"keynotify pattern twice", req("KEYNOTIFY", "k", "PATTERN", "PATTERN"), ErrSyntax},
+		{"keynotify too many", req("KEYNOTIFY", "k", "PATTERN", "STOP", "X"), ErrWrongArgs},
+		{"keynotify empty pattern", req("KEYNOTIFY", "", "PATTERN"), ErrEmptyKey},
+		{"scan no pattern", req("SCAN"), ErrWrongArgs},
+		{"scan too many", req("SCAN", "*", "tok", "COUNT"), ErrWrongArgs},
+		{"keys is not a verb", req("KEYS", "*"), ErrUnknownCommand},
 	}
 	for _, tt := range tests {
 		_, _, err := ParseRequest(tt.payload, nil)
@@ -149,8 +154,11 @@ func FuzzParseRequest(f *testing.F) {
 	f.Add(req("SET", "k", "v", "NX", "PX", "100"))
 	f.Add(req("set", "k", "v", "nex"))
 	f.Add(req("GET", "k"))
+	f.Add(req("KEYINFO", "k"))
 	f.Add(req("VDEL", "k", "v"))
 	f.Add(req("KEYNOTIFY", "k", "STOP"))
+	f.Add(req("KEYNOTIFY", "k*", "PATTERN", "STOP"))
+	f.Add(req("SCAN", "k*", "1;1;\x00\x00\x00\x00\x00\x00\x00\x01"))
 	f.Add([]byte("*2\r\n$3\r\nDEL\r\n$0\r\n\r\n"))
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		r, _, err := ParseRequest(payload, nil)
@@ -160,7 +168,7 @@ func FuzzParseRequest(f *testing.F) {
 			}
 			return
 		}
-		if len(r.Key) == 0 || r.Verb == 0 || r.PX < 0 {
+		if (len(r.Key) == 0 && r.Verb != VerbScan) || r.Verb == 0 || r.PX < 0 {
 			t.Fatalf("accepted an invalid request: %+v", r)
 		}
 	})

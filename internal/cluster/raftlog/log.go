@@ -29,6 +29,9 @@ type Options struct {
 	SegmentSize int64
 	// Logger receives the log lines; nil means slog.Default().
 	Logger *slog.Logger
+	// Timings, when set, receives how long writes and fsyncs take (its
+	// Snapshot is not called: Raft's snapshots are not the log's).
+	Timings *journal.Timings
 }
 
 // Log is the Raft log on segment files. Create it with Open and close it
@@ -253,15 +256,19 @@ func (l *Log) StoreLogs(entries []*raft.Log) error {
 		buf = journal.FillFrame(buf, start)
 	}
 	l.buf = buf[:0]
+	start := time.Now()
 	if _, err := tail.f.WriteAt(buf, tail.size); err != nil {
 		// Nothing is indexed: the next batch writes over what got written.
 		return fmt.Errorf("cluster: write %s: %w", tail.name, err)
 	}
+	l.timed(func(t *journal.Timings) func(time.Duration) { return t.Write }, start)
 	if l.opts.Fsync == journal.FsyncAlways {
+		start = time.Now()
 		if err := journal.Fdatasync(tail.f); err != nil {
 			l.fail(tail, err)
 			return l.failed
 		}
+		l.timed(func(t *journal.Timings) func(time.Duration) { return t.Fsync }, start)
 	} else {
 		l.dirty = true
 	}
@@ -463,12 +470,27 @@ func (l *Log) syncEverySecond() {
 		if f == nil {
 			continue
 		}
-		if err := journal.Fdatasync(f.f); err != nil {
+		start := time.Now()
+		err := journal.Fdatasync(f.f)
+		if err == nil {
+			l.timed(func(t *journal.Timings) func(time.Duration) { return t.Fsync }, start)
+		}
+		if err != nil {
 			l.wmu.Lock()
 			if !l.closed && l.failed == nil && contains(l.segs, f) {
 				l.fail(f, err)
 			}
 			l.wmu.Unlock()
+		}
+	}
+}
+
+// timed reports the time since start to the Timings field that field
+// picks, when there is one.
+func (l *Log) timed(field func(*journal.Timings) func(time.Duration), start time.Time) {
+	if t := l.opts.Timings; t != nil {
+		if record := field(t); record != nil {
+			record(time.Since(start))
 		}
 	}
 }

@@ -25,7 +25,7 @@ type cluster struct {
 
 // startCluster starts size nodes with --fsync always, each reaching its
 // peers through its own proxies, and waits until every node serves.
-func startCluster(t *testing.T, name string, size int) *cluster {
+func startCluster(t *testing.T, bin, name string, size int) *cluster {
 	t.Helper()
 	ids := make([]string, size)
 	peerAddrs := map[string]string{}
@@ -40,7 +40,7 @@ func startCluster(t *testing.T, name string, size int) *cluster {
 	t.Cleanup(net.close)
 	c := &cluster{net: net, peerAddrs: peerAddrs}
 	for _, id := range ids {
-		c.ns = append(c.ns, newNode(t, id, freeAddr(t), logPath(name, id),
+		c.ns = append(c.ns, newNode(t, bin, id, freeAddr(t), logPath(name, id),
 			"--node-id", id,
 			"--cluster-listen", peerAddrs[id],
 			"--peers", net.peers(id, peerAddrs),
@@ -258,10 +258,47 @@ func TestCluster(t *testing.T) {
 	if err := os.MkdirAll(*flagOut, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	p := clusterPlan(t, "cluster")
+	c := startCluster(t, dssBinary, fmt.Sprintf("cluster-seed%d", p.seed), 3)
+	p.faults = clusterFaults(c)
+	p.rounds = rounds(len(p.faults), 300)
+	if testing.Short() {
+		p.rounds = 2
+	}
+	run(t, c, p)
+}
+
+// TestClusterRaceBuild runs TestCluster's load and faults against nodes
+// built with the race detector, which sees a data race a plain binary
+// hides: two rounds in the normal suite, a hundred with DSS_LONG=1.
+func TestClusterRaceBuild(t *testing.T) {
+	if clusterSupport != "" {
+		t.Skipf("not a cluster: %s", clusterSupport)
+	}
+	if *flagBin != "" {
+		t.Skip("-linearize.bin names the binary: no race-detecting build of it")
+	}
+	if err := os.MkdirAll(*flagOut, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := clusterPlan(t, "cluster-race")
+	c := startCluster(t, raceDSS(t), fmt.Sprintf("cluster-race-seed%d", p.seed), 3)
+	p.faults = clusterFaults(c)
+	p.rounds = rounds(2, 100)
+	// A race-detecting build runs several times slower.
+	p.timeout = 5 * time.Second
+	run(t, c, p)
+}
+
+// clusterPlan is the load of the cluster tests: six clients, one per node
+// and then round again (so four of them reach the store through a
+// follower), each with three requests in flight on its connection.
+func clusterPlan(t *testing.T, name string) plan {
 	p := plan{
-		name:    "cluster",
+		name:    name,
 		seed:    seed(t),
 		workers: 6,
+		lanes:   3,
 		keys:    4,
 		timeout: 2 * time.Second,
 		warmup:  time.Second,
@@ -269,15 +306,8 @@ func TestCluster(t *testing.T) {
 		check:   2 * time.Minute,
 		hold:    func(r *rand.Rand) time.Duration { return time.Duration(500+r.IntN(2500)) * time.Millisecond },
 	}
-	name := fmt.Sprintf("cluster-seed%d", p.seed)
-	c := startCluster(t, name, 3)
-	p.faults = clusterFaults(c)
-	p.rounds = rounds(len(p.faults), 300)
-	if testing.Short() {
-		p.rounds = 2
-	}
 	if dsstest.Long() {
 		p.check = 10 * time.Minute
 	}
-	run(t, c, p)
+	return p
 }

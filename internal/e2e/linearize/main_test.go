@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -21,6 +22,39 @@ var (
 
 // dssBinary is the dss binary built once for the package's tests.
 var dssBinary string
+
+// raceBinary is dss built with the race detector, once, for the tests
+// that run it.
+var raceBinary struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// raceDSS returns the path of dss built with -race, building it at the
+// first call: a data race in a node is invisible to a plain binary.
+func raceDSS(t testing.TB) string {
+	t.Helper()
+	raceBinary.once.Do(func() {
+		dir, err := os.MkdirTemp("", "dss-linearize-race")
+		if err != nil {
+			raceBinary.err = err
+			return
+		}
+		raceBinary.path = filepath.Join(dir, "dss")
+		out, err := exec.Command("go", "build", "-race", "-o", raceBinary.path, "github.com/dssio/dss/cmd/dss").CombinedOutput()
+		if err != nil {
+			raceBinary.err = fmt.Errorf("building dss with -race: %v\n%s", err, out)
+		}
+	})
+	if raceBinary.err != nil {
+		t.Fatal(raceBinary.err)
+	}
+	return raceBinary.path
+}
+
+// raceReport is what a binary built with -race prints for a data race.
+const raceReport = "WARNING: DATA RACE"
 
 // clusterSupport is empty when the binary's serve command accepts the
 // cluster flags, and otherwise says which it lacks.
@@ -50,6 +84,9 @@ func TestMain(m *testing.M) {
 	clusterSupport = detectCluster(dssBinary)
 	code := m.Run()
 	os.RemoveAll(dir)
+	if raceBinary.path != "" {
+		os.RemoveAll(filepath.Dir(raceBinary.path))
+	}
 	os.Exit(code)
 }
 

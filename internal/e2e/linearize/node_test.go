@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -18,6 +19,7 @@ import (
 // node is one dss process, started, killed, paused and restarted by the
 // test. Its output goes to a log file that outlives the test.
 type node struct {
+	bin    string // the dss binary it runs
 	id     string
 	addr   string   // MQTT listener
 	args   []string // serve's arguments, the same at every start
@@ -43,16 +45,19 @@ func freeAddr(t testing.TB) string {
 
 // newNode prepares a node that serves MQTT on addr with args; logPath is
 // where its output goes. The process is stopped when the test ends.
-func newNode(t testing.TB, id, addr, logPath string, args ...string) *node {
+func newNode(t testing.TB, bin, id, addr, logPath string, args ...string) *node {
 	t.Helper()
 	f, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &node{id: id, addr: addr, log: f, args: append([]string{"serve", "--listen", addr}, args...)}
+	n := &node{bin: bin, id: id, addr: addr, log: f, args: append([]string{"serve", "--listen", addr}, args...)}
 	t.Cleanup(func() {
 		n.kill()
 		f.Close()
+		if out, err := os.ReadFile(logPath); err == nil && strings.Contains(string(out), raceReport) {
+			t.Errorf("the race detector reported a data race in node %s: see %s", id, logPath)
+		}
 	})
 	return n
 }
@@ -66,8 +71,10 @@ func (n *node) start(ctx context.Context) error {
 	}
 	n.starts++
 	fmt.Fprintf(n.log, "==== start %d at %s\n", n.starts, time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(dssBinary, n.args...)
+	cmd := exec.Command(n.bin, n.args...)
 	cmd.Stdout, cmd.Stderr = n.log, n.log
+	// A race ends the process at once, so that the round sees it.
+	cmd.Env = append(os.Environ(), "GORACE=halt_on_error=1")
 	if err := startProcess(cmd); err != nil {
 		n.mu.Unlock()
 		return fmt.Errorf("node %s: %w", n.id, err)

@@ -43,6 +43,10 @@ type plan struct {
 	rounds  int
 	seed    uint64
 	workers int
+	// lanes is how many requests each worker's connection has in flight
+	// at once: each lane is a process of its own in the history, all
+	// sharing the worker's client. Zero means one.
+	lanes   int
 	keys    int
 	timeout time.Duration // of one request
 	warmup  time.Duration // load before the fault
@@ -164,17 +168,22 @@ func runRound(t *testing.T, sys system, p plan, round int, f fault, r *rand.Rand
 	defer stop()
 	var wg sync.WaitGroup
 	errs := make(chan error, p.workers)
+	lanes := max(p.lanes, 1)
+	errs = make(chan error, p.workers*lanes)
 	for i, c := range clients {
-		wk := &worker{id: i, c: c, h: h, w: w, seen: map[string]string{},
-			rng: rand.New(rand.NewPCG(r.Uint64(), uint64(i)))}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := wk.run(load); err != nil {
-				errs <- err
-				stop()
-			}
-		}()
+		for lane := range lanes {
+			id := i*lanes + lane
+			wk := &worker{id: id, c: c, h: h, w: w, seen: map[string]string{},
+				rng: rand.New(rand.NewPCG(r.Uint64(), uint64(id)))}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := wk.run(load); err != nil {
+					errs <- err
+					stop()
+				}
+			}()
+		}
 	}
 	finish := func() error {
 		stop()

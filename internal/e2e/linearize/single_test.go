@@ -112,7 +112,7 @@ func TestSingleNode(t *testing.T) {
 	if dsstest.Long() {
 		p.check = 10 * time.Minute
 	}
-	n := newNode(t, "n1", freeAddr(t), logPath(fmt.Sprintf("single-seed%d", p.seed), "n1"),
+	n := newNode(t, dssBinary, "n1", freeAddr(t), logPath(fmt.Sprintf("single-seed%d", p.seed), "n1"),
 		"--node-id", "n1", "--data", t.TempDir(), "--fsync", "always",
 		// Snapshots often, so that restarts replay a snapshot and a journal.
 		"--snapshot-after", "65536")
@@ -138,7 +138,7 @@ func TestSingleNode(t *testing.T) {
 // harness, from the client to the checker, must report the history as not
 // linearizable.
 func TestCheckerCatchesLostWrites(t *testing.T) {
-	n := newNode(t, "n1", freeAddr(t), logPath("lost-writes", "n1"), "--node-id", "n1", "--in-memory")
+	n := newNode(t, dssBinary, "n1", freeAddr(t), logPath("lost-writes", "n1"), "--node-id", "n1", "--in-memory")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := n.start(ctx); err != nil {

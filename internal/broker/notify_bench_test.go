@@ -1,0 +1,81 @@
+package broker
+
+import (
+	"fmt"
+	"testing"
+
+	mqtt "github.com/dssio/dss/internal/mqtt"
+	"github.com/dssio/dss/internal/mqtt/packets"
+
+	"github.com/dssio/dss/internal/engine"
+	"github.com/dssio/dss/internal/store"
+	"github.com/dssio/dss/internal/wire"
+)
+
+// BenchmarkNotifyChanged is the cost per change of finding and notifying
+// its watchers (registry.Changed and the delivery it returns, up to the
+// hand-over of each notification to its connection), with 1,000
+// connections registered for keys or for patterns:
+//
+//   - key-each / pattern-each: connection i watches b/<i>/k, or b/<i>/*;
+//     a change of one key reaches one connection. The patterns cost one
+//     map lookup per length of their literal start.
+//   - pattern-each-no-prefix: connection i watches *<i>/k, patterns with
+//     no literal start, so that every change is matched against all
+//     1,000: the worst case for the index.
+//   - key-shared / pattern-shared: every connection watches b/0/k, or
+//     b/*; a change reaches all 1,000.
+//
+// A change of a key nobody watches is measured too (miss), since most
+// changes of a busy store are.
+func BenchmarkNotifyChanged(b *testing.B) {
+	const watchers = 1000
+	srv := mqtt.New(&mqtt.Options{})
+	conns := make([]*mqtt.Client, watchers)
+	for i := range conns {
+		conns[i] = srv.NewClient(nil, "bench", fmt.Sprintf("w%04d", i), true)
+	}
+	key := func(i int) string { return fmt.Sprintf("b/%04d/k", i) }
+	for _, bm := range []struct {
+		name    string
+		pattern bool
+		reg     func(i int) string // what connection i registers for
+		changed func(i int) string // the key of change i
+		per     int                // notifications per change
+	}{
+		{"key-each", false, key, func(i int) string { return key(i % watchers) }, 1},
+		{"pattern-each", true, func(i int) string { return fmt.Sprintf("b/%04d/*", i) }, func(i int) string { return key(i % watchers) }, 1},
+		{"pattern-each-no-prefix", true, func(i int) string { return fmt.Sprintf("*%04d/k", i) }, func(i int) string { return key(i % watchers) }, 1},
+		{"key-shared", false, func(int) string { return key(0) }, func(int) string { return key(0) }, watchers},
+		{"pattern-shared", true, func(int) string { return "b/*" }, func(int) string { return key(0) }, watchers},
+		{"key-each-miss", false, key, func(int) string { return "other/k" }, 0},
+		{"pattern-each-miss", true, func(i int) string { return fmt.Sprintf("b/%04d/*", i) }, func(int) string { return "other/k" }, 0},
+	} {
+		b.Run(bm.name, func(b *testing.B) {
+			sent := 0
+			r := newRegistry(NewMetrics(), func(*mqtt.Client, *packets.Packet) { sent++ })
+			for i, cl := range conns {
+				op := &engine.Op{Request: wire.Request{Verb: wire.VerbKeyNotify, Key: []byte(bm.reg(i)), Pattern: bm.pattern}, Caller: &call{client: cl}}
+				r.KeyNotify(op)
+				if op.Result.Err != nil {
+					b.Fatalf("KEYNOTIFY %q: %v", bm.reg(i), op.Result.Err)
+				}
+			}
+			changes := make([]store.Change, watchers)
+			for i := range changes {
+				changes[i] = store.Change{Key: bm.changed(i), Value: make([]byte, 100)}
+			}
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				if deliver := r.Changed(&changes[n%watchers]); deliver != nil {
+					deliver()
+				}
+				n++
+			}
+			if want := n * bm.per; sent != want {
+				b.Fatalf("%d notifications for %d changes, want %d", sent, n, want)
+			}
+		})
+	}
+}
