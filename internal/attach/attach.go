@@ -348,15 +348,25 @@ func (a *Attacher) sweepLeases(period time.Duration) {
 
 // publish hands a message to the queue of messages for the broker, which
 // autopaho keeps while dss is not connected and sends, in order, once it
-// is (what its PublishViaQueue does).
+// is (what its PublishViaQueue does). A message larger than the broker
+// takes is dropped here: the broker would end the connection on it, and
+// the session would send it again on the next one, and again.
 func (a *Attacher) publish(p *paho.Publish) {
 	var b bytes.Buffer
 	_, err := p.Packet().WriteTo(&b)
-	if err == nil {
+	var reason string
+	switch limit := a.maxPacket.Load(); {
+	case err != nil:
+		reason = "unencodable"
+	case limit > 0 && b.Len() > int(limit):
+		err = fmt.Errorf("%d bytes, more than the broker's Maximum Packet Size of %d", b.Len(), limit)
+		reason = "too_large"
+	default:
 		err = a.queue.Enqueue(&b)
+		reason = "outbox_full"
 	}
 	if err != nil {
-		a.metrics.Dropped.Inc()
+		a.metrics.Dropped.WithLabelValues(reason).Inc()
 		if a.refuseLog.Allow() {
 			a.log.Warn("message for the broker dropped", "topic", p.Topic, "err", err)
 		}

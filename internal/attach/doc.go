@@ -42,6 +42,13 @@
 // client events), and at the end of a lease that the same KEYNOTIFY
 // renews.
 //
+// # What the broker takes
+//
+// A message larger than the Maximum Packet Size of the broker's CONNACK
+// is dropped before it enters autopaho's queue (the broker would end the
+// connection, and the session would send it again on every new one), and
+// SCAN's pages are cut to fit it.
+//
 // # Lock order
 //
 // Attacher.drainMu (shared, around a request's submission) before the

@@ -38,9 +38,12 @@ type Metrics struct {
 	// their lease.
 	Departures    prometheus.Counter
 	LeasesExpired prometheus.Counter
-	// Dropped counts responses and notifications dropped because the
-	// queue for the broker was full; QueuedBytes reads that queue.
-	Dropped     prometheus.Counter
+	// Dropped counts responses and notifications dropped, by reason:
+	// "outbox_full", the queue for the broker was full; "too_large",
+	// larger than the broker takes (its Maximum Packet Size);
+	// "unencodable", not an MQTT packet (never seen).
+	// QueuedBytes reads the queue.
+	Dropped     *prometheus.CounterVec
 	QueuedBytes prometheus.GaugeFunc
 	queued      atomic.Pointer[outbox]
 }
@@ -91,9 +94,9 @@ func NewMetrics() *Metrics {
 		LeasesExpired: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "dss_attach_keynotify_leases_expired_total", Help: "KEYNOTIFY registrations dropped at the end of their lease.",
 		}),
-		Dropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "dss_attach_dropped_messages_total", Help: "Responses and notifications dropped because the queue of messages for the broker was full (dss away from the broker too long).",
-		}),
+		Dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dss_attach_dropped_messages_total", Help: "Responses and notifications dropped, by reason: outbox_full (the queue of messages for the broker was full: dss away from the broker too long), too_large (larger than the broker's Maximum Packet Size), unencodable.",
+		}, []string{"reason"}),
 	}
 	m.QueuedBytes = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "dss_attach_queued_bytes", Help: "Bytes of responses and notifications waiting to be sent to the broker.",

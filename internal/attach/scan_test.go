@@ -68,3 +68,37 @@ func TestScanPagesFitTheBrokersPacketSize(t *testing.T) {
 		t.Fatalf("dss lost its connection to the broker %v times", n)
 	}
 }
+
+// A notification larger than the broker takes (its topic holds the key
+// twice, so it can outgrow the SET that caused it) is dropped and
+// counted: sent, it would end dss's connection, and its session would
+// send it again on every new one.
+func TestMessagesTooLargeForTheBrokerAreDropped(t *testing.T) {
+	const maxPacket = 20000
+	m := dsstest.StartMosquitto(t, dsstest.MosquittoConfig{Lines: []string{fmt.Sprintf("max_packet_size %d", maxPacket)}})
+	_, web := startWithHTTP(t, m, server.Config{})
+	w := dsstest.Dial(t, m.Addr, "watcher")
+	w.Subscribe(wire.NotifyTopicFilter(w.ID))
+	big := strings.Repeat("k", 3000)
+	for _, k := range []string{big, "small"} {
+		if p := w.Request(dsstest.Cmd("KEYNOTIFY", k)); string(p.Payload) != "+OK\r\n" {
+			t.Fatalf("KEYNOTIFY: %q", p.Payload)
+		}
+	}
+	c := dsstest.Dial(t, m.Addr, "writer")
+	// The request fits; its notification, with the key twice in hex in
+	// its topic, does not.
+	if p := c.Set([]string{big, strings.Repeat("v", 16000)}); string(p.Payload) != "+OK\r\n" {
+		t.Fatalf("SET: %q", p.Payload)
+	}
+	c.Set([]string{"small", "v"})
+	if n := w.Next(); !strings.HasSuffix(n.Topic, "/command/notify/736D616C6C") {
+		t.Fatalf("the first notification is on %s, not small's", n.Topic)
+	}
+	if n := metric(t, web, `dss_attach_dropped_messages_total{reason="too_large"}`); n != 1 {
+		t.Fatalf("%v messages dropped as too large, want 1", n)
+	}
+	if n := metric(t, web, "dss_attach_connection_losses_total"); n != 0 {
+		t.Fatalf("dss lost its connection to the broker %v times", n)
+	}
+}
