@@ -75,8 +75,8 @@ type Config struct {
 	// ResyncTimeout bounds each request that re-registers a watch after a
 	// reconnect. Default 10 s.
 	ResyncTimeout time.Duration
-	// WatchRenewal is how often the keys watched are registered again
-	// (KEYNOTIFY) while the connection lasts, so that a server that ends
+	// WatchRenewal is how often the keys and patterns watched are
+	// registered again (KEYNOTIFY) while the connection lasts, so that a server that ends
 	// a registration at the end of a lease (dss attach, whose default
 	// lease is 10 minutes) keeps them; a server that keeps registrations
 	// for the connection's life answers +OK and changes nothing. Zero

@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// startRenewal registers the watched keys again every WatchRenewal while
-// cn lasts: a server attached to another broker (dss attach) cannot see
-// the client's connection, and ends a registration that is not renewed
-// within its lease.
+// startRenewal registers the watched keys and patterns again every
+// WatchRenewal while cn lasts: a server attached to another broker (dss
+// attach) cannot see the client's connection, and ends a registration
+// that is not renewed within its lease.
 func (c *Client) startRenewal(cn *conn) {
 	if c.cfg.WatchRenewal < 0 {
 		return
@@ -28,6 +28,10 @@ func (c *Client) startRenewal(cn *conn) {
 			keys := c.watchedKeysLocked()
 			c.mu.Unlock()
 			for _, k := range keys {
+				if k == patternSlot {
+					c.renewPatterns(cn)
+					continue
+				}
 				if len(c.watchersOf(k)) == 0 {
 					continue // stopped meanwhile
 				}
@@ -40,4 +44,22 @@ func (c *Client) startRenewal(cn *conn) {
 			}
 		}
 	})
+}
+
+// renewPatterns registers the patterns of the pattern watches again on
+// cn, each once.
+func (c *Client) renewPatterns(cn *conn) {
+	done := map[string]bool{}
+	for _, w := range c.watchersOf(patternSlot) {
+		if done[w.pattern] {
+			continue
+		}
+		done[w.pattern] = true
+		ctx, cancel := context.WithTimeout(cn.ctx, c.cfg.ResyncTimeout)
+		err := c.patternNotify(ctx, w.pattern, false)
+		cancel()
+		if err != nil && cn.ctx.Err() == nil {
+			c.log.Warn("pattern watch not renewed", "pattern", w.pattern, "err", err)
+		}
+	}
 }

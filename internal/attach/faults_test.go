@@ -118,9 +118,15 @@ func TestKeyNotifyLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = watch.Stop(context.Background()) }()
+	patternWatch, err := dc.WatchPattern(ctx, "p*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = patternWatch.Stop(context.Background()) }()
 	time.Sleep(1200 * time.Millisecond) // three leases
 	w.Set([]string{"k", "later"})
-	for _, ww := range []*client.Watch{watch} {
+	w.Set([]string{"p2", "later"})
+	for _, ww := range []*client.Watch{watch, patternWatch} {
 		select {
 		case e := <-ww.Events():
 			if string(e.Value) != "later" {
