@@ -4,7 +4,7 @@
 # load generator to another.
 #
 #   scripts/bench.sh                 the default set (a few minutes)
-#   scripts/bench.sh --full          every scenario (about 17 minutes)
+#   scripts/bench.sh --full          every scenario (about 21 minutes)
 #   scripts/bench.sh --only "throughput fanout"
 #   scripts/bench.sh --only cluster  3 nodes against 1 with --fsync always, GET, failover
 #   scripts/bench.sh --only attach   dss attached to Mosquitto, beside Mosquitto + a
