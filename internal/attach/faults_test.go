@@ -236,8 +236,13 @@ func TestTwoInstancesShareTheLoad(t *testing.T) {
 		}
 	}
 	for i, web := range webs {
-		if got := metric(t, web, `dss_requests_total{verb="SET"}`); got < n/10 {
+		got := metric(t, web, `dss_requests_total{verb="SET"}`)
+		if got < n/10 {
 			t.Errorf("instance %d carried out %v of %d writes: the broker does not share the requests", i+1, got, n)
+		}
+		// Every write answered was timed, under its verb.
+		if timed := metric(t, web, `dss_request_duration_seconds_count{verb="SET"}`); timed != got {
+			t.Errorf("instance %d timed %v of its %v writes", i+1, timed, got)
 		}
 	}
 	// Pipelined: a linearizable read in a cluster waits for a heartbeat

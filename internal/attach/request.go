@@ -125,7 +125,8 @@ func (a *Attacher) again(c *call, p *paho.Publish, earlier *entry) bool {
 		a.metrics.Duplicates.WithLabelValues("redelivery").Inc()
 	case earlier.kept:
 		a.metrics.Duplicates.WithLabelValues("answered again").Inc()
-		a.respond(c, earlier.payload, earlier.props)
+		// A replay: not carried out, so not timed as a request.
+		a.publishResponse(c.responseTopic, c.correlation, earlier.payload, earlier.props)
 	default:
 		a.metrics.Duplicates.WithLabelValues("answered again").Inc()
 		a.recent.forget(c.key)
