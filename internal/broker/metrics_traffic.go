@@ -2,12 +2,11 @@ package broker
 
 import (
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dssio/dss/internal/mqtt"
-	"github.com/dssio/dss/internal/wire"
+	"github.com/dssio/dss/internal/service"
 )
 
 // trafficMetrics are the request latencies and the broker's publish,
@@ -16,9 +15,7 @@ import (
 type trafficMetrics struct {
 	// Latency is the time from a request's arrival to its response being
 	// handed to the broker, by verb.
-	Latency *prometheus.HistogramVec
-	// byVerb caches Latency's series per verb (index: wire.Verb).
-	byVerb [32]atomic.Pointer[prometheus.Observer]
+	Latency *service.Latency
 
 	// SubscribeFilters counts the topic filters of SUBSCRIBE packets,
 	// granted or refused.
@@ -36,12 +33,7 @@ func newTrafficMetrics(info *atomic.Pointer[mqtt.Info]) trafficMetrics {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, readInfo(info, field))
 	}
 	return trafficMetrics{
-		Latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "dss_request_duration_seconds",
-			Help: "Time from a state store request's arrival to its response, by verb: the store's work, the wait for the journal's fsync (--fsync always) or, in a cluster, for a majority.",
-			// 50 µs to about 3.3 s.
-			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 17),
-		}, []string{"verb"}),
+		Latency: service.NewLatency(),
 		SubscribeFilters: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dss_mqtt_subscribe_filters_total", Help: "Topic filters clients subscribed to, granted or refused (SUBACK reason code 0x80 or above).",
 		}, []string{"outcome"}),
@@ -63,26 +55,6 @@ func readInfo(info *atomic.Pointer[mqtt.Info], field func(*mqtt.Info) *int64) fu
 	}
 }
 
-// observeRequest records a request's latency under its verb ("INVALID"
-// for a request that did not parse).
-func (m *trafficMetrics) observeRequest(v wire.Verb, d time.Duration) {
-	if int(v) >= len(m.byVerb) {
-		m.Latency.WithLabelValues(v.String()).Observe(d.Seconds())
-		return
-	}
-	o := m.byVerb[v].Load()
-	if o == nil {
-		name := v.String()
-		if v == 0 {
-			name = "INVALID"
-		}
-		obs := m.Latency.WithLabelValues(name)
-		o = &obs
-		m.byVerb[v].Store(o)
-	}
-	(*o).Observe(d.Seconds())
-}
-
 // subscribed counts the filters of a SUBSCRIBE by their reason codes.
 func (m *trafficMetrics) subscribed(codes []byte) {
 	for _, c := range codes {
@@ -95,5 +67,5 @@ func (m *trafficMetrics) subscribed(codes []byte) {
 }
 
 func (m *trafficMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.Latency, m.SubscribeFilters, m.received, m.sent, m.bytesIn, m.bytesOut, m.subscriptions, m.inflight}
+	return []prometheus.Collector{m.Latency.Collector(), m.SubscribeFilters, m.received, m.sent, m.bytesIn, m.bytesOut, m.subscriptions, m.inflight}
 }

@@ -4,6 +4,7 @@ package mqtt
 
 import (
 	"container/heap"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -36,6 +37,15 @@ type retainedAccount struct {
 	// message older than that goes whatever its own expiry. Set once;
 	// nil for none.
 	maxExpiry func() int64
+
+	// seq numbers the messages retained, and seqOf says which number the
+	// message retained on each topic has: a new subscription is sent the
+	// retained messages numbered up to what seq was when it was made,
+	// and never one retained since, which reached it as it was published.
+	// Written under the root lock with seqMu held; read with seqMu.
+	seqMu sync.RWMutex
+	seq   uint64
+	seqOf map[string]uint64
 }
 
 // retainedOverhead is what a retained message costs beside the bytes its
@@ -91,7 +101,14 @@ func (x *TopicsIndex) retainWithin(pk *packets.Packet, maxCount int, maxBytes in
 		n.Lock()
 		n.retainPath = pk.TopicName
 		n.Unlock()
+		x.retained.seqMu.Lock()
 		x.Retained.Add(pk.TopicName, *pk)
+		x.retained.seq++
+		if x.retained.seqOf == nil {
+			x.retained.seqOf = make(map[string]uint64)
+		}
+		x.retained.seqOf[pk.TopicName] = x.retained.seq
+		x.retained.seqMu.Unlock()
 		if !existed {
 			x.retained.count.Add(1)
 		}
@@ -121,10 +138,33 @@ func (x *TopicsIndex) deleteRetainedLocked(topic string, existed bool, size int6
 	if !existed {
 		return
 	}
+	x.retained.seqMu.Lock()
 	x.Retained.Delete(topic)
+	delete(x.retained.seqOf, topic)
+	x.retained.seqMu.Unlock()
 	x.retained.count.Add(-1)
 	x.retained.bytes.Add(-size)
 	x.retained.dropDeadline(topic)
+}
+
+// retainedMark returns the number of the message retained last: a
+// subscription made now is sent the retained messages up to it.
+func (x *TopicsIndex) retainedMark() uint64 {
+	x.retained.seqMu.RLock()
+	defer x.retained.seqMu.RUnlock()
+	return x.retained.seq
+}
+
+// retainedAsOf returns the message retained on topic if it was retained
+// by mark (retainedMark): one retained later reached the subscriptions
+// of then as it was published.
+func (x *TopicsIndex) retainedAsOf(topic string, mark uint64) (packets.Packet, bool) {
+	x.retained.seqMu.RLock()
+	defer x.retained.seqMu.RUnlock()
+	if seq, ok := x.retained.seqOf[topic]; !ok || seq > mark {
+		return packets.Packet{}, false
+	}
+	return x.Retained.Get(topic)
 }
 
 // expireRetained removes the retained messages due at now (Unix seconds)

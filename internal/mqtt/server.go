@@ -2018,6 +2018,11 @@ func (s *Server) processSubscribe(cl *Client, pk packets.Packet) error {
 		},
 	}
 
+	// dss: the retained messages the subscriptions are sent are those
+	// retained by now; one retained after the SUBACK reaches them as it is
+	// published, and was sent twice when the retained messages were read
+	// later (FORK.md 67).
+	mark := s.Topics.retainedMark()
 	s.hooks.OnSubscribed(cl, pk, reasonCodes)
 	err := cl.WritePacket(ack)
 	if err != nil {
@@ -2029,7 +2034,7 @@ func (s *Server) processSubscribe(cl *Client, pk packets.Packet) error {
 			continue
 		}
 
-		s.publishRetainedToClient(cl, sub, filterExisted[i])
+		s.publishRetainedToClient(cl, sub, filterExisted[i], mark)
 	}
 
 	return nil

@@ -2306,7 +2306,7 @@ func TestPublishRetainedToClient(t *testing.T) {
 	require.Equal(t, int64(1), retained)
 
 	go func() {
-		s.publishRetainedToClient(cl, packets.Subscription{Filter: "a/b/c"}, false)
+		s.publishRetainedToClient(cl, packets.Subscription{Filter: "a/b/c"}, false, s.Topics.retainedMark())
 		waitWritten(cl)
 		_ = w.Close()
 	}()
@@ -2326,7 +2326,7 @@ func TestPublishRetainedToClientIsShared(t *testing.T) {
 	require.True(t, subbed)
 
 	go func() {
-		s.publishRetainedToClient(cl, sub, false)
+		s.publishRetainedToClient(cl, sub, false, s.Topics.retainedMark())
 		_ = w.Close()
 	}()
 
@@ -2348,7 +2348,7 @@ func TestPublishRetainedToClientError(t *testing.T) {
 	require.Equal(t, int64(1), retained)
 
 	_ = w.Close()
-	s.publishRetainedToClient(cl, sub, false)
+	s.publishRetainedToClient(cl, sub, false, s.Topics.retainedMark())
 }
 
 func TestNoRetainMessageIfUnavailable(t *testing.T) {
