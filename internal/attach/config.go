@@ -149,9 +149,6 @@ func BrokerURL(s string) (*url.URL, error) {
 	return u, nil
 }
 
-// TLS reports whether the URL asks for TLS.
-func isTLS(u *url.URL) bool { return u.Scheme == "mqtts" }
-
 func (c *Config) setDefaults() error {
 	if c.Group == "" {
 		c.Group = DefaultGroup

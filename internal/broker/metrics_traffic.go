@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/dssio/dss/internal/mqtt/system"
+	"github.com/dssio/dss/internal/mqtt"
 	"github.com/dssio/dss/internal/service"
 )
 
@@ -25,11 +25,11 @@ type trafficMetrics struct {
 	subscriptions, inflight           prometheus.GaugeFunc
 }
 
-func newTrafficMetrics(info *atomic.Pointer[system.Info]) trafficMetrics {
-	count := func(name, help string, field func(*system.Info) *int64) prometheus.CounterFunc {
+func newTrafficMetrics(info *atomic.Pointer[mqtt.Info]) trafficMetrics {
+	count := func(name, help string, field func(*mqtt.Info) *int64) prometheus.CounterFunc {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, readInfo(info, field))
 	}
-	gauge := func(name, help string, field func(*system.Info) *int64) prometheus.GaugeFunc {
+	gauge := func(name, help string, field func(*mqtt.Info) *int64) prometheus.GaugeFunc {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, readInfo(info, field))
 	}
 	return trafficMetrics{
@@ -37,16 +37,16 @@ func newTrafficMetrics(info *atomic.Pointer[system.Info]) trafficMetrics {
 		SubscribeFilters: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dss_mqtt_subscribe_filters_total", Help: "Topic filters clients subscribed to, granted or refused (SUBACK reason code 0x80 or above).",
 		}, []string{"outcome"}),
-		received:      count("dss_mqtt_messages_received_total", "PUBLISH packets received from clients, state store requests included.", func(i *system.Info) *int64 { return &i.MessagesReceived }),
-		sent:          count("dss_mqtt_messages_sent_total", "PUBLISH packets delivered to clients: messages, state store responses and notifications.", func(i *system.Info) *int64 { return &i.MessagesSent }),
-		bytesIn:       count("dss_mqtt_received_bytes_total", "Bytes received on MQTT connections.", func(i *system.Info) *int64 { return &i.BytesReceived }),
-		bytesOut:      count("dss_mqtt_sent_bytes_total", "Bytes sent on MQTT connections.", func(i *system.Info) *int64 { return &i.BytesSent }),
-		subscriptions: gauge("dss_mqtt_subscriptions", "Topic filters held by sessions, connected or not.", func(i *system.Info) *int64 { return &i.Subscriptions }),
-		inflight:      gauge("dss_mqtt_inflight_messages", "QoS 1 and 2 messages sent to clients and not yet acknowledged.", func(i *system.Info) *int64 { return &i.Inflight }),
+		received:      count("dss_mqtt_messages_received_total", "PUBLISH packets received from clients, state store requests included.", func(i *mqtt.Info) *int64 { return &i.MessagesReceived }),
+		sent:          count("dss_mqtt_messages_sent_total", "PUBLISH packets delivered to clients: messages, state store responses and notifications.", func(i *mqtt.Info) *int64 { return &i.MessagesSent }),
+		bytesIn:       count("dss_mqtt_received_bytes_total", "Bytes received on MQTT connections.", func(i *mqtt.Info) *int64 { return &i.BytesReceived }),
+		bytesOut:      count("dss_mqtt_sent_bytes_total", "Bytes sent on MQTT connections.", func(i *mqtt.Info) *int64 { return &i.BytesSent }),
+		subscriptions: gauge("dss_mqtt_subscriptions", "Topic filters held by sessions, connected or not.", func(i *mqtt.Info) *int64 { return &i.Subscriptions }),
+		inflight:      gauge("dss_mqtt_inflight_messages", "QoS 1 and 2 messages sent to clients and not yet acknowledged.", func(i *mqtt.Info) *int64 { return &i.Inflight }),
 	}
 }
 
-func readInfo(info *atomic.Pointer[system.Info], field func(*system.Info) *int64) func() float64 {
+func readInfo(info *atomic.Pointer[mqtt.Info], field func(*mqtt.Info) *int64) func() float64 {
 	return func() float64 {
 		if i := info.Load(); i != nil {
 			return float64(atomic.LoadInt64(field(i)))

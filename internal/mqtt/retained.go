@@ -4,7 +4,6 @@ package mqtt
 
 import (
 	"container/heap"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -21,9 +20,6 @@ import (
 // only for its growth; one that deletes a retained message (an empty
 // payload) is always taken. Upstream took any number: 139,154 retained
 // messages of 1 KiB held 816 MB.
-//
-// The server's own retained messages, under $SYS/ where no client may
-// publish, do not count.
 //
 // Retained messages expire by a heap of their deadlines, looked at every
 // second up to the first not due; upstream copied every retained message
@@ -57,17 +53,8 @@ type retainedAccount struct {
 // map entry, its deadline, and a node of the index.
 const retainedOverhead = int64(unsafe.Sizeof(packets.Packet{})+unsafe.Sizeof(deadlineEntry{})+unsafe.Sizeof(particle{})) + 96
 
-// retainedCounts reports whether a message retained on topic counts
-// for the bounds: the server's own, under $SYS/, do not.
-func retainedCounts(topic string) bool {
-	return !strings.HasPrefix(topic, SysPrefix+"/")
-}
-
 // retainedBytes is the memory a retained message pk counts for.
 func retainedBytes(pk *packets.Packet) int64 {
-	if !retainedCounts(pk.TopicName) {
-		return 0
-	}
 	p := &pk.Properties
 	n := len(pk.Payload) + len(pk.TopicName) + len(p.CorrelationData) + len(p.ContentType) + len(p.ResponseTopic)
 	for _, u := range p.User {
@@ -79,8 +66,7 @@ func retainedBytes(pk *packets.Packet) int64 {
 // RetainedBytes returns the memory the retained messages count for.
 func (x *TopicsIndex) RetainedBytes() int64 { return x.retained.bytes.Load() }
 
-// RetainedCount returns the number of retained messages but the
-// server's own ($SYS).
+// RetainedCount returns the number of retained messages.
 func (x *TopicsIndex) RetainedCount() int { return int(x.retained.count.Load()) }
 
 // RetainMessage saves a message payload to the end of a topic address. Returns
@@ -123,7 +109,7 @@ func (x *TopicsIndex) retainWithin(pk *packets.Packet, maxCount int, maxBytes in
 		}
 		x.retained.seqOf[pk.TopicName] = x.retained.seq
 		x.retained.seqMu.Unlock()
-		if !existed && retainedCounts(pk.TopicName) {
+		if !existed {
 			x.retained.count.Add(1)
 		}
 		x.retained.bytes.Add(size - oldSize)
@@ -156,9 +142,7 @@ func (x *TopicsIndex) deleteRetainedLocked(topic string, existed bool, size int6
 	x.Retained.Delete(topic)
 	delete(x.retained.seqOf, topic)
 	x.retained.seqMu.Unlock()
-	if retainedCounts(topic) {
-		x.retained.count.Add(-1)
-	}
+	x.retained.count.Add(-1)
 	x.retained.bytes.Add(-size)
 	x.retained.dropDeadline(topic)
 }
