@@ -75,6 +75,13 @@ type Config struct {
 	// ResyncTimeout bounds each request that re-registers a watch after a
 	// reconnect. Default 10 s.
 	ResyncTimeout time.Duration
+	// WatchRenewal is how often the keys and patterns watched are
+	// registered again (KEYNOTIFY) while the connection lasts, so that a server that ends
+	// a registration at the end of a lease (dss attach, whose default
+	// lease is 10 minutes) keeps them; a server that keeps registrations
+	// for the connection's life answers +OK and changes nothing. Zero
+	// means 4 minutes, a negative value never.
+	WatchRenewal time.Duration
 	// Clock stamps requests (__ts). Default: a clock whose node id is the
 	// client id. Versions in responses advance it.
 	Clock *hlc.Clock
@@ -129,6 +136,9 @@ func (c Config) withDefaults() (Config, error) {
 		c.MaxBackoff = 5 * time.Second
 	}
 	c.MaxBackoff = max(c.MaxBackoff, c.MinBackoff)
+	if c.WatchRenewal == 0 {
+		c.WatchRenewal = 4 * time.Minute
+	}
 	if c.ResyncTimeout <= 0 {
 		c.ResyncTimeout = 10 * time.Second
 	}

@@ -203,6 +203,7 @@ func (c *Client) serve(cn *conn) {
 	c.mu.Unlock()
 	c.log.Info("connected", "server", cn.addr)
 	c.startResync(cn, keys)
+	c.startRenewal(cn)
 
 	select {
 	case <-cn.pc.Done():

@@ -76,6 +76,10 @@ var (
 	// ErrValueTooLong is dss's own addition: the value is longer than the
 	// server's maximum value size (dss serve --max-value-size).
 	ErrValueTooLong = serverError(wire.ErrValueTooLong)
+	// ErrUnknownRequester is dss's own addition: a server attached to
+	// another broker (dss attach) could not tell the client id of a
+	// KEYNOTIFY (the client sends it as __srcId, which this client does).
+	ErrUnknownRequester = serverError(wire.ErrUnknownRequester)
 )
 
 // serverErrors maps each known text to its sentinel.
@@ -87,6 +91,7 @@ var serverErrors = func() map[string]*ServerError {
 		ErrNotAuthorized, ErrUnknownCommand, ErrWrongNumberOfArguments,
 		ErrMissingTimestamp, ErrMalformedTimestamp, ErrKeyLengthZero,
 		ErrUnavailable, ErrBusy, ErrKeyTooLong, ErrValueTooLong, ErrBadScanToken,
+		ErrUnknownRequester,
 	} {
 		m[e.Text] = e
 	}

@@ -4,10 +4,12 @@
 # load generator to another.
 #
 #   scripts/bench.sh                 the default set (a few minutes)
-#   scripts/bench.sh --full          every scenario (about 17 minutes)
+#   scripts/bench.sh --full          every scenario (about 21 minutes)
 #   scripts/bench.sh --only "throughput fanout"
 #   scripts/bench.sh --only cluster  3 nodes against 1 with --fsync always, GET, failover
 #   scripts/bench.sh --only pubsub_cluster  publish/subscribe across nodes against one node
+#   scripts/bench.sh --only attach   dss attached to Mosquitto, beside Mosquitto + a
+#                                    Go bridge + Redis and beside dss serve
 #
 # Options:
 #   --full             run every scenario
@@ -21,18 +23,19 @@
 # (default 18830; a cluster's nodes take it and the next two), REDIS_PORT
 # (default 16380), FLOOR_PORT (default 18900), CLUSTER_PORT (default 17946;
 # the nodes' cluster listeners take it and the next two), TLS_PORT
-# (default 18883), WORK (default a new temporary directory).
+# (default 18883), MQ_PORT (default 18850, Mosquitto's), WORK (default a
+# new temporary directory).
 #
-# It installs redis-server, redis-tools and jq with apt-get when they are
-# missing (as root), and builds dss and tools/tcpfloor with the Go
-# toolchain on PATH.
+# It installs redis-server, redis-tools, jq and mosquitto with apt-get when
+# they are missing (as root), and builds dss, tools/tcpfloor and
+# tools/redisbridge with the Go toolchain on PATH.
 #
 # Adding a scenario: write a function scenario_NAME that calls row (or
 # rows) for every line of the table, and add NAME to SCENARIOS or FULL.
 set -euo pipefail
 
 SCENARIOS="throughput single_client fanout"
-FULL="$SCENARIOS pattern_watchers fsync connections_4096 idle_10k rss_1m startup_1m keys_10m expiry_spike cluster pubsub_cluster security"
+FULL="$SCENARIOS pattern_watchers fsync connections_4096 idle_10k rss_1m startup_1m keys_10m expiry_spike cluster pubsub_cluster security attach"
 
 RUNS=3
 DURATION=10
@@ -47,7 +50,7 @@ while [ $# -gt 0 ]; do
 	--duration) DURATION="$2"; shift ;;
 	--out) OUT="$2"; shift ;;
 	--keep) KEEP=1 ;;
-	-h | --help) sed -n '2,27p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,30p' "$0"; exit 0 ;;
 	*) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -69,10 +72,18 @@ REDIS_PID=""
 CLUSTER_PORT="${CLUSTER_PORT:-17946}"
 CLUSTER_PIDS=(0 0 0)
 TLS_PORT="${TLS_PORT:-18883}"
+MQ_PORT="${MQ_PORT:-18850}"
+MQ_PID=""
+ATTACH_PID=""
+BRIDGE="$WORK/redisbridge"
+BRIDGE_PID=""
 
 log() { echo "bench.sh: $*" >&2; }
 
 cleanup() {
+	stop_pid BRIDGE_PID
+	stop_pid ATTACH_PID
+	stop_pid MQ_PID
 	stop_cluster
 	stop_dss
 	stop_floor
@@ -90,6 +101,7 @@ setup() {
 	command -v jq >/dev/null || missing+=(jq)
 	command -v taskset >/dev/null || missing+=(util-linux)
 	command -v openssl >/dev/null || missing+=(openssl)
+	command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || missing+=(mosquitto)
 	if [ ${#missing[@]} -gt 0 ]; then
 		log "installing ${missing[*]}"
 		apt-get update -qq
@@ -102,7 +114,7 @@ setup() {
 	fi
 	ulimit -n "$(ulimit -Hn)" || true
 	log "building dss"
-	(cd "$ROOT" && go build -o "$DSS" ./cmd/dss && go build -o "$FLOOR" ./tools/tcpfloor)
+	(cd "$ROOT" && go build -o "$DSS" ./cmd/dss && go build -o "$FLOOR" ./tools/tcpfloor && go build -o "$BRIDGE" ./tools/redisbridge)
 	log "work directory $WORK; server on CPU $SERVER_CPU, load on CPU $LOAD_CPU"
 }
 
@@ -328,6 +340,73 @@ share() {
 	done | median | xargs printf %.2f
 }
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# start_mosquitto: a fresh Mosquitto on MQ_PORT that admits anyone, with
+# no bound on the messages in flight to a client (its default of 20 would
+# hold back the responses of any state store behind it) and Nagle's
+# algorithm off (its default leaves it on: each small response would wait
+# for the delayed acknowledgement of the one before, 40 ms).
+start_mosquitto() {
+	stop_pid MQ_PID
+	port_free "$MQ_PORT"
+	local mq
+	mq=$(command -v mosquitto || echo /usr/sbin/mosquitto)
+	{
+		echo "listener $MQ_PORT 127.0.0.1"
+		echo "allow_anonymous true"
+		echo "max_inflight_messages 0"
+		echo "max_queued_messages 0"
+		echo "set_tcp_nodelay true"
+		echo "log_dest stderr"
+		echo "log_type error"
+		if [ "$(id -u)" = 0 ]; then echo "user root"; fi
+	} >"$WORK/mosquitto.conf"
+	taskset -c "$SERVER_CPU" "$mq" -c "$WORK/mosquitto.conf" 2>>"$WORK/mosquitto.log" &
+	MQ_PID=$!
+	wait_port "$MQ_PORT"
+}
+
+# start_attach: dss attach, in memory, to the running Mosquitto, once
+# /readyz says it serves.
+start_attach() {
+	stop_pid ATTACH_PID
+	local web=$((MQ_PORT + 1))
+	port_free "$web"
+	taskset -c "$SERVER_CPU" "$DSS" attach --broker "mqtt://127.0.0.1:$MQ_PORT" --in-memory --log-level warn \
+		--http-listen "127.0.0.1:$web" 2>>"$WORK/attach.log" &
+	ATTACH_PID=$!
+	for _ in $(seq 1 200); do
+		if "$DSS" ready --http "127.0.0.1:$web" --timeout 1s >/dev/null 2>&1; then return 0; fi
+		sleep 0.05
+	done
+	log "dss attach is not ready"
+	return 1
+}
+
+# start_bridge: Redis and tools/redisbridge, attached to the running
+# Mosquitto.
+start_bridge() {
+	start_redis
+	stop_pid BRIDGE_PID
+	taskset -c "$SERVER_CPU" "$BRIDGE" --broker "mqtt://127.0.0.1:$MQ_PORT" --redis "127.0.0.1:$REDIS_PORT" 2>>"$WORK/bridge.log" &
+	BRIDGE_PID=$!
+	sleep 0.5
+}
+
+# stack_bench NAME PORT "PIDS" [bench flags...]: dss bench against the
+# MQTT server on PORT, and the CPU time of every process of the server
+# side (PIDS) per request sent, in $WORK/NAME.stackcpu.
+stack_bench() {
+	local name=$1 port=$2 pids=$3
+	shift 3
+	local t0=0 t1=0 p
+	for p in $pids; do t0=$((t0 + $(cpu_ticks "$p"))); done
+	taskset -c "$LOAD_CPU" "$DSS" bench --server "127.0.0.1:$port" --json "$@" >"$WORK/$name.json" 2>>"$WORK/bench.log" || {
+		log "dss bench $name reported errors or timeouts: $(jq -c '{errors,timeouts,errors_by_kind}' "$WORK/$name.json" 2>/dev/null)"
+	}
+	for p in $pids; do t1=$((t1 + $(cpu_ticks "$p"))); done
+	awk -v d=$((t1 - t0)) -v hz="$(hz)" -v n="$(j "$name" .sent)" 'BEGIN { if (n > 0) printf "%.2f\n", d * 1e6 / hz / n }' >"$WORK/$name.stackcpu"
+}
 
 # ---------------------------------------------------------------- table
 
@@ -844,6 +923,61 @@ scenario_security() {
 			"$(fmt "$(med "policy-$op" .server_cpu_us_per_request)" 2)"
 		row "$OP, 64 conns: users, policy, TLS" "errors + timeouts (all runs)" \
 			"$(for i in $(seq 1 "$RUNS"); do for m in users policy tls; do j "$m-$op.$i" '.errors + .timeouts'; done; done | awk '{ s += $1 } END { print s + 0 }')" ""
+	done
+}
+
+# The state store of a broker already running: dss attached to Mosquitto,
+# beside the glue plants build (Mosquitto, a Go bridge, Redis), and beside
+# dss serve as the broker itself; 64 connections, one request in flight
+# each, 100-byte values, 10,000 keys. The server side (every one of its
+# processes) runs on the server CPU; its CPU time is counted over the whole
+# run of dss bench, per request sent.
+scenario_attach() {
+	local i op
+	for i in $(seq 1 "$RUNS"); do
+		for op in set get; do
+			log "attach run $i/$RUNS, $op: dss serve"
+			start_dss
+			stack_bench "serve-$op.$i" "$DSS_PORT" "$DSS_PID" --op "$op" --clients 64 --inflight 1 --value-size 100 --keys 10000 --duration "${DURATION}s"
+			stop_dss
+			log "attach run $i/$RUNS, $op: Mosquitto + dss attach"
+			start_mosquitto
+			start_attach
+			stack_bench "attach-$op.$i" "$MQ_PORT" "$MQ_PID $ATTACH_PID" --op "$op" --clients 64 --inflight 1 --value-size 100 --keys 10000 --duration "${DURATION}s"
+			stop_pid ATTACH_PID
+			stop_pid MQ_PID
+			log "attach run $i/$RUNS, $op: Mosquitto + redisbridge + Redis"
+			start_mosquitto
+			start_bridge
+			stack_bench "bridge-$op.$i" "$MQ_PORT" "$MQ_PID $BRIDGE_PID $REDIS_PID" --op "$op" --clients 64 --inflight 1 --value-size 100 --keys 10000 --duration "${DURATION}s"
+			stop_pid BRIDGE_PID
+			stop_redis
+			stop_pid MQ_PID
+		done
+	done
+	local OP
+	for op in set get; do
+		OP=$(echo "$op" | tr a-z A-Z)
+		row "$OP, 64 conns, through Mosquitto: dss attach / bridge + Redis" "requests/s" \
+			"$(fmt "$(med "attach-$op" .requests_per_second)" 0)" \
+			"$(fmt "$(med "bridge-$op" .requests_per_second)" 0)"
+		row "$OP, 64 conns, through Mosquitto: dss attach / bridge + Redis" "p50 latency µs" \
+			"$(fmt "$(med "attach-$op" .latency_us.p50)")" \
+			"$(fmt "$(med "bridge-$op" .latency_us.p50)")"
+		row "$OP, 64 conns, through Mosquitto: dss attach / bridge + Redis" "p99 latency µs" \
+			"$(fmt "$(med "attach-$op" .latency_us.p99)")" \
+			"$(fmt "$(med "bridge-$op" .latency_us.p99)")"
+		row "$OP, 64 conns, through Mosquitto: dss attach / bridge + Redis" "server side CPU µs/request (all its processes)" \
+			"$(fmt "$(for i in $(seq 1 "$RUNS"); do cat "$WORK/attach-$op.$i.stackcpu"; done | median)")" \
+			"$(fmt "$(for i in $(seq 1 "$RUNS"); do cat "$WORK/bridge-$op.$i.stackcpu"; done | median)")"
+		row "$OP, 64 conns: dss attach to Mosquitto / dss serve" "requests/s" \
+			"$(fmt "$(med "attach-$op" .requests_per_second)" 0)" \
+			"$(fmt "$(med "serve-$op" .requests_per_second)" 0)"
+		row "$OP, 64 conns: dss attach to Mosquitto / dss serve" "server side CPU µs/request" \
+			"$(fmt "$(for i in $(seq 1 "$RUNS"); do cat "$WORK/attach-$op.$i.stackcpu"; done | median)")" \
+			"$(fmt "$(for i in $(seq 1 "$RUNS"); do cat "$WORK/serve-$op.$i.stackcpu"; done | median)")"
+		row "$OP, 64 conns: attach, bridge, serve" "errors + timeouts (all runs)" \
+			"$(for i in $(seq 1 "$RUNS"); do for m in attach bridge serve; do j "$m-$op.$i" '.errors + .timeouts'; done; done | awk '{ s += $1 } END { print s + 0 }')" ""
 	done
 }
 

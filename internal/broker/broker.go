@@ -18,19 +18,12 @@ import (
 
 	"github.com/dssio/dss/internal/auth"
 	"github.com/dssio/dss/internal/engine"
+	"github.com/dssio/dss/internal/service"
 	"github.com/dssio/dss/internal/wire"
 )
 
-// Store carries out state store requests; *engine.Node is one.
-type Store interface {
-	// Submit carries out op and calls op.Done once the result may be
-	// sent. It reports whether Done was called before it returned, on the
-	// caller's goroutine. It never blocks: the caller is a connection's
-	// reader, often a read loop that serves many connections. A store
-	// that cannot take op now answers it with an error (busy,
-	// unavailable) instead of waiting.
-	Submit(ctx context.Context, op *engine.Op) (inline bool)
-}
+// Store carries out state store requests (see service.Store).
+type Store = service.Store
 
 // Config configures a Broker.
 type Config struct {
@@ -172,6 +165,7 @@ type Broker struct {
 	routes   *routes
 	store    Store
 	span     *spanning // nil for a single node
+	limits   service.Limits
 	// completeFn is complete as a func value, bound once: a method value
 	// taken per request would allocate.
 	completeFn func(*engine.Op)
@@ -297,10 +291,13 @@ func New(cfg Config) (*Broker, error) {
 		refuseLog: rate.NewLimiter(rate.Every(time.Second), 10),
 		loginLog:  rate.NewLimiter(rate.Every(time.Second), 10),
 		throttle:  auth.NewThrottle(cfg.LoginDelay, 32*cfg.LoginDelay),
+
+		limits: service.Limits{MaxKeySize: cfg.MaxKeySize, MaxValueSize: cfg.MaxValueSize},
 	}
 	b.loginCtx, b.stopLogins = context.WithCancel(context.Background())
 	b.watches = newRegistry(cfg.Metrics, b.notify)
-	b.watches.maxPerConn = cfg.MaxWatchesPerClient
+	// Guarded by the registry's mu, which nobody holds yet.
+	b.watches.w.MaxPer = cfg.MaxWatchesPerClient
 	b.routes = newRoutes(srv)
 	if span != nil {
 		span.b = b

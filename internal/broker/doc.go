@@ -7,7 +7,9 @@
 // system topic never reach the broker's routing: the hook checks the
 // transport rules (QoS 1, Response Topic, Correlation Data, allowed
 // response topics), answers the PUBACK itself, reads the RPC envelope,
-// decodes the RESP3 payload and submits the request to the engine. When
+// decodes the RESP3 payload and submits the request to the engine (the
+// envelope, the payload and the response's bytes are package service's,
+// which dss attach shares). When
 // the engine delivers the result, the response is published through the
 // broker's routing to whoever subscribed to the Response Topic.
 //

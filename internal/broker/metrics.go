@@ -7,7 +7,6 @@ import (
 
 	mqtt "github.com/dssio/dss/internal/mqtt"
 	"github.com/dssio/dss/internal/mqtt/listeners"
-	"github.com/dssio/dss/internal/mqtt/system"
 )
 
 // Metrics counts what the binding does. Register it with a Prometheus
@@ -54,7 +53,7 @@ type Metrics struct {
 	// too slowly for its queue of pending writes.
 	DropsUnacknowledged prometheus.CounterFunc
 	DropsPendingWrites  prometheus.CounterFunc
-	info                atomic.Pointer[system.Info]
+	info                atomic.Pointer[mqtt.Info]
 	// AcceptErrors reads the bound broker's listeners.
 	AcceptErrors prometheus.CounterFunc
 	listener     atomic.Pointer[listeners.TCP]
@@ -126,10 +125,10 @@ func NewMetrics() *Metrics {
 	const droppedHelp = "Messages for a connected client that were dropped: every packet id of the client was held by messages it had not acknowledged (reason=\"unacknowledged\"), or a QoS 0 message found its queue of pending writes full (reason=\"pending_writes\")."
 	m.DropsUnacknowledged = prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "dss_mqtt_messages_dropped_total", Help: droppedHelp, ConstLabels: prometheus.Labels{"reason": "unacknowledged"},
-	}, m.infoCount(func(i *system.Info) *int64 { return &i.InflightDropped }))
+	}, m.infoCount(func(i *mqtt.Info) *int64 { return &i.InflightDropped }))
 	m.DropsPendingWrites = prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "dss_mqtt_messages_dropped_total", Help: droppedHelp, ConstLabels: prometheus.Labels{"reason": "pending_writes"},
-	}, m.infoCount(func(i *system.Info) *int64 { return &i.MessagesDropped }))
+	}, m.infoCount(func(i *mqtt.Info) *int64 { return &i.MessagesDropped }))
 	m.AcceptErrors = prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "dss_mqtt_accept_errors_total", Help: "Errors accepting MQTT connections, on the plain, the TLS and the WebSocket listeners (each retried, after a wait of 5 ms doubling up to 1 s).",
 	}, func() float64 {
@@ -183,7 +182,7 @@ func (m *Metrics) queued(read func(*mqtt.Queues) int64) func() float64 {
 
 // infoCount returns a reading of a counter of the bound broker core's
 // Info.
-func (m *Metrics) infoCount(counter func(*system.Info) *int64) func() float64 {
+func (m *Metrics) infoCount(counter func(*mqtt.Info) *int64) func() float64 {
 	return func() float64 {
 		if i := m.info.Load(); i != nil {
 			return float64(atomic.LoadInt64(counter(i)))

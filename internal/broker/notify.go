@@ -7,7 +7,7 @@ import (
 	"github.com/dssio/dss/internal/mqtt/packets"
 
 	"github.com/dssio/dss/internal/engine"
-	"github.com/dssio/dss/internal/resp"
+	"github.com/dssio/dss/internal/service"
 	"github.com/dssio/dss/internal/store"
 	"github.com/dssio/dss/internal/wire"
 )
@@ -24,160 +24,69 @@ type registry struct {
 	metrics *Metrics
 	// send delivers a notification to one registered connection.
 	send func(cl *mqtt.Client, pk *packets.Packet)
-	// maxPerConn bounds the registrations of one connection; 0: none.
-	maxPerConn int
+	// keep is mayHear as a func value, bound once: a method value taken
+	// per change would allocate.
+	keep func(cl *mqtt.Client, key string, _ struct{}, byPattern bool) bool
 
-	mu     sync.Mutex
-	byKey  map[string]map[*mqtt.Client]struct{} // guarded by mu
-	byConn map[*mqtt.Client]map[string]struct{} // guarded by mu
-	// pats holds the registrations for patterns (KEYNOTIFY pattern
-	// PATTERN); guarded by mu.
-	pats patterns
+	mu sync.Mutex
+	// w holds the registrations, for keys and for patterns (KEYNOTIFY
+	// pattern PATTERN); guarded by mu.
+	w *service.Watches[*mqtt.Client, struct{}]
 }
 
 var _ engine.Notifier = (*registry)(nil)
 
+// newRegistry returns an empty registry.
 func newRegistry(m *Metrics, send func(*mqtt.Client, *packets.Packet)) *registry {
-	return &registry{
-		metrics: m,
-		send:    send,
-		byKey:   make(map[string]map[*mqtt.Client]struct{}),
-		byConn:  make(map[*mqtt.Client]map[string]struct{}),
-		pats:    newPatterns(),
-	}
+	return &registry{metrics: m, send: send, keep: mayHear, w: service.NewWatches[*mqtt.Client, struct{}]()}
 }
 
-// KeyNotify registers or unregisters the calling connection.
+// KeyNotify registers or unregisters the calling connection. A
+// registration for a pattern needs no grant: under a policy, its
+// notifications leave out the keys the client may not read.
 func (r *registry) KeyNotify(op *engine.Op) {
 	cl := op.Caller.(*call).client
-	key := string(op.Request.Key)
+	key, pattern := string(op.Request.Key), op.Request.Pattern
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if op.Request.Pattern {
-		r.patternNotifyLocked(op, cl, key)
-		return
-	}
 	if op.Request.Stop {
-		_, op.Result.Watched = r.byKey[key][cl]
-		r.removeLocked(cl, key)
+		if _, op.Result.Watched = r.w.Remove(cl, key, pattern); op.Result.Watched {
+			r.metrics.Watches.Dec()
+		}
 		return
 	}
 	if cl.Closed() {
 		return // OnDisconnect may already have run; the registration would leak
 	}
-	watchers := r.byKey[key]
-	if watchers == nil {
-		watchers = make(map[*mqtt.Client]struct{})
-		r.byKey[key] = watchers
-	}
-	if _, ok := watchers[cl]; ok {
+	added, err := r.w.Add(cl, len(cl.ID), key, pattern, struct{}{})
+	if err != nil {
+		op.Result.Err = err
 		return
 	}
-	keys := r.byConn[cl]
-	if r.fullLocked(cl) {
-		if len(watchers) == 0 {
-			delete(r.byKey, key)
-		}
-		op.Result.Err = wire.ErrQuotaExceeded
-		return
+	if added {
+		r.metrics.Watches.Inc()
 	}
-	if wire.NotifyTopicLen(len(cl.ID), len(key)) > wire.MaxTopicLen {
-		// The client id and the key make a topic MQTT cannot carry:
-		// refused here, as the encoder would refuse every notification.
-		if len(watchers) == 0 {
-			delete(r.byKey, key)
-		}
-		op.Result.Err = wire.ErrKeyTooLong
-		return
-	}
-	watchers[cl] = struct{}{}
-	if keys == nil {
-		keys = make(map[string]struct{})
-		r.byConn[cl] = keys
-	}
-	keys[key] = struct{}{}
-	r.metrics.Watches.Inc()
-}
-
-// fullLocked reports whether cl has as many registrations, for keys and
-// patterns together, as it may.
-func (r *registry) fullLocked(cl *mqtt.Client) bool {
-	return r.maxPerConn > 0 && len(r.byConn[cl])+r.pats.count(cl) >= r.maxPerConn
-}
-
-// patternNotifyLocked carries out KEYNOTIFY pattern PATTERN [STOP]. The
-// registration needs no grant: under a policy, the notifications leave
-// out the keys the client may not read.
-func (r *registry) patternNotifyLocked(op *engine.Op, cl *mqtt.Client, pattern string) {
-	if op.Request.Stop {
-		if op.Result.Watched = r.pats.remove(cl, pattern); op.Result.Watched {
-			r.metrics.Watches.Dec()
-		}
-		return
-	}
-	if cl.Closed() || r.pats.has(cl, pattern) {
-		return
-	}
-	if r.fullLocked(cl) {
-		op.Result.Err = wire.ErrQuotaExceeded
-		return
-	}
-	r.pats.add(cl, pattern)
-	r.metrics.Watches.Inc()
-}
-
-func (r *registry) removeLocked(cl *mqtt.Client, key string) {
-	watchers, ok := r.byKey[key]
-	if !ok {
-		return
-	}
-	if _, ok := watchers[cl]; !ok {
-		return
-	}
-	delete(watchers, cl)
-	if len(watchers) == 0 {
-		delete(r.byKey, key)
-	}
-	delete(r.byConn[cl], key)
-	if len(r.byConn[cl]) == 0 {
-		delete(r.byConn, cl)
-	}
-	r.metrics.Watches.Dec()
 }
 
 // keysOf returns the keys cl is registered for.
 func (r *registry) keysOf(cl *mqtt.Client) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	keys := make([]string, 0, len(r.byConn[cl]))
-	for k := range r.byConn[cl] {
-		keys = append(keys, k)
-	}
-	return keys
+	return r.w.KeysOf(cl)
 }
 
 // dropConnection removes every registration of a connection that ended.
 func (r *registry) dropConnection(cl *mqtt.Client) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for key := range r.byConn[cl] {
-		r.removeLocked(cl, key)
-	}
-	for _, pattern := range r.pats.of(cl) {
-		r.pats.remove(cl, pattern)
-		r.metrics.Watches.Dec()
-	}
+	r.metrics.Watches.Sub(float64(r.w.Drop(cl)))
 }
 
 // Watched returns the keys that have a watcher.
 func (r *registry) Watched() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	keys := make([]string, 0, len(r.byKey))
-	for k := range r.byKey {
-		keys = append(keys, k)
-	}
-	return keys
+	return r.w.Keys()
 }
 
 // WatchesPatterns reports whether a connection is registered for a
@@ -185,63 +94,47 @@ func (r *registry) Watched() []string {
 func (r *registry) WatchesPatterns() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.pats.byText) > 0
+	return r.w.HasPatterns()
 }
 
 // Changed returns the delivery of c to the connections watching its key
 // now, by the key itself or by a pattern it matches: once to each, however
 // many of its registrations match.
 //
-// Most changes have no watcher: finding none allocates nothing, which is
-// why the delivery below captures a copy of conns, not conns itself (a
-// variable the returned function captures lives on the heap).
+// Most changes have no watcher: finding none allocates nothing.
 func (r *registry) Changed(c *store.Change) func() {
 	r.mu.Lock()
-	watchers := r.byKey[c.Key]
-	if len(watchers) == 0 && len(r.pats.byText) == 0 {
+	if !r.w.Watching(c.Key) {
 		r.mu.Unlock()
 		return nil
 	}
-	conns := make([]*mqtt.Client, 0, len(watchers))
-	for cl := range watchers {
-		conns = append(conns, cl)
-	}
-	var seen map[*mqtt.Client]struct{}
-	r.pats.matching(c.Key, func(cl *mqtt.Client) {
-		if seen == nil {
-			seen = make(map[*mqtt.Client]struct{}, len(conns)+1)
-			for _, w := range conns {
-				seen[w] = struct{}{}
-			}
-		}
-		if _, dup := seen[cl]; dup {
-			return
-		}
-		seen[cl] = struct{}{}
-		// Under a policy, a pattern hears only of keys the client may
-		// read, by the grants in force now.
-		if a := accessOf(cl); a != nil {
-			if mayRead := a.readable(); mayRead != nil && !mayRead(c.Key) {
-				return
-			}
-		}
-		conns = append(conns, cl)
-	})
+	conns := r.w.Recipients(c.Key, r.keep)
 	r.mu.Unlock()
 	if len(conns) == 0 {
 		return nil
 	}
-	change, to := *c, conns
-	return func() { r.deliver(&change, to) }
+	change := *c
+	return func() { r.deliver(&change, conns) }
+}
+
+// mayHear reports whether a connection hears of a change through a
+// registration: through one for the key, always (it was granted); through
+// a pattern, under a policy, only of keys it may read by the grants in
+// force now.
+func mayHear(cl *mqtt.Client, key string, _ struct{}, byPattern bool) bool {
+	if !byPattern {
+		return true
+	}
+	if a := accessOf(cl); a != nil {
+		if mayRead := a.readable(); mayRead != nil && !mayRead(key) {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *registry) deliver(c *store.Change, conns []*mqtt.Client) {
-	var payload []byte
-	if c.Deleted {
-		payload = resp.AppendArray(nil, []byte("NOTIFY"), []byte("DELETE"))
-	} else {
-		payload = resp.AppendArray(make([]byte, 0, len(c.Value)+48), []byte("NOTIFY"), []byte("SET"), []byte("VALUE"), c.Value)
-	}
+	payload := service.NotificationPayload(c)
 	version := c.Version.String()
 	key := []byte(c.Key)
 	for _, cl := range conns {

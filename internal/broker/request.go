@@ -8,8 +8,8 @@ import (
 	mqtt "github.com/dssio/dss/internal/mqtt"
 	"github.com/dssio/dss/internal/mqtt/packets"
 
-	"github.com/dssio/dss/hlc"
 	"github.com/dssio/dss/internal/engine"
+	"github.com/dssio/dss/internal/service"
 	"github.com/dssio/dss/internal/wire"
 )
 
@@ -64,13 +64,13 @@ func (c *call) release() {
 // Reason codes the binding sends. Every one is valid in the packet it is
 // sent in (MQTT 5, sections 3.4.2.1, 3.5.2.1 and 3.14.2.1).
 var (
-	codeMissingResponseTopic = packets.Code{Code: 0x83, Reason: "state store request without Response Topic"}
-	codeMissingCorrelation   = packets.Code{Code: 0x83, Reason: "state store request without Correlation Data"}
-	codeWildcardResponse     = packets.Code{Code: 0x83, Reason: "state store request with a wildcard in its Response Topic"}
-	codeNeedsQoS1            = packets.Code{Code: 0x83, Reason: "state store requests must be sent with QoS 1"}
-	codeNeedsQoS1Correlation = packets.Code{Code: 0x83, Reason: "state store requests must be sent with QoS 1 and carry Correlation Data"}
-	codeDraining             = packets.Code{Code: 0x80, Reason: "the state store is shutting down"}
-	codeForbiddenResponse    = packets.Code{Code: 0x83, Reason: "the Response Topic of a state store request may not be the request topic or under " + wire.ReservedPrefix}
+	codeMissingResponseTopic = packets.Code{Code: 0x83, Reason: service.ReasonNoResponseTopic}
+	codeMissingCorrelation   = packets.Code{Code: 0x83, Reason: service.ReasonNoCorrelation}
+	codeWildcardResponse     = packets.Code{Code: 0x83, Reason: service.ReasonWildcardResponse}
+	codeNeedsQoS1            = packets.Code{Code: 0x83, Reason: service.ReasonNeedsQoS1}
+	codeNeedsQoS1Correlation = packets.Code{Code: 0x83, Reason: service.ReasonNeedsQoS1Correlation}
+	codeDraining             = packets.Code{Code: 0x80, Reason: service.ReasonDraining}
+	codeForbiddenResponse    = packets.Code{Code: 0x83, Reason: service.ReasonForbiddenResponse}
 )
 
 // handleRequest runs on the client's read goroutine, so a client's
@@ -120,55 +120,22 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 	// out with the response.
 	c := newCall(b, cl, pk)
 
-	var ts, ft, version string
-	var hasTs, hasFt bool
-	// Without aio-persistence=true a key need not survive a restart; the
-	// engine decides whether that matters.
-	c.op.Volatile = true
+	var env service.Envelope
 	for _, u := range props.User {
-		switch u.Key {
-		case wire.PropTimestamp:
-			ts, hasTs = u.Val, true
-		case wire.PropFencingToken:
-			ft, hasFt = u.Val, true
-		case wire.PropProtocolVersion:
-			version = u.Val
-		case wire.PropPersistence:
-			c.op.Volatile = !strings.EqualFold(u.Val, "true")
-		case wire.PropConsistency:
-			c.op.Stale = strings.EqualFold(u.Val, wire.ConsistencyStale)
-		case wire.PropTTL:
-			c.op.WithTTL = strings.EqualFold(u.Val, "true")
-		}
+		env.Add(u.Key, u.Val)
 	}
-	if !wire.SupportedVersion(version) {
-		b.respondUnsupportedVersion(c, strings.Clone(version))
+	if !env.Supported() {
+		b.respondUnsupportedVersion(c, strings.Clone(env.Version))
 		return
 	}
-	// The request refers to the payload, not to the argument list: the
-	// list can live on this goroutine's stack.
-	var args [6][]byte // room for the arguments of any valid request
-	req, _, perr := wire.ParseRequest(pk.Payload, args[:0])
-	switch {
-	case perr != nil:
-	case !mayRequest(cl, &req):
-		perr = wire.ErrNotAuthorized
-	case len(req.Key) > b.cfg.MaxKeySize:
-		perr = wire.ErrKeyTooLong
-	case len(req.Value) > b.cfg.MaxValueSize:
-		perr = wire.ErrValueTooLong
-	case req.Verb == wire.VerbSet && !hasTs:
-		perr = wire.ErrMissingTimestamp
-	default:
-		perr = c.readTimestamps(ts, hasTs, ft, hasFt)
-	}
+	perr := service.Prepare(&c.op, pk.Payload, &env, b.limits, func(req *wire.Request) bool { return mayRequest(cl, req) })
 	if perr != nil {
 		c.op.Result = engine.Result{Err: perr}
 		c.op.Inline = true
 		b.complete(&c.op)
 		return
 	}
-	c.op.Request = req
+	req := &c.op.Request
 	// A cluster recognises a request sent again by these; both live as
 	// long as the call.
 	c.op.Client, c.op.Correlation = cl.ID, c.correlation
@@ -179,23 +146,6 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 	// When the result is not ready at once (it waits for the journal, or
 	// for earlier deliveries), the PUBACK goes out later with the response.
 	b.store.Submit(b.ctx, &c.op)
-}
-
-func (c *call) readTimestamps(ts string, hasTs bool, ft string, hasFt bool) *wire.Error {
-	var err error
-	if hasTs {
-		if c.op.Timestamp, err = hlc.Parse(ts); err != nil {
-			return wire.ErrMalformedTimestamp
-		}
-		c.op.HasTimestamp = true
-	}
-	if hasFt {
-		if c.op.Fence, err = hlc.Parse(ft); err != nil {
-			return wire.ErrMalformedTimestamp
-		}
-		c.op.HasFence = true
-	}
-	return nil
 }
 
 // ack acknowledges a request with a reason code of the binding's choice.

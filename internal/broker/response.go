@@ -2,14 +2,12 @@ package broker
 
 import (
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/dssio/dss/internal/mqtt/packets"
 
 	"github.com/dssio/dss/internal/engine"
-	"github.com/dssio/dss/internal/resp"
-	"github.com/dssio/dss/internal/store"
+	"github.com/dssio/dss/internal/service"
 	"github.com/dssio/dss/internal/wire"
 )
 
@@ -17,67 +15,25 @@ import (
 // every op the binding submits.
 func (b *Broker) complete(op *engine.Op) {
 	c := op.Caller.(*call)
-	r := &op.Result
-	var payload []byte
-	switch {
-	case r.Err != nil:
-		b.metrics.Errors.WithLabelValues(r.Err.Text()).Inc()
-		payload = resp.AppendError(make([]byte, 0, 6+len(r.Err.Text())), "ERR "+r.Err.Text())
-	case op.Request.Verb == wire.VerbGet:
-		if r.Found {
-			payload = resp.AppendBulk(make([]byte, 0, len(r.Value)+16), r.Value)
-		} else {
-			payload = replyNull
-		}
-	case op.Request.Verb == wire.VerbKeyInfo:
-		if r.Found {
-			payload = appendKeyInfoReply(r)
-		} else {
-			payload = replyNull
-		}
-	case op.Request.Verb == wire.VerbScan:
-		payload = appendScanReply(make([]byte, 0, scanReplySize(r)), r)
-	case op.Request.Verb == wire.VerbKeyNotify:
-		if op.Request.Stop && !r.Watched {
-			payload = replyZero
-		} else {
-			payload = replyOK
-		}
-	case op.Request.Verb == wire.VerbSet && r.Outcome == store.Applied:
-		payload = replyOK
-	case r.Outcome == store.Applied:
-		payload = replyOne
-	case r.Outcome == store.NotMet:
-		payload = replyNotMet
-	default: // store.Missing
-		payload = replyZero
+	if err := op.Result.Err; err != nil {
+		b.metrics.Errors.WithLabelValues(err.Text()).Inc()
 	}
+	payload := service.Payload(op)
 	user := okNoVersion
-	if r.HasVersion && r.Err == nil {
-		user = c.versioned(r.Version)
+	if service.HasVersion(op) {
+		user = c.versioned(op.Result.Version)
 	}
-	if r.TTL > 0 && r.Err == nil {
+	if ttl, ok := service.TTLProperty(op); ok {
 		// Rare (asked for, and a key that expires): its own slice, not
 		// the reply's.
-		user = append(slices.Clip(user), packets.UserProperty{Key: wire.PropTTL, Val: strconv.FormatInt(r.TTL, 10)})
+		user = append(slices.Clip(user), packets.UserProperty{Key: ttl.Key, Val: ttl.Value})
 	}
 	b.respond(c, payload, user, op.Inline)
 	c.release()
 }
 
-// The payloads of responses that are not a value or an error. The broker
-// only reads a packet's payload, so every response may share them; Clip
-// keeps an append from writing into them.
-var (
-	replyOK     = slices.Clip(resp.AppendSimple(nil, "OK"))
-	replyNull   = slices.Clip(resp.AppendNull(nil))
-	replyZero   = slices.Clip(resp.AppendInt(nil, 0))
-	replyOne    = slices.Clip(resp.AppendInt(nil, 1))
-	replyNotMet = slices.Clip(resp.AppendInt(nil, -1))
-)
-
 // okNoVersion is the envelope of a response without a version, shared
-// like the payloads above.
+// by every such response (the broker only reads it).
 var okNoVersion = []packets.UserProperty{
 	{Key: wire.PropStatus, Val: wire.StatusOK},
 	{Key: wire.PropProtocolVersion, Val: wire.ProtocolVersion},
@@ -87,13 +43,12 @@ var okNoVersion = []packets.UserProperty{
 // version the server does not speak.
 func (b *Broker) respondUnsupportedVersion(c *call, version string) {
 	b.metrics.Refused.WithLabelValues("protocol version").Inc()
-	b.respond(c, nil, []packets.UserProperty{
-		{Key: wire.PropStatus, Val: wire.StatusVersionNotSupported},
-		{Key: wire.PropStatusMessage, Val: "RPC protocol version " + version + " is not supported"},
-		{Key: wire.PropProtocolVersion, Val: wire.ProtocolVersion},
-		{Key: wire.PropSupportedMajor, Val: wire.SupportedMajor},
-		{Key: wire.PropRequestProtocol, Val: version},
-	}, true)
+	props := service.UnsupportedVersion(version)
+	user := make([]packets.UserProperty, len(props))
+	for i, p := range props {
+		user[i] = packets.UserProperty{Key: p.Key, Val: p.Value}
+	}
+	b.respond(c, nil, user, true)
 	c.release()
 }
 
@@ -104,7 +59,7 @@ func (b *Broker) respondUnsupportedVersion(c *call, version string) {
 // after the journal, which must not wait for any one connection (see
 // publishWithAck).
 func (b *Broker) respond(c *call, payload []byte, user []packets.UserProperty, now bool) {
-	b.metrics.traffic.observeRequest(c.op.Request.Verb, time.Since(c.start))
+	b.metrics.traffic.Latency.Observe(c.op.Request.Verb, time.Since(c.start))
 	// The packets are built in the call (zero since newCall), not on this
 	// goroutine's stack: 800 bytes each, they grew the stack of every
 	// connection. The broker copies what it keeps of them.

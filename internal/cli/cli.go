@@ -102,7 +102,7 @@ reads a YAML file of settings (--config); see dss serve --help.`,
 	}
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(newVersionCmd(stdio))
-	root.AddCommand(newServeCmd(stdio))
+	root.AddCommand(newServeCmd(stdio), newAttachCmd(stdio))
 	root.AddCommand(newRecoverCmd(stdio), newPasswdCmd(stdio), newSnapshotCmd(stdio))
 	root.AddCommand(newSetCmd(stdio), newGetCmd(stdio), newDelCmd(stdio), newVDelCmd(stdio))
 	root.AddCommand(newWatchCmd(stdio), newLockCmd(stdio), newKeysCmd(stdio))

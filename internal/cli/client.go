@@ -22,10 +22,10 @@ import (
 // clientFlags are the flags that every client command has.
 type clientFlags struct {
 	server   string
+	clientID string
 	timeout  time.Duration
 	json     bool
 	sec      securityFlags
-	clientID string // dss pub and sub: --client-id
 }
 
 // addClientFlags adds --server and --timeout to cmd, and --json when
@@ -33,6 +33,7 @@ type clientFlags struct {
 func addClientFlags(cmd *cobra.Command, f *clientFlags, withJSON bool, timeoutUsage string) {
 	cmd.Flags().StringVar(&f.server, "server", "localhost:1883", "server address HOST:PORT, or a comma-separated list to fail over between")
 	durationFlag(cmd.Flags(), &f.timeout, "timeout", 10*time.Second, timeoutUsage+" (0: no limit)")
+	cmd.Flags().StringVar(&f.clientID, "client-id", "", "MQTT client id (default: dss- and 16 random hex digits); through a broker whose ACL names clients, the id it grants (dss attach)")
 	if withJSON {
 		cmd.Flags().BoolVar(&f.json, "json", false, "print the result as JSON, with the version")
 	}
@@ -77,6 +78,7 @@ func (f *clientFlags) config() (client.Config, error) {
 	}
 	return client.Config{
 		Servers:    f.servers(),
+		ClientID:   f.clientID,
 		DialRounds: 1,
 		TLS:        tlsCfg,
 		Username:   f.sec.username,

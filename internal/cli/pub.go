@@ -91,7 +91,6 @@ Exit status: 0 published, 2 error.`,
 	}
 	addClientFlags(cmd, &f, true, "how long to wait for the server and its acknowledgement")
 	fs := cmd.Flags()
-	fs.StringVar(&f.clientID, "client-id", "", "MQTT client id (default: a random one)")
 	fs.IntVar(&p.qos, "qos", 0, "quality of service: 0, 1 or 2")
 	fs.BoolVar(&p.retain, "retain", false, "retain the message for later subscribers")
 	fs.StringArrayVar(&p.user, "user", nil, "user property KEY=VALUE (repeat for more)")

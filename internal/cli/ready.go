@@ -23,7 +23,8 @@ func newReadyCmd(stdio Stdio) *cobra.Command {
 		Short: "Check whether a server is ready (its /readyz), as a health check",
 		Long: `Ask the server's HTTP endpoint (dss serve --http-listen) whether the server
 is ready: its state is recovered, its listeners accept clients, it is not
-shutting down, its journal works and, in a cluster, it knows a leader.
+shutting down, its journal works and, in a cluster, it knows a leader
+(dss attach: it is connected to its broker and subscribed).
 Nothing is printed when it is ready; otherwise the reason goes to standard
 error. With --wait, ask again until it is ready or --timeout passes, and
 then report the last answer.

@@ -24,9 +24,7 @@ func newServeCmd(stdio Stdio) *cobra.Command {
 func newServeCommand(stdio Stdio) (*cobra.Command, func(*cobra.Command) (server.Config, *settings, error)) {
 	var build func(*cobra.Command) (server.Config, *settings, error)
 	var cfg server.Config
-	var logLevel, logFormat, fsync, persistence, adminTokenFile string
-	var inMemory bool
-	var cf clusterFlags
+	var sf storeFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the MQTT 5 broker with the state store",
@@ -77,26 +75,7 @@ TLS files (which are also re-read when they change).`,
 		if err := validateServe(cmd.Flags(), st); err != nil {
 			return cfg, err
 		}
-		logger, err := newLogger(stdio, logLevel, logFormat)
-		if err != nil {
-			return cfg, err
-		}
-		cfg.Logger = logger
-		if cfg.Fsync, err = journal.ParseFsync(fsync); err != nil {
-			return cfg, fmt.Errorf("--fsync: %w", err)
-		}
-		if cfg.Persistence, err = server.ParsePersistence(persistence); err != nil {
-			return cfg, fmt.Errorf("--persistence: %w", err)
-		}
-		if inMemory {
-			cfg.DataDir = ""
-		} else if cfg.DataDir == "" {
-			return cfg, fmt.Errorf("--data: a data directory is required unless --in-memory is given")
-		}
-		if err := cf.apply(&cfg); err != nil {
-			return cfg, err
-		}
-		if cfg.AdminToken, err = readAdminToken("--admin-token-file", adminTokenFile); err != nil {
+		if _, err := sf.apply(stdio, &cfg); err != nil {
 			return cfg, err
 		}
 		return cfg, nil
@@ -112,6 +91,7 @@ TLS files (which are also re-read when they change).`,
 		return cfg, st, err
 	}
 	f := cmd.Flags()
+	sf.add(cmd, &cfg)
 	f.StringVar(&cfg.Listen, "listen", "", "MQTT listener address HOST:PORT (default 127.0.0.1:1883, loopback only, while no authentication is configured; :1883 with --users and no TLS)")
 	f.BoolVar(&cfg.AllowAnonymous, "allow-anonymous", false, "admit clients without authentication on a listener beyond loopback (a warning at start); with --users or --tls-client-ca, admit clients that present no credentials")
 	f.StringVar(&cfg.Users, "users", "", "users file of names and argon2id password hashes, written by dss passwd; clients log in with a user name and password")
@@ -121,18 +101,7 @@ TLS files (which are also re-read when they change).`,
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "PEM file of the TLS certificate's private key")
 	f.StringVar(&cfg.TLSClientCA, "tls-client-ca", "", "PEM file of the CAs that sign client certificates: clients may log in with a certificate (required without --users)")
 	addWebFlags(f, &cfg)
-	f.StringVar(&cfg.HTTPListen, "http-listen", "", "address of the HTTP endpoint (HOST:PORT) with /metrics, /healthz, /readyz and GET /v1/snapshot for backups; empty turns it off")
-	f.DurationVar(&cfg.HTTPIdleTimeout, "http-idle-timeout", server.DefaultHTTPIdleTimeout, "how long a connection to the HTTP endpoint may stay idle between requests before it is closed")
-	f.IntVar(&cfg.HTTPMaxConnections, "http-max-connections", server.DefaultHTTPMaxConnections, "most connections the HTTP endpoint holds; past it a new one takes the place of the one idle the longest, or waits to be accepted")
-	f.StringVar(&adminTokenFile, "admin-token-file", "", "file holding the secret (16 characters or more) that a backup request on the HTTP endpoint must carry (Authorization: Bearer); without it only clients on this machine may fetch one")
-	f.BoolVar(&cfg.Pprof, "pprof", false, "serve the Go profiler under /debug/pprof/ on the HTTP endpoint, to clients on this machine or with the admin token (--admin-token-file)")
-	f.StringVar(&cfg.NodeID, "node-id", "", "node id stamped on every version this node issues (default: the host name)")
-	durationFlag(f, &cfg.MaxClockSkew, "max-clock-skew", time.Minute, "how far ahead of the server clock a request's __ts or __ft may be")
 	sizeFlag(f, &cfg.MaxPacketSize, "max-packet-size", server.DefaultMaxPacketSize, "largest MQTT packet accepted, such as 64MiB (the protocol's limit is 268435455 bytes)")
-	f.IntVar(&cfg.MaxKeys, "max-keys", server.DefaultMaxKeys, "most keys stored; a SET of a new key past it is answered 'the quota has been exceeded' (-1: no limit)")
-	sizeFlag(f, &cfg.MaxStoreBytes, "max-store-bytes", 0, "most bytes of keys and values stored; a SET that would grow the store past it is answered 'the quota has been exceeded' (0: a quarter of the memory, the machine's or its control group's limit; -1: no limit)")
-	sizeFlag(f, &cfg.MaxKeySize, "max-key-size", broker.DefaultMaxKeySize, "longest key of a request; client ids may be as long as leaves room for the notification topic of such a key")
-	sizeFlag(f, &cfg.MaxValueSize, "max-value-size", broker.DefaultMaxValueSize, "longest value of a request")
 	f.IntVar(&cfg.MaxInflightPerClient, "max-inflight-per-client", broker.DefaultMaxInflightPerClient, "most unanswered requests of one connection; past it the connection is not read until one is answered (TCP back-pressure; -1: no limit)")
 	sizeFlag(f, &cfg.MaxSessionQueueBytes, "max-queued-bytes-per-session", server.DefaultMaxSessionQueueBytes, "most bytes of QoS 1 and 2 messages one session holds, queued without a connection or held until its client can take them; past it its oldest never sent are dropped (-1: no limit)")
 	sizeFlag(f, &cfg.MaxQueuedBytes, "max-queued-bytes", 0, "most bytes of QoS 1 and 2 messages all sessions hold, queued or held; past it the oldest never sent of the session being fed are dropped (0: a sixteenth of the memory, the machine's or its control group's limit; -1: no limit)")
@@ -154,15 +123,6 @@ TLS files (which are also re-read when they change).`,
 	f.Uint16Var(&caps.TopicAliasMaximum, "topic-alias-maximum", caps.TopicAliasMaximum, "topic aliases a client may set on its publishes (0: none)")
 	f.Uint16Var(&caps.ReceiveMaximum, "receive-maximum", caps.ReceiveMaximum, "QoS 1 and 2 publishes a client may have unacknowledged by the server (1 to 65535; one more: DISCONNECT 0x93)")
 	f.IntVar(&cfg.ReadLoops, "read-loops", 0, "read loops (epoll, Linux) that serve busy connections instead of a goroutine each (0: one per CPU the server may use; -1: none)")
-	f.StringVar(&cfg.DataDir, "data", "dss-data", "data directory: the journal and snapshots that keep the state across restarts")
-	f.BoolVar(&inMemory, "in-memory", false, "keep nothing on disk: the state is gone when the server stops")
-	enumFlag(f, &fsync, "fsync", "always", []string{"always", "everysec", "no"}, "when changes reach stable storage: always (before each response), everysec (once a second) or no (left to the OS)")
-	enumFlag(f, &persistence, "persistence", "all", []string{"all", "flagged"}, "which keys survive a restart: all, or flagged (only keys written with the user property aio-persistence=true)")
-	cf.add(f)
-	sizeFlag(f, &cfg.SnapshotAfter, "snapshot-after", 64<<20, "bytes a snapshot must save to be due: once the journal outgrows it and the last snapshot, or once the data would make a snapshot this much and half smaller than the last")
-	enumFlag(f, &logLevel, "log-level", "info", []string{"debug", "info", "warn", "error"}, "log level: debug, info, warn or error")
-	enumFlag(f, &logFormat, "log-format", "text", []string{"text", "json"}, "log format: text or json")
-	addConfigFlag(cmd)
 	return cmd, build
 }
 

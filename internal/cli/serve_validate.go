@@ -37,6 +37,13 @@ func validateServe(fs *pflag.FlagSet, st *settings) error {
 			return st.invalid(f, msg)
 		}
 	}
+	for name, check := range attachChecks {
+		if f := fs.Lookup(name); f != nil {
+			if msg := check(f.Value.String()); msg != "" {
+				return st.invalid(f, msg)
+			}
+		}
+	}
 	return nil
 }
 
@@ -106,6 +113,7 @@ var serveChecks = []struct {
 	}},
 	{"max-queued-bytes-per-session", sizeOrNoLimit},
 	{"max-queued-bytes", sizeOrNoLimit},
+	{"max-outbox-bytes", sizeOrNoLimit},
 	{"max-packet-size", func(v string) string {
 		if n, err := parseSize(v); err == nil && (n < 1024 || n > 268435455) {
 			return "want 1KiB to 268435455 bytes (the protocol's limit), such as 64MiB"

@@ -100,7 +100,6 @@ subscription, a lost connection).`,
 	}
 	addClientFlags(cmd, &f, true, "how long to wait for the server and the subscription")
 	fs := cmd.Flags()
-	fs.StringVar(&f.clientID, "client-id", "", "MQTT client id (default: a random one)")
 	fs.IntVar(&qos, "qos", 0, "the highest quality of service to receive with: 0, 1 or 2")
 	fs.IntVar(&count, "count", 0, "exit after this many messages (0: run until interrupted)")
 	fs.BoolVar(&noLocal, "no-local", false, "do not receive the messages this connection publishes")

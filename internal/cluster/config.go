@@ -42,7 +42,7 @@ func ParsePeers(s string) ([]Peer, error) {
 		peers = append(peers, Peer{ID: id, Addr: addr})
 	}
 	if len(peers) == 0 {
-		return nil, errors.New("no peers: want ID=HOST:PORT,ID=HOST:PORT,...")
+		return nil, errors.New("no peers: want ID=HOST:PORT,ID=HOST:PORT")
 	}
 	return peers, nil
 }

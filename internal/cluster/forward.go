@@ -65,7 +65,6 @@ type forwarder struct {
 	leaders chan raft.Observation    // leader changes, from Raft
 	obs     *raft.Observer           // registered while running
 	wake    chan struct{}            // the queue or the leader changed
-	frame   frame                    // run goroutine only
 	wg      sync.WaitGroup           // stream readers
 }
 

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -224,5 +223,3 @@ func (c *Console) adminToken(r *http.Request) bool {
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(c.cfg.AdminToken)) == 1
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

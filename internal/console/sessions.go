@@ -183,10 +183,3 @@ func (s *sessions) sweep() int {
 	}
 	return n
 }
-
-// len returns the number of sessions held.
-func (s *sessions) len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.byID)
-}

@@ -5,7 +5,6 @@ package e2e_test
 import (
 	"bufio"
 	"bytes"
-	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -225,7 +224,7 @@ func TestKeepAliveIsJudgedOnWhatTheClientSent(t *testing.T) {
 				time.Sleep(50 * time.Millisecond)
 			}
 			if after, _ := idle.count(packets.Pingresp); after <= before {
-				t.Fatal(fmt.Sprintf("no PINGRESP after the stop (%d before, %d after)", before, after))
+				t.Fatalf("no PINGRESP after the stop (%d before, %d after)", before, after)
 			}
 		})
 	}

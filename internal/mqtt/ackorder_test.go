@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dssio/dss/internal/mqtt/packets"
+	"github.com/dssio/dss/internal/mqtt/packets/packettest"
 )
 
 // A QoS 1 message is in the sessions subscribed to it by the time its
@@ -26,12 +27,12 @@ func TestAnAcknowledgedPublishIsInTheSessionsSubscribedToIt(t *testing.T) {
 	s.Topics.Subscribe(away.ID, packets.Subscription{Filter: "a/b/c", Qos: 1})
 
 	go func() {
-		_ = s.processPacket(sender, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+		_ = s.processPacket(sender, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
 		_ = w.Close()
 	}()
-	ack := make([]byte, len(packets.TPacketData[packets.Puback].Get(packets.TPuback).RawBytes))
+	ack := make([]byte, len(packettest.TPacketData[packets.Puback].Get(packettest.TPuback).RawBytes))
 	_, err := io.ReadFull(r, ack)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Puback].Get(packets.TPuback).RawBytes, ack)
+	require.Equal(t, packettest.TPacketData[packets.Puback].Get(packettest.TPuback).RawBytes, ack)
 	require.Equal(t, 1, away.State.Inflight.Len(), "the session holds the message when the PUBACK is read")
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dssio/dss/internal/mqtt/packets"
+	"github.com/dssio/dss/internal/mqtt/packets/packettest"
 )
 
 // parkFor makes cl congested: a message waits for its receive window.
@@ -82,7 +83,7 @@ func TestAMessageParkedBehindOthersGoesAfterThemWithoutWaiting(t *testing.T) {
 	cl, r, w := newTestClient()
 	cl.Properties.ProtocolVersion = 5
 	s.Clients.Add(cl)
-	older := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet
+	older := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet
 	older.PacketID, older.Expiry, older.TopicName = 1, -1, "older"
 	cl.State.Inflight.Set(older) // parked, and the window has room again
 	require.Equal(t, int32(5), atomic.LoadInt32(&cl.State.Inflight.sendQuota))
@@ -92,7 +93,7 @@ func TestAMessageParkedBehindOthersGoesAfterThemWithoutWaiting(t *testing.T) {
 		b, _ := io.ReadAll(r)
 		got <- b
 	}()
-	pk := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet
+	pk := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet
 	pk.TopicName = "newer"
 	out, err := s.publishToClient(cl, packets.Subscription{Filter: "newer", Qos: 1}, pk)
 	require.NoError(t, err)

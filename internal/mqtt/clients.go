@@ -992,8 +992,6 @@ func (cl *Client) ReadFixedHeader(fh *packets.FixedHeader) error {
 
 // ReadPacket reads the remaining buffer into an MQTT packet.
 func (cl *Client) ReadPacket(fh *packets.FixedHeader) (pk packets.Packet, err error) {
-	atomic.AddInt64(&cl.ops.info.PacketsReceived, 1)
-
 	pk.ProtocolVersion = cl.Properties.ProtocolVersion // inherit client protocol version for decoding
 	pk.FixedHeader = *fh
 	var p []byte
@@ -1214,7 +1212,6 @@ func (cl *Client) packetsSent(pks []*packets.Packet, sizes []int, data []byte) {
 		if sizes[i] < 0 {
 			continue
 		}
-		atomic.AddInt64(&cl.ops.info.PacketsSent, 1)
 		if pks[i].FixedHeader.Type == packets.Publish {
 			atomic.AddInt64(&cl.ops.info.MessagesSent, 1)
 		}

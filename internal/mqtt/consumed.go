@@ -88,7 +88,6 @@ func (s *Server) receivePacketCopy(cl *Client, pk *packets.Packet) error {
 // readAckPacket reads the body of a PUBACK and decodes it into pk, as
 // ReadPacket does.
 func (cl *Client) readAckPacket(fh packets.FixedHeader, pk *packets.Packet) error {
-	atomic.AddInt64(&cl.ops.info.PacketsReceived, 1)
 	pk.ProtocolVersion = cl.Properties.ProtocolVersion
 	pk.FixedHeader = fh
 	var body []byte
@@ -123,7 +122,6 @@ func (s *Server) receivePuback(cl *Client, pk *packets.Packet) error {
 // readConsumedPacket reads the body of a publish to Options.ConsumedTopic
 // into the connection's buffer and decodes it into pk, as ReadPacket does.
 func (cl *Client) readConsumedPacket(fh packets.FixedHeader, pk *packets.Packet) error {
-	atomic.AddInt64(&cl.ops.info.PacketsReceived, 1)
 	pk.ProtocolVersion = cl.Properties.ProtocolVersion
 	pk.FixedHeader = fh
 	body := cl.consumedBody(fh.Remaining)

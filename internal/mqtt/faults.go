@@ -140,7 +140,18 @@ func (s *Server) connectFailed(cl *Client, version byte, err error) {
 			"listener", cl.Net.Listener, "type", packetName(pe.Type), "bytes", pe.Remaining,
 			"reason", code.Reason, "reason_code", code.Code)
 	}
-	if version == 5 && code.Code != 0 {
+	switch {
+	case code == packets.ErrUnsupportedProtocolVersion:
+		// dss: a client of a version the server does not speak is told so
+		// in the CONNACK of the version nearest to its own [MQTT-3.1.2-2]:
+		// MQTT 5's 0x84 to a later one, MQTT 3.1.1's 0x01 to an earlier
+		// one.
+		cl.Properties.ProtocolVersion = 4
+		if version > 5 {
+			cl.Properties.ProtocolVersion = 5
+		}
+		_ = s.SendConnack(cl, code, false, nil)
+	case version == 5 && code.Code != 0:
 		cl.Properties.ProtocolVersion = 5
 		_ = s.SendConnack(cl, code, false, nil)
 	}

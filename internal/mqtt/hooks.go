@@ -12,14 +12,11 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/dssio/dss/internal/mqtt/hooks/storage"
 	"github.com/dssio/dss/internal/mqtt/packets"
-	"github.com/dssio/dss/internal/mqtt/system"
 )
 
 const (
 	SetOptions byte = iota
-	OnSysInfoTick
 	OnStarted
 	OnStopped
 	OnConnectAuthenticate
@@ -51,23 +48,7 @@ const (
 	OnWillSent
 	OnClientExpired
 	OnRetainedExpired
-	StoredClients
-	StoredSubscriptions
-	StoredInflightMessages
-	StoredRetainedMessages
-	StoredSysInfo
 )
-
-var (
-	// ErrInvalidConfigType indicates a different Type of config value was expected to what was received.
-	ErrInvalidConfigType = errors.New("invalid config type provided")
-)
-
-// HookLoadConfig contains the hook and configuration as loaded from a configuration (usually file).
-type HookLoadConfig struct {
-	Hook   Hook
-	Config any
-}
 
 // Hook provides an interface of handlers for different events which occur
 // during the lifecycle of the broker.
@@ -82,7 +63,6 @@ type Hook interface {
 	OnStopped()
 	OnConnectAuthenticate(cl *Client, pk packets.Packet) bool
 	OnACLCheck(cl *Client, topic string, write bool) bool
-	OnSysInfoTick(*system.Info)
 	OnConnect(cl *Client, pk packets.Packet) error
 	OnSessionEstablish(cl *Client, pk packets.Packet)
 	OnSessionEstablished(cl *Client, pk packets.Packet)
@@ -110,11 +90,6 @@ type Hook interface {
 	OnWillSent(cl *Client, pk packets.Packet)
 	OnClientExpired(cl *Client)
 	OnRetainedExpired(filter string)
-	StoredClients() ([]storage.Client, error)
-	StoredSubscriptions() ([]storage.Subscription, error)
-	StoredInflightMessages() ([]storage.Message, error)
-	StoredRetainedMessages() ([]storage.Message, error)
-	StoredSysInfo() (storage.SystemInfo, error)
 }
 
 // HookOptions contains values which are inherited from the server on initialisation.
@@ -196,15 +171,6 @@ func (h *Hooks) Stop() {
 	}()
 
 	h.wg.Wait()
-}
-
-// OnSysInfoTick is called when the $SYS topic values are published out.
-func (h *Hooks) OnSysInfoTick(sys *system.Info) {
-	for _, hook := range h.GetAll() {
-		if hook.Provides(OnSysInfoTick) {
-			hook.OnSysInfoTick(sys)
-		}
-	}
 }
 
 // OnStarted is called when the server has successfully started.
@@ -566,105 +532,6 @@ func (h *Hooks) OnRetainedExpired(filter string) {
 	}
 }
 
-// StoredClients returns all clients, e.g. from a persistent store, is used to
-// populate the server clients list before start.
-func (h *Hooks) StoredClients() (v []storage.Client, err error) {
-	for _, hook := range h.GetAll() {
-		if hook.Provides(StoredClients) {
-			v, err := hook.StoredClients()
-			if err != nil {
-				h.Log.Error("failed to load clients", "error", err, "hook", hook.ID())
-				return v, err
-			}
-
-			if len(v) > 0 {
-				return v, nil
-			}
-		}
-	}
-
-	return
-}
-
-// StoredSubscriptions returns all subcriptions, e.g. from a persistent store, and is
-// used to populate the server subscriptions list before start.
-func (h *Hooks) StoredSubscriptions() (v []storage.Subscription, err error) {
-	for _, hook := range h.GetAll() {
-		if hook.Provides(StoredSubscriptions) {
-			v, err := hook.StoredSubscriptions()
-			if err != nil {
-				h.Log.Error("failed to load subscriptions", "error", err, "hook", hook.ID())
-				return v, err
-			}
-
-			if len(v) > 0 {
-				return v, nil
-			}
-		}
-	}
-
-	return
-}
-
-// StoredInflightMessages returns all inflight messages, e.g. from a persistent store,
-// and is used to populate the restored clients with inflight messages before start.
-func (h *Hooks) StoredInflightMessages() (v []storage.Message, err error) {
-	for _, hook := range h.GetAll() {
-		if hook.Provides(StoredInflightMessages) {
-			v, err := hook.StoredInflightMessages()
-			if err != nil {
-				h.Log.Error("failed to load inflight messages", "error", err, "hook", hook.ID())
-				return v, err
-			}
-
-			if len(v) > 0 {
-				return v, nil
-			}
-		}
-	}
-
-	return
-}
-
-// StoredRetainedMessages returns all retained messages, e.g. from a persistent store,
-// and is used to populate the server topics with retained messages before start.
-func (h *Hooks) StoredRetainedMessages() (v []storage.Message, err error) {
-	for _, hook := range h.GetAll() {
-		if hook.Provides(StoredRetainedMessages) {
-			v, err := hook.StoredRetainedMessages()
-			if err != nil {
-				h.Log.Error("failed to load retained messages", "error", err, "hook", hook.ID())
-				return v, err
-			}
-
-			if len(v) > 0 {
-				return v, nil
-			}
-		}
-	}
-
-	return
-}
-
-// StoredSysInfo returns a set of system info values.
-func (h *Hooks) StoredSysInfo() (v storage.SystemInfo, err error) {
-	for _, hook := range h.GetAll() {
-		if hook.Provides(StoredSysInfo) {
-			v, err := hook.StoredSysInfo()
-			if err != nil {
-				h.Log.Error("failed to load $SYS info", "error", err, "hook", hook.ID())
-				return v, err
-			}
-
-			if v.Version != "" {
-				return v, nil
-			}
-		}
-	}
-
-	return
-}
-
 // OnConnectAuthenticate is called when a user attempts to authenticate with the server.
 // Without a hook that provides it, every connection is refused (dss's
 // broker binding provides it; it decides in OnConnect, with internal/auth).
@@ -737,9 +604,6 @@ func (h *HookBase) OnStarted() {}
 
 // OnStopped is called when the server stops.
 func (h *HookBase) OnStopped() {}
-
-// OnSysInfoTick is called when the server publishes system info.
-func (h *HookBase) OnSysInfoTick(*system.Info) {}
 
 // OnConnectAuthenticate is called when a user attempts to authenticate with the server.
 func (h *HookBase) OnConnectAuthenticate(cl *Client, pk packets.Packet) bool {
@@ -850,28 +714,3 @@ func (h *HookBase) OnClientExpired(cl *Client) {}
 
 // OnRetainedExpired is called when a retained message for a topic has expired.
 func (h *HookBase) OnRetainedExpired(topic string) {}
-
-// StoredClients returns all clients from a store.
-func (h *HookBase) StoredClients() (v []storage.Client, err error) {
-	return
-}
-
-// StoredSubscriptions returns all subcriptions from a store.
-func (h *HookBase) StoredSubscriptions() (v []storage.Subscription, err error) {
-	return
-}
-
-// StoredInflightMessages returns all inflight messages from a store.
-func (h *HookBase) StoredInflightMessages() (v []storage.Message, err error) {
-	return
-}
-
-// StoredRetainedMessages returns all retained messages from a store.
-func (h *HookBase) StoredRetainedMessages() (v []storage.Message, err error) {
-	return
-}
-
-// StoredSysInfo returns a set of system info values.
-func (h *HookBase) StoredSysInfo() (v storage.SystemInfo, err error) {
-	return
-}

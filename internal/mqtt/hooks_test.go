@@ -11,18 +11,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dssio/dss/internal/mqtt/hooks/storage"
 	"github.com/dssio/dss/internal/mqtt/packets"
-	"github.com/dssio/dss/internal/mqtt/system"
 
 	"github.com/stretchr/testify/require"
 )
 
 type modifiedHookBase struct {
 	HookBase
-	err    error
-	fail   bool
-	failAt int
+	err  error
+	fail bool
 }
 
 var errTestHook = errors.New("error")
@@ -110,66 +107,6 @@ func (h *modifiedHookBase) OnWill(cl *Client, will Will) (Will, error) {
 	return will, nil
 }
 
-func (h *modifiedHookBase) StoredClients() (v []storage.Client, err error) {
-	if h.fail || h.failAt == 1 {
-		return v, errTestHook
-	}
-
-	return []storage.Client{
-		{ID: "cl1"},
-		{ID: "cl2"},
-		{ID: "cl3"},
-	}, nil
-}
-
-func (h *modifiedHookBase) StoredSubscriptions() (v []storage.Subscription, err error) {
-	if h.fail || h.failAt == 2 {
-		return v, errTestHook
-	}
-
-	return []storage.Subscription{
-		{ID: "sub1"},
-		{ID: "sub2"},
-		{ID: "sub3"},
-	}, nil
-}
-
-func (h *modifiedHookBase) StoredRetainedMessages() (v []storage.Message, err error) {
-	if h.fail || h.failAt == 3 {
-		return v, errTestHook
-	}
-
-	return []storage.Message{
-		{ID: "r1"},
-		{ID: "r2"},
-		{ID: "r3"},
-	}, nil
-}
-
-func (h *modifiedHookBase) StoredInflightMessages() (v []storage.Message, err error) {
-	if h.fail || h.failAt == 4 {
-		return v, errTestHook
-	}
-
-	return []storage.Message{
-		{ID: "i1"},
-		{ID: "i2"},
-		{ID: "i3"},
-	}, nil
-}
-
-func (h *modifiedHookBase) StoredSysInfo() (v storage.SystemInfo, err error) {
-	if h.fail || h.failAt == 5 {
-		return v, errTestHook
-	}
-
-	return storage.SystemInfo{
-		Info: system.Info{
-			Version: "2.0.0",
-		},
-	}, nil
-}
-
 type providesCheckHook struct {
 	HookBase
 }
@@ -235,7 +172,6 @@ func TestHooksNonReturns(t *testing.T) {
 			// on first iteration, check without hook methods
 			h.OnStarted()
 			h.OnStopped()
-			h.OnSysInfoTick(new(system.Info))
 			h.OnSessionEstablish(cl, packets.Packet{})
 			h.OnSessionEstablished(cl, packets.Packet{})
 			h.OnDisconnect(cl, nil, false)
@@ -447,116 +383,6 @@ func TestHooksOnLWT(t *testing.T) {
 	require.Equal(t, "a/b/c", lwt.TopicName)
 }
 
-func TestHooksStoredClients(t *testing.T) {
-	h := new(Hooks)
-	h.Log = logger
-
-	v, err := h.StoredClients()
-	require.NoError(t, err)
-	require.Len(t, v, 0)
-
-	hook := new(modifiedHookBase)
-	err = h.Add(hook, nil)
-	require.NoError(t, err)
-
-	v, err = h.StoredClients()
-	require.NoError(t, err)
-	require.Len(t, v, 3)
-
-	hook.fail = true
-	v, err = h.StoredClients()
-	require.Error(t, err)
-	require.Len(t, v, 0)
-}
-
-func TestHooksStoredSubscriptions(t *testing.T) {
-	h := new(Hooks)
-	h.Log = logger
-
-	v, err := h.StoredSubscriptions()
-	require.NoError(t, err)
-	require.Len(t, v, 0)
-
-	hook := new(modifiedHookBase)
-	err = h.Add(hook, nil)
-	require.NoError(t, err)
-
-	v, err = h.StoredSubscriptions()
-	require.NoError(t, err)
-	require.Len(t, v, 3)
-
-	hook.fail = true
-	v, err = h.StoredSubscriptions()
-	require.Error(t, err)
-	require.Len(t, v, 0)
-}
-
-func TestHooksStoredRetainedMessages(t *testing.T) {
-	h := new(Hooks)
-	h.Log = logger
-
-	v, err := h.StoredRetainedMessages()
-	require.NoError(t, err)
-	require.Len(t, v, 0)
-
-	hook := new(modifiedHookBase)
-	err = h.Add(hook, nil)
-	require.NoError(t, err)
-
-	v, err = h.StoredRetainedMessages()
-	require.NoError(t, err)
-	require.Len(t, v, 3)
-
-	hook.fail = true
-	v, err = h.StoredRetainedMessages()
-	require.Error(t, err)
-	require.Len(t, v, 0)
-}
-
-func TestHooksStoredInflightMessages(t *testing.T) {
-	h := new(Hooks)
-	h.Log = logger
-
-	v, err := h.StoredInflightMessages()
-	require.NoError(t, err)
-	require.Len(t, v, 0)
-
-	hook := new(modifiedHookBase)
-	err = h.Add(hook, nil)
-	require.NoError(t, err)
-
-	v, err = h.StoredInflightMessages()
-	require.NoError(t, err)
-	require.Len(t, v, 3)
-
-	hook.fail = true
-	v, err = h.StoredInflightMessages()
-	require.Error(t, err)
-	require.Len(t, v, 0)
-}
-
-func TestHooksStoredSysInfo(t *testing.T) {
-	h := new(Hooks)
-	h.Log = logger
-
-	v, err := h.StoredSysInfo()
-	require.NoError(t, err)
-	require.Equal(t, "", v.Info.Version)
-
-	hook := new(modifiedHookBase)
-	err = h.Add(hook, nil)
-	require.NoError(t, err)
-
-	v, err = h.StoredSysInfo()
-	require.NoError(t, err)
-	require.Equal(t, "2.0.0", v.Info.Version)
-
-	hook.fail = true
-	v, err = h.StoredSysInfo()
-	require.Error(t, err)
-	require.Equal(t, "", v.Info.Version)
-}
-
 func TestHookBaseID(t *testing.T) {
 	h := new(HookBase)
 	require.Equal(t, "base", h.ID())
@@ -629,39 +455,4 @@ func TestHookBaseOnLWT(t *testing.T) {
 	lwt, err := h.OnWill(new(Client), Will{TopicName: "a/b/c"})
 	require.NoError(t, err)
 	require.Equal(t, "a/b/c", lwt.TopicName)
-}
-
-func TestHookBaseStoredClients(t *testing.T) {
-	h := new(HookBase)
-	v, err := h.StoredClients()
-	require.NoError(t, err)
-	require.Empty(t, v)
-}
-
-func TestHookBaseStoredSubscriptions(t *testing.T) {
-	h := new(HookBase)
-	v, err := h.StoredSubscriptions()
-	require.NoError(t, err)
-	require.Empty(t, v)
-}
-
-func TestHookBaseStoredInflightMessages(t *testing.T) {
-	h := new(HookBase)
-	v, err := h.StoredInflightMessages()
-	require.NoError(t, err)
-	require.Empty(t, v)
-}
-
-func TestHookBaseStoredRetainedMessages(t *testing.T) {
-	h := new(HookBase)
-	v, err := h.StoredRetainedMessages()
-	require.NoError(t, err)
-	require.Empty(t, v)
-}
-
-func TestHookBaseStoreSysInfo(t *testing.T) {
-	h := new(HookBase)
-	v, err := h.StoredSysInfo()
-	require.NoError(t, err)
-	require.Equal(t, "", v.Version)
 }

@@ -275,15 +275,6 @@ func (i *Inflight) detach() {
 	i.detached = true
 }
 
-// queueDelivery adds out, a message for cl's session, which has no
-// connection, to its inflight messages within the queues' bounds. It
-// reports whether out was queued; the messages dropped for it, or out
-// itself, are counted and logged.
-func (s *Server) queueDelivery(cl *Client, out *packets.Packet) bool {
-	dropped, refused := cl.State.Inflight.queue(out)
-	return s.queueDelivered(cl, out, dropped, refused)
-}
-
 // queueDelivered counts and logs what queueing out dropped (out itself if
 // refused) and reports whether out was queued.
 func (s *Server) queueDelivered(cl *Client, out *packets.Packet, dropped []droppedMessage, refused queueLimit) bool {

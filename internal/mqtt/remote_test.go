@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dssio/dss/internal/mqtt/packets"
+	"github.com/dssio/dss/internal/mqtt/packets/packettest"
 )
 
 // A session installed from another node is taken over by the connection
@@ -22,8 +23,8 @@ import (
 func TestInstalledSessionIsResumed(t *testing.T) {
 	s := newServer()
 	defer s.Close()
-	id := packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt311).Packet.Connect.ClientIdentifier
-	queued := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet
+	id := packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt311).Packet.Connect.ClientIdentifier
+	queued := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet
 	queued.Queued = true
 	require.True(t, s.InstallSession(id, 4, 300, nil, []packets.Subscription{{Filter: "a/b/c", Qos: 1}}, []packets.Packet{queued}))
 	require.False(t, s.InstallSession(id, 4, 300, nil, nil, nil), "a second session of the id")
@@ -32,15 +33,15 @@ func TestInstalledSessionIsResumed(t *testing.T) {
 	o := make(chan error)
 	go func() { o <- s.EstablishConnection("tcp", r) }()
 	want := append(
-		packets.TPacketData[packets.Connack].Get(packets.TConnackAcceptedSessionExists).RawBytes,
-		packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).RawBytes...,
+		packettest.TPacketData[packets.Connack].Get(packettest.TConnackAcceptedSessionExists).RawBytes,
+		packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).RawBytes...,
 	)
 	recv := make(chan []byte, 1)
 	go func() {
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt311).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt311).RawBytes)
 		buf := make([]byte, len(want))
 		n, _ := io.ReadFull(w, buf)
-		_, _ = w.Write(packets.TPacketData[packets.Disconnect].Get(packets.TDisconnect).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnect).RawBytes)
 		_, _ = io.ReadAll(w)
 		recv <- buf[:n]
 	}()
@@ -136,7 +137,7 @@ func TestRemoteRoutesAndDefersTheAcknowledgement(t *testing.T) {
 	s.Topics.Subscribe(other.ID, packets.Subscription{Filter: "$share/elsewhere/a/b/c", Qos: 1})
 
 	go func() {
-		_ = s.processPacket(sender, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+		_ = s.processPacket(sender, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
 	}()
 	done := <-r.done
 	require.Equal(t, []string{"a/b/c"}, r.routed)
@@ -144,7 +145,7 @@ func TestRemoteRoutesAndDefersTheAcknowledgement(t *testing.T) {
 	require.Equal(t, 0, other.State.Inflight.Len(), "a shared subscription served elsewhere")
 	ack := make(chan []byte, 1)
 	go func() {
-		b := make([]byte, len(packets.TPacketData[packets.Puback].Get(packets.TPuback).RawBytes))
+		b := make([]byte, len(packettest.TPacketData[packets.Puback].Get(packettest.TPuback).RawBytes))
 		_, _ = io.ReadFull(rd, b)
 		ack <- b
 	}()
@@ -154,7 +155,7 @@ func TestRemoteRoutesAndDefersTheAcknowledgement(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 	done()
-	require.Equal(t, packets.TPacketData[packets.Puback].Get(packets.TPuback).RawBytes, <-ack)
+	require.Equal(t, packettest.TPacketData[packets.Puback].Get(packettest.TPuback).RawBytes, <-ack)
 	_ = w.Close()
 }
 
@@ -169,7 +170,7 @@ func TestDeliverRemoteIsNotRetainedNorRoutedAgain(t *testing.T) {
 	s.Clients.Add(away)
 	away.Stop(nil)
 	s.Topics.Subscribe(away.ID, packets.Subscription{Filter: "a/#", Qos: 1})
-	pk := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet
+	pk := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet
 	pk.FixedHeader.Retain = true
 	s.DeliverRemote(pk, nil)
 	require.Equal(t, 1, away.State.Inflight.Len())
@@ -190,7 +191,7 @@ func TestTakeSessionHandsTheSessionOver(t *testing.T) {
 	s.Clients.Add(cl)
 	s.Topics.Subscribe(cl.ID, packets.Subscription{Filter: "cmd", Qos: 1})
 	cl.State.Subscriptions.Add("cmd", packets.Subscription{Filter: "cmd", Qos: 1})
-	cl.State.Inflight.Set(*packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+	cl.State.Inflight.Set(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
 	s.loop.willDelayed.Add(cl.ID, packets.Packet{TopicName: "will"}, cl)
 	got := make(chan []byte, 1)
 	go func() {
@@ -207,6 +208,6 @@ func TestTakeSessionHandsTheSessionOver(t *testing.T) {
 	require.False(t, ok)
 	require.Equal(t, 0, s.loop.willDelayed.Len())
 	require.Equal(t, []string{"cmd true", "cmd false"}, r.changes)
-	require.Equal(t, packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectTakeover).RawBytes, <-got)
+	require.Equal(t, packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnectTakeover).RawBytes, <-got)
 	require.False(t, s.TakeSession("dev", nil, nil), "nothing left to take")
 }

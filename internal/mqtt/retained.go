@@ -4,7 +4,7 @@ package mqtt
 
 import (
 	"container/heap"
-	"strings"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -20,9 +20,6 @@ import (
 // only for its growth; one that deletes a retained message (an empty
 // payload) is always taken. Upstream took any number: 139,154 retained
 // messages of 1 KiB held 816 MB.
-//
-// The server's own retained messages, under $SYS/ where no client may
-// publish, do not count.
 //
 // Retained messages expire by a heap of their deadlines, looked at every
 // second up to the first not due; upstream copied every retained message
@@ -40,6 +37,15 @@ type retainedAccount struct {
 	// message older than that goes whatever its own expiry. Set once;
 	// nil for none.
 	maxExpiry func() int64
+
+	// seq numbers the messages retained, and seqOf says which number the
+	// message retained on each topic has: a new subscription is sent the
+	// retained messages numbered up to what seq was when it was made,
+	// and never one retained since, which reached it as it was published.
+	// Written under the root lock with seqMu held; read with seqMu.
+	seqMu sync.RWMutex
+	seq   uint64
+	seqOf map[string]uint64
 }
 
 // retainedOverhead is what a retained message costs beside the bytes its
@@ -47,17 +53,8 @@ type retainedAccount struct {
 // map entry, its deadline, and a node of the index.
 const retainedOverhead = int64(unsafe.Sizeof(packets.Packet{})+unsafe.Sizeof(deadlineEntry{})+unsafe.Sizeof(particle{})) + 96
 
-// retainedCounts reports whether a message retained on topic counts
-// for the bounds: the server's own, under $SYS/, do not.
-func retainedCounts(topic string) bool {
-	return !strings.HasPrefix(topic, SysPrefix+"/")
-}
-
 // retainedBytes is the memory a retained message pk counts for.
 func retainedBytes(pk *packets.Packet) int64 {
-	if !retainedCounts(pk.TopicName) {
-		return 0
-	}
 	p := &pk.Properties
 	n := len(pk.Payload) + len(pk.TopicName) + len(p.CorrelationData) + len(p.ContentType) + len(p.ResponseTopic)
 	for _, u := range p.User {
@@ -69,8 +66,7 @@ func retainedBytes(pk *packets.Packet) int64 {
 // RetainedBytes returns the memory the retained messages count for.
 func (x *TopicsIndex) RetainedBytes() int64 { return x.retained.bytes.Load() }
 
-// RetainedCount returns the number of retained messages but the
-// server's own ($SYS).
+// RetainedCount returns the number of retained messages.
 func (x *TopicsIndex) RetainedCount() int { return int(x.retained.count.Load()) }
 
 // RetainMessage saves a message payload to the end of a topic address. Returns
@@ -105,8 +101,15 @@ func (x *TopicsIndex) retainWithin(pk *packets.Packet, maxCount int, maxBytes in
 		n.Lock()
 		n.retainPath = pk.TopicName
 		n.Unlock()
+		x.retained.seqMu.Lock()
 		x.Retained.Add(pk.TopicName, *pk)
-		if !existed && retainedCounts(pk.TopicName) {
+		x.retained.seq++
+		if x.retained.seqOf == nil {
+			x.retained.seqOf = make(map[string]uint64)
+		}
+		x.retained.seqOf[pk.TopicName] = x.retained.seq
+		x.retained.seqMu.Unlock()
+		if !existed {
 			x.retained.count.Add(1)
 		}
 		x.retained.bytes.Add(size - oldSize)
@@ -135,12 +138,33 @@ func (x *TopicsIndex) deleteRetainedLocked(topic string, existed bool, size int6
 	if !existed {
 		return
 	}
+	x.retained.seqMu.Lock()
 	x.Retained.Delete(topic)
-	if retainedCounts(topic) {
-		x.retained.count.Add(-1)
-	}
+	delete(x.retained.seqOf, topic)
+	x.retained.seqMu.Unlock()
+	x.retained.count.Add(-1)
 	x.retained.bytes.Add(-size)
 	x.retained.dropDeadline(topic)
+}
+
+// retainedMark returns the number of the message retained last: a
+// subscription made now is sent the retained messages up to it.
+func (x *TopicsIndex) retainedMark() uint64 {
+	x.retained.seqMu.RLock()
+	defer x.retained.seqMu.RUnlock()
+	return x.retained.seq
+}
+
+// retainedAsOf returns the message retained on topic if it was retained
+// by mark (retainedMark): one retained later reached the subscriptions
+// of then as it was published.
+func (x *TopicsIndex) retainedAsOf(topic string, mark uint64) (packets.Packet, bool) {
+	x.retained.seqMu.RLock()
+	defer x.retained.seqMu.RUnlock()
+	if seq, ok := x.retained.seqOf[topic]; !ok || seq > mark {
+		return packets.Packet{}, false
+	}
+	return x.Retained.Get(topic)
 }
 
 // expireRetained removes the retained messages due at now (Unix seconds)

@@ -46,6 +46,7 @@ type retainedSender struct {
 // send: topics, nil until the batch's turn, and the next to send.
 type retainedBatch struct {
 	sub    packets.Subscription
+	mark   uint64 // retainedMark when the subscription was made
 	topics []string
 	next   int
 }
@@ -67,8 +68,10 @@ func (r *retainedSender) wait() { r.done.Wait() }
 
 // publishRetainedToClient sends cl the retained messages its
 // subscription sub matches [MQTT-3.8.4-4]: at once as far as cl has room
-// for them, the rest later (see retainedSender).
-func (s *Server) publishRetainedToClient(cl *Client, sub packets.Subscription, existed bool) {
+// for them, the rest later (see retainedSender). mark is retainedMark
+// when the subscription was made: a message retained since reached the
+// subscription as it was published, and is not sent again.
+func (s *Server) publishRetainedToClient(cl *Client, sub packets.Subscription, existed bool, mark uint64) {
 	if IsSharedFilter(sub.Filter) {
 		return // 4.8.2 Non-normative - Shared Subscriptions - No Retained Messages are sent to the Session when it first subscribes.
 	}
@@ -82,11 +85,11 @@ func (s *Server) publishRetainedToClient(cl *Client, sub packets.Subscription, e
 	r.mu.Lock()
 	busy := len(r.pending) > 0
 	r.mu.Unlock()
-	batch := retainedBatch{sub: sub}
+	batch := retainedBatch{sub: sub, mark: mark}
 	if !busy {
 		// Nothing of an earlier subscription waits: these go first.
 		topics := s.Topics.RetainedTopics(sub.Filter, nil)
-		n := s.sendRetained(cl, sub, topics)
+		n := s.sendRetained(cl, sub, mark, topics)
 		if n == len(topics) {
 			return
 		}
@@ -108,17 +111,17 @@ func (s *Server) publishRetainedToClient(cl *Client, sub packets.Subscription, e
 	}
 }
 
-// sendRetained sends cl the retained messages of topics through sub as
-// long as it has room for them, and returns how many of topics it went
-// through.
-func (s *Server) sendRetained(cl *Client, sub packets.Subscription, topics []string) int {
+// sendRetained sends cl the retained messages of topics, retained by
+// mark, through sub as long as it has room for them, and returns how many
+// of topics it went through.
+func (s *Server) sendRetained(cl *Client, sub packets.Subscription, mark uint64, topics []string) int {
 	for i, topic := range topics {
 		if !s.retainedRoom(cl, sub) {
 			return i
 		}
-		pk, ok := s.Topics.Retained.Get(topic)
+		pk, ok := s.Topics.retainedAsOf(topic, mark)
 		if !ok {
-			continue // gone since
+			continue // gone or replaced since
 		}
 		if _, err := s.publishToClient(cl, sub, pk); err != nil {
 			s.Log.Debug("failed to publish retained message", "error", err, "client", cl.ID, "listener", cl.Net.Listener, "topic", topic)
@@ -169,7 +172,7 @@ func (s *Server) sendRetainedLater(cl *Client) {
 			}
 		}
 		for batch.next < len(batch.topics) {
-			batch.next += s.sendRetained(cl, batch.sub, batch.topics[batch.next:])
+			batch.next += s.sendRetained(cl, batch.sub, batch.mark, batch.topics[batch.next:])
 			if batch.next == len(batch.topics) {
 				break
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dssio/dss/internal/mqtt/packets"
+	"github.com/dssio/dss/internal/mqtt/packets/packettest"
 )
 
 // refusingHook refuses every connection in OnConnect with code.
@@ -96,7 +97,7 @@ func aclServer(h *aclHook) *Server {
 func TestAWillOnATopicTheACLRefusesIsRefusedAtConnect(t *testing.T) {
 	s := aclServer(&aclHook{deny: map[string]bool{"lwt": true}})
 	defer s.Close()
-	code, err := connackOf(t, s, packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt5LWT).RawBytes)
+	code, err := connackOf(t, s, packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt5LWT).RawBytes)
 	require.ErrorIs(t, err, packets.ErrNotAuthorized)
 	require.Equal(t, packets.ErrNotAuthorized.Code, code)
 	require.Equal(t, 0, s.Clients.Len(), "the refused client was registered")
@@ -206,7 +207,7 @@ func TestATakeoverResendsAndInheritsOnlyWhatTheNewConnectionMayRead(t *testing.T
 	old.ID = "zen"
 	old.State.Subscriptions.Add("a/b/c", packets.Subscription{Filter: "a/b/c", Qos: 1})
 	old.State.Subscriptions.Add("ok/x", packets.Subscription{Filter: "ok/x", Qos: 1})
-	old.State.Inflight.Set(*packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet) // on a/b/c
+	old.State.Inflight.Set(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet) // on a/b/c
 	s.Clients.Add(old)
 	oldDone := make(chan struct{})
 	go func() {
@@ -222,9 +223,9 @@ func TestATakeoverResendsAndInheritsOnlyWhatTheNewConnectionMayRead(t *testing.T
 	o := make(chan error, 1)
 	go func() { o <- s.EstablishConnection("tcp", r) }()
 	go func() {
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt311).RawBytes) // zen, session kept
+		_, _ = w.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt311).RawBytes) // zen, session kept
 		time.Sleep(10 * time.Millisecond)
-		_, _ = w.Write(packets.TPacketData[packets.Disconnect].Get(packets.TDisconnect).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnect).RawBytes)
 	}()
 	recv := make(chan []byte, 1)
 	go func() {
@@ -233,7 +234,7 @@ func TestATakeoverResendsAndInheritsOnlyWhatTheNewConnectionMayRead(t *testing.T
 	}()
 	require.NoError(t, <-o)
 	// The CONNACK alone: the message on a/b/c was not resent.
-	require.Equal(t, packets.TPacketData[packets.Connack].Get(packets.TConnackAcceptedSessionExists).RawBytes, <-recv)
+	require.Equal(t, packettest.TPacketData[packets.Connack].Get(packettest.TConnackAcceptedSessionExists).RawBytes, <-recv)
 
 	cl, ok := s.Clients.Get("zen")
 	require.True(t, ok)
@@ -267,7 +268,7 @@ func TestMayTakeOverRefusesWithClientIdentifierNotValid(t *testing.T) {
 // Authentication Method and Data, which the server refuses with 0x8C
 // (FORK.md 52).
 func connectMqtt5WithoutAuthMethod(t *testing.T) []byte {
-	pk := *packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt5).Packet
+	pk := *packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt5).Packet
 	pk.Properties.AuthenticationMethod, pk.Properties.AuthenticationData = "", nil
 	var buf bytes.Buffer
 	require.NoError(t, pk.ConnectEncode(&buf))
@@ -278,7 +279,7 @@ func TestAConnectNamingAnAuthenticationMethodIsRefused(t *testing.T) {
 	s := New(&Options{Logger: logger})
 	defer s.Close()
 	require.NoError(t, s.AddHook(new(AllowHook), nil))
-	code, err := connackOf(t, s, packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt5).RawBytes)
+	code, err := connackOf(t, s, packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt5).RawBytes)
 	require.ErrorIs(t, err, packets.ErrBadAuthenticationMethod)
 	require.Equal(t, packets.ErrBadAuthenticationMethod.Code, code)
 }

@@ -10,9 +10,7 @@ import (
 	"math"
 	"net"
 	"os"
-	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,29 +18,21 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/dssio/dss/internal/mqtt/hooks/storage"
 	"github.com/dssio/dss/internal/mqtt/listeners"
 	"github.com/dssio/dss/internal/mqtt/packets"
-	"github.com/dssio/dss/internal/mqtt/system"
 
 	"log/slog"
 )
 
 const (
-	Version                       = "2.7.9" // the current server version.
-	defaultSysTopicInterval int64 = 1       // the interval between $SYS topic publishes
-	LocalListener                 = "local"
-	InlineClientId                = "inline"
+	LocalListener  = "local"
+	InlineClientId = "inline"
 )
 
 var (
-	// Deprecated: Use NewDefaultServerCapabilities to avoid data race issue.
-	DefaultServerCapabilities = NewDefaultServerCapabilities()
-
 	ErrListenerIDExists       = errors.New("listener id already exists")                               // a listener with the same id already exists
 	ErrConnectionClosed       = errors.New("connection not open")                                      // connection is closed
 	ErrInlineClientNotEnabled = errors.New("please set Options.InlineClient=true to use this feature") // inline client is not enabled by default
-	ErrOptionsUnreadable      = errors.New("unable to read options from bytes")
 	ErrServerClosing          = errors.New("the server is closing")
 	// errSessionMoved: a delivery came to a connection whose session a
 	// new connection has taken over; the session's messages are there.
@@ -51,26 +41,26 @@ var (
 
 // Capabilities indicates the capabilities and features provided by the server.
 type Capabilities struct {
-	MaximumClients               int64           `yaml:"maximum_clients" json:"maximum_clients"`                                 // maximum number of connected clients
-	MaximumMessageExpiryInterval int64           `yaml:"maximum_message_expiry_interval" json:"maximum_message_expiry_interval"` // maximum message expiry if message expiry is 0 or over
-	MaximumClientWritesPending   int32           `yaml:"maximum_client_writes_pending" json:"maximum_client_writes_pending"`     // maximum number of pending message writes for a client
-	MaximumSessionExpiryInterval uint32          `yaml:"maximum_session_expiry_interval" json:"maximum_session_expiry_interval"` // maximum number of seconds to keep disconnected sessions
-	MaximumPacketSize            uint32          `yaml:"maximum_packet_size" json:"maximum_packet_size"`                         // maximum packet size, no limit if 0
+	MaximumClients               int64           // maximum number of connected clients
+	MaximumMessageExpiryInterval int64           // maximum message expiry if message expiry is 0 or over
+	MaximumClientWritesPending   int32           // maximum number of pending message writes for a client
+	MaximumSessionExpiryInterval uint32          // maximum number of seconds to keep disconnected sessions
+	MaximumPacketSize            uint32          // maximum packet size, no limit if 0
 	maximumPacketID              uint32          // unexported, used for testing only
-	ReceiveMaximum               uint16          `yaml:"receive_maximum" json:"receive_maximum"`                   // maximum number of concurrent qos messages per client
-	MaximumInflight              uint16          `yaml:"maximum_inflight" json:"maximum_inflight"`                 // maximum number of qos > 0 messages can be stored, 0(=8192)-65535
-	TopicAliasMaximum            uint16          `yaml:"topic_alias_maximum" json:"topic_alias_maximum"`           // maximum topic alias value
-	SharedSubAvailable           byte            `yaml:"shared_sub_available" json:"shared_sub_available"`         // support of shared subscriptions
-	MinimumProtocolVersion       byte            `yaml:"minimum_protocol_version" json:"minimum_protocol_version"` // minimum supported mqtt version
-	Compatibilities              Compatibilities `yaml:"compatibilities" json:"compatibilities"`                   // version compatibilities the server provides
-	MaximumQos                   byte            `yaml:"maximum_qos" json:"maximum_qos"`                           // maximum qos value available to clients
-	RetainAvailable              byte            `yaml:"retain_available" json:"retain_available"`                 // support of retain messages
-	WildcardSubAvailable         byte            `yaml:"wildcard_sub_available" json:"wildcard_sub_available"`     // support of wildcard subscriptions
-	SubIDAvailable               byte            `yaml:"sub_id_available" json:"sub_id_available"`                 // support of subscription identifiers
+	ReceiveMaximum               uint16          // maximum number of concurrent qos messages per client
+	MaximumInflight              uint16          // maximum number of qos > 0 messages can be stored, 0(=8192)-65535
+	TopicAliasMaximum            uint16          // maximum topic alias value
+	SharedSubAvailable           byte            // support of shared subscriptions
+	MinimumProtocolVersion       byte            // minimum supported mqtt version
+	Compatibilities              Compatibilities // version compatibilities the server provides
+	MaximumQos                   byte            // maximum qos value available to clients
+	RetainAvailable              byte            // support of retain messages
+	WildcardSubAvailable         byte            // support of wildcard subscriptions
+	SubIDAvailable               byte            // support of subscription identifiers
 	// MaximumKeepalive caps the keep alive of MQTT 5 clients, in
 	// seconds: one that asks for more, or for none (0), is given this as
 	// Server Keep Alive in its CONNACK [MQTT-3.2.2-21]. 0: no cap. dss.
-	MaximumKeepalive uint16 `yaml:"maximum_keepalive" json:"maximum_keepalive"`
+	MaximumKeepalive uint16
 }
 
 // NewDefaultServerCapabilities defines the default features and capabilities provided by the server.
@@ -96,31 +86,24 @@ func NewDefaultServerCapabilities() *Capabilities {
 
 // Compatibilities provides flags for using compatibility modes.
 type Compatibilities struct {
-	ObscureNotAuthorized       bool `yaml:"obscure_not_authorized" json:"obscure_not_authorized"`                 // return unspecified errors instead of not authorized
-	PassiveClientDisconnect    bool `yaml:"passive_client_disconnect" json:"passive_client_disconnect"`           // don't disconnect the client forcefully after sending disconnect packet (paho - spec violation)
-	AlwaysReturnResponseInfo   bool `yaml:"always_return_response_info" json:"always_return_response_info"`       // always return response info (useful for testing)
-	RestoreSysInfoOnRestart    bool `yaml:"restore_sys_info_on_restart" json:"restore_sys_info_on_restart"`       // restore system info from store as if server never stopped
-	NoInheritedPropertiesOnAck bool `yaml:"no_inherited_properties_on_ack" json:"no_inherited_properties_on_ack"` // don't allow inherited user properties on ack (paho - spec violation)
+	ObscureNotAuthorized       bool // return unspecified errors instead of not authorized
+	PassiveClientDisconnect    bool // don't disconnect the client forcefully after sending disconnect packet (paho - spec violation)
+	AlwaysReturnResponseInfo   bool // always return response info (useful for testing)
+	NoInheritedPropertiesOnAck bool // don't allow inherited user properties on ack (paho - spec violation)
 }
 
 // Options contains configurable options for the server.
 type Options struct {
-	// Listeners specifies any listeners which should be dynamically added on serve. Used when setting listeners by config.
-	Listeners []listeners.Config `yaml:"listeners" json:"listeners"`
-
-	// Hooks specifies any hooks which should be dynamically added on serve. Used when setting hooks by config.
-	Hooks []HookLoadConfig `yaml:"hooks" json:"hooks"`
-
 	// Capabilities defines the server features and behaviour. If you only wish to modify
 	// several of these values, set them explicitly - e.g.
 	// 	server.Options.Capabilities.MaximumClientWritesPending = 16 * 1024
-	Capabilities *Capabilities `yaml:"capabilities" json:"capabilities"`
+	Capabilities *Capabilities
 
 	// ClientNetWriteBufferSize specifies the size of the client *bufio.Writer write buffer.
-	ClientNetWriteBufferSize int `yaml:"client_net_write_buffer_size" json:"client_net_write_buffer_size"`
+	ClientNetWriteBufferSize int
 
 	// ClientNetReadBufferSize specifies the size of the client *bufio.Reader read buffer.
-	ClientNetReadBufferSize int `yaml:"client_net_read_buffer_size" json:"client_net_read_buffer_size"`
+	ClientNetReadBufferSize int
 
 	// Logger specifies a custom configured implementation of log/slog to override
 	// the servers default logger configuration. If you wish to change the log level,
@@ -131,14 +114,11 @@ type Options struct {
 	// 	Level: level,
 	// }))
 	// level.Set(slog.LevelDebug)
-	Logger *slog.Logger `yaml:"-" json:"-"`
-
-	// SysTopicResendInterval specifies the interval between $SYS topic updates in seconds.
-	SysTopicResendInterval int64 `yaml:"sys_topic_resend_interval" json:"sys_topic_resend_interval"`
+	Logger *slog.Logger
 
 	// Enable Inline client to allow direct subscribing and publishing from the parent codebase,
 	// with negligible performance difference (disabled by default to prevent confusion in statistics).
-	InlineClient bool `yaml:"inline_client" json:"inline_client"`
+	InlineClient bool
 
 	// ConsumedTopic names a topic whose publishes a hook takes in OnPublish,
 	// returning an error so that the server neither routes, retains nor
@@ -146,7 +126,7 @@ type Options struct {
 	// alias) is decoded in buffers of its connection that the next packet
 	// reuses: hooks must copy whatever of it they keep once OnPublish (or
 	// OnPacketRead) returns.
-	ConsumedTopic string `yaml:"-" json:"-"`
+	ConsumedTopic string
 
 	// ReadLoops is the number of read loops (epoll, Linux only) that
 	// read the TCP and Unix socket connections whose reader goroutine
@@ -155,25 +135,25 @@ type Options struct {
 	// connection's goroutine; 0 leaves every connection to its own
 	// goroutine. dss: with thousands of busy connections a goroutine
 	// woken per request costs twice the CPU of a loop's turn.
-	ReadLoops int `yaml:"-" json:"-"`
+	ReadLoops int
 
 	// ConnectTimeout bounds the time a new connection has to send its
 	// whole CONNECT packet; 0 waits for ever. dss: a connection that
 	// never sent one (or one byte a second) was kept for good.
-	ConnectTimeout time.Duration `yaml:"-" json:"-"`
+	ConnectTimeout time.Duration
 
 	// PacketReadTimeout bounds the time between the bytes of a packet
 	// once its first byte came, whatever the keep alive: a connection
 	// whose packet stops arriving for that long is closed. 0 waits for
 	// ever. dss: with keep alive 0, a PUBLISH that announced 60 MiB and
 	// stopped after 4 was held for good, with the memory of what came.
-	PacketReadTimeout time.Duration `yaml:"-" json:"-"`
+	PacketReadTimeout time.Duration
 
 	// MaxClientIDSize bounds the length of client ids, in bytes; a
 	// CONNECT with a longer one is refused with CONNACK 0x85. 0 means
 	// 65,535. dss: the state store's notification topics hold the client
 	// id, and must fit an MQTT topic.
-	MaxClientIDSize int `yaml:"-" json:"-"`
+	MaxClientIDSize int
 
 	// MaxPendingPerClient bounds the packets of one client that the
 	// application has in hand (Client.BeginPending) before the server
@@ -181,14 +161,14 @@ type Options struct {
 	// means no bound. dss: a client that sends requests faster than they
 	// are answered is slowed by TCP back-pressure on its own connection,
 	// never by making other clients wait.
-	MaxPendingPerClient int32 `yaml:"-" json:"-"`
+	MaxPendingPerClient int32
 
 	// MaxSubscriptionsPerClient bounds the topic filters one client's
 	// session holds; a SUBSCRIBE of a new filter past it is answered
 	// with reason code 0x97 (quota exceeded) for that filter. 0 means no
 	// bound. dss: each filter costs memory, kept with a session that
 	// outlives its connection.
-	MaxSubscriptionsPerClient int `yaml:"-" json:"-"`
+	MaxSubscriptionsPerClient int
 
 	// Remote, when set, is the rest of a cluster of brokers: told of the
 	// filters with subscriptions here and of every message routed from
@@ -201,29 +181,29 @@ type Options struct {
 	// it is. It is called with the sessions locked: it must not block.
 	// dss: a client id held by one principal cannot be taken over by
 	// another, with the session's subscriptions and queued messages.
-	MayTakeOver func(existing, cl *Client) bool `yaml:"-" json:"-"`
+	MayTakeOver func(existing, cl *Client) bool
 
 	// MaxSessionQueueBytes bounds the memory of the messages a session
 	// without a connection holds, and MaxQueuedBytes that of all such
 	// sessions (see queues.go); 0 means no bound. Past a bound, the
 	// oldest messages never sent of the session being fed are dropped.
 	// dss.
-	MaxSessionQueueBytes int64 `yaml:"-" json:"-"`
-	MaxQueuedBytes       int64 `yaml:"-" json:"-"`
+	MaxSessionQueueBytes int64
+	MaxQueuedBytes       int64
 
 	// MaxTopicLevels bounds the levels of the topics and filters clients
 	// send, MaxTopicLength their bytes (see topiclevels.go); past a
 	// bound they are refused before any work. 0 means
 	// DefaultMaxTopicLevels and no bound on the length (but the
 	// protocol's 65,535 bytes), a negative number no bound. dss.
-	MaxTopicLevels int `yaml:"-" json:"-"`
-	MaxTopicLength int `yaml:"-" json:"-"`
+	MaxTopicLevels int
+	MaxTopicLength int
 
 	// MaxRetained and MaxRetainedBytes bound the number and memory of
 	// the retained messages (see retained.go); a client's message past
 	// them is refused with 0x97. 0 means no bound. dss.
-	MaxRetained      int   `yaml:"-" json:"-"`
-	MaxRetainedBytes int64 `yaml:"-" json:"-"`
+	MaxRetained      int
+	MaxRetainedBytes int64
 }
 
 // Server is an MQTT broker server. It should be created with server.New()
@@ -233,7 +213,7 @@ type Server struct {
 	Listeners    *listeners.Listeners // listeners are network interfaces which listen for new connections
 	Clients      *Clients             // clients known to the broker
 	Topics       *TopicsIndex         // an index of topic filter subscriptions and retained messages
-	Info         *system.Info         // values about the server commonly known as $SYS topics
+	Info         *Info                // the counters /metrics reads (messages, bytes, clients)
 	loop         *loop                // loop contains tickers for the system event loop
 	done         chan bool            // indicate that the server is ending
 	Log          *slog.Logger         // the core's log lines (most at debug level)
@@ -264,7 +244,6 @@ type Server struct {
 
 // loop contains interval tickers for the system events loop.
 type loop struct {
-	sysTopics      *time.Ticker  // interval ticker for sending updating $SYS topics
 	clientExpiry   *time.Ticker  // interval ticker for cleaning expired clients
 	inflightExpiry *time.Ticker  // interval ticker for cleaning up expired inflight messages
 	retainedExpiry *time.Ticker  // interval ticker for cleaning retained messages
@@ -280,7 +259,7 @@ type loop struct {
 // ops contains server values which can be propagated to other structs.
 type ops struct {
 	options *Options     // a pointer to the server options and capabilities, for referencing in clients
-	info    *system.Info // pointers to server system info
+	info    *Info        // pointers to server system info
 	hooks   *Hooks       // pointer to the server hooks
 	log     *slog.Logger // a structured logger for the client
 	// faults and faultLog are the server's (dss, see faults.go).
@@ -307,7 +286,6 @@ func New(opts *Options) *Server {
 		Topics:    NewTopicsIndex(),
 		Listeners: listeners.New(),
 		loop: &loop{
-			sysTopics:      time.NewTicker(time.Second * time.Duration(opts.SysTopicResendInterval)),
 			clientExpiry:   time.NewTicker(time.Second),
 			inflightExpiry: time.NewTicker(time.Second),
 			retainedExpiry: time.NewTicker(time.Second),
@@ -315,11 +293,8 @@ func New(opts *Options) *Server {
 			willDelayed:    newDelayedWills(),
 		},
 		Options: opts,
-		Info: &system.Info{
-			Version: Version,
-			Started: time.Now().Unix(),
-		},
-		Log: opts.Logger,
+		Info:    &Info{},
+		Log:     opts.Logger,
 		hooks: &Hooks{
 			Log: opts.Logger,
 		},
@@ -356,10 +331,6 @@ func (o *Options) ensureDefaults() {
 
 	if o.MaxTopicLevels == 0 {
 		o.MaxTopicLevels = DefaultMaxTopicLevels
-	}
-
-	if o.SysTopicResendInterval == 0 {
-		o.SysTopicResendInterval = defaultSysTopicInterval
 	}
 
 	if o.ClientNetWriteBufferSize == 0 {
@@ -423,17 +394,6 @@ func (s *Server) AddHook(hook Hook, config any) error {
 	return s.hooks.Add(hook, config)
 }
 
-// AddHooksFromConfig adds hooks to the server which were specified in the hooks config (usually from a config file).
-// New built-in hooks should be added to this list.
-func (s *Server) AddHooksFromConfig(hooks []HookLoadConfig) error {
-	for _, h := range hooks {
-		if err := s.AddHook(h.Hook, h.Config); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // AddListener adds a new network listener to the server, for receiving incoming client connections.
 func (s *Server) AddListener(l listeners.Listener) error {
 	if _, ok := s.Listeners.Get(l.ID()); ok {
@@ -452,26 +412,6 @@ func (s *Server) AddListener(l listeners.Listener) error {
 	return nil
 }
 
-// AddListenersFromConfig adds the listeners named in configs.
-func (s *Server) AddListenersFromConfig(configs []listeners.Config) error {
-	for _, conf := range configs {
-		var l listeners.Listener
-		switch strings.ToLower(conf.Type) {
-		case listeners.TypeTCP:
-			l = listeners.NewTCP(conf)
-		case listeners.TypeMock:
-			l = listeners.NewMockListener(conf.ID, conf.Address)
-		default:
-			s.Log.Error("listener type unavailable by config", "listener", conf.Type)
-			continue
-		}
-		if err := s.AddListener(l); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // Serve starts the event loops responsible for establishing client connections
 // on all attached listeners, publishing the system topics, and starting all hooks.
 func (s *Server) Serve() error {
@@ -479,37 +419,9 @@ func (s *Server) Serve() error {
 	s.Log.Debug("mqtt core starting")
 	defer s.Log.Debug("mqtt core started")
 
-	if len(s.Options.Listeners) > 0 {
-		err := s.AddListenersFromConfig(s.Options.Listeners)
-		if err != nil {
-			return err
-		}
-	}
-
-	if len(s.Options.Hooks) > 0 {
-		err := s.AddHooksFromConfig(s.Options.Hooks)
-		if err != nil {
-			return err
-		}
-	}
-
-	if s.hooks.Provides(
-		StoredClients,
-		StoredInflightMessages,
-		StoredRetainedMessages,
-		StoredSubscriptions,
-		StoredSysInfo,
-	) {
-		err := s.readStore()
-		if err != nil {
-			return err
-		}
-	}
-
 	s.startReadLoops()
-	go s.eventLoop()                            // spin up event loop for issuing $SYS values and closing server.
+	go s.eventLoop()                            // the sweeps of expired sessions, messages and wills
 	s.Listeners.ServeAll(s.EstablishConnection) // start listening on all listeners.
-	s.publishSysTopics()                        // begin publishing $SYS system values.
 	s.hooks.OnStarted()
 
 	return nil
@@ -538,10 +450,7 @@ func (s *Server) eventLoop() {
 	for {
 		select {
 		case <-s.done:
-			s.loop.sysTopics.Stop()
 			return
-		case <-s.loop.sysTopics.C:
-			s.publishSysTopics()
 		case <-s.loop.clientExpiry.C:
 			s.clearExpiredClients(time.Now().Unix())
 			s.flushDropLogs() // dss
@@ -921,10 +830,6 @@ func (s *Server) inheritClientSession(pk packets.Packet, cl *Client) (bool, *Cli
 		return true, existing // [MQTT-3.2.2-3]
 	}
 
-	if atomic.LoadInt64(&s.Info.ClientsConnected) > atomic.LoadInt64(&s.Info.ClientsMaximum) {
-		atomic.AddInt64(&s.Info.ClientsMaximum, 1)
-	}
-
 	return false, nil // [MQTT-3.2.2-2]
 }
 
@@ -1247,7 +1152,6 @@ func (s *Server) InjectPacket(cl *Client, pk packets.Packet) error {
 		return err
 	}
 
-	atomic.AddInt64(&cl.ops.info.PacketsReceived, 1)
 	if pk.FixedHeader.Type == packets.Publish {
 		atomic.AddInt64(&cl.ops.info.MessagesReceived, 1)
 	}
@@ -1276,7 +1180,9 @@ func (s *Server) processPublish(cl *Client, pk packets.Packet) error {
 // packet to its hook by pointer.
 func (s *Server) admitPublish(cl *Client, pk *packets.Packet) (bool, error) {
 	if !cl.Net.Inline && !IsValidFilter(pk.TopicName, true) {
-		return true, nil
+		// dss: refused as its QoS asks [MQTT-3.3.4-1]; upstream dropped it
+		// without the PUBACK or PUBREC a QoS 1 or 2 publisher waits for.
+		return true, s.refusePublishWith(cl, pk, packets.ErrTopicNameInvalid)
 	}
 
 	if atomic.LoadInt32(&cl.State.Inflight.receiveQuota) == 0 {
@@ -1298,8 +1204,15 @@ func (s *Server) admitPublish(cl *Client, pk *packets.Packet) (bool, error) {
 	// check, which judged the empty topic of a publish through an alias
 	// (refusing it under a policy, or admitting it to a topic no longer
 	// granted when the grants narrowed).
-	if pk.Properties.TopicAliasFlag && pk.Properties.TopicAlias > 0 { // [MQTT-3.3.2-11]
-		pk.TopicName = cl.State.TopicAliases.Inbound.Set(pk.Properties.TopicAlias, pk.TopicName)
+	if pk.Properties.TopicAliasFlag && pk.Properties.TopicAlias > 0 { // [MQTT-3.3.2-12]
+		var known bool
+		pk.TopicName, known = cl.State.TopicAliases.Inbound.Set(pk.Properties.TopicAlias, pk.TopicName)
+		if !known {
+			// dss: an alias this connection never set (aliases last one
+			// connection [MQTT-3.3.2-7]) with an empty topic is a Protocol
+			// Error (3.3.4).
+			return true, packets.ErrProtocolViolationUnknownTopicAlias
+		}
 	}
 
 	if !cl.Net.Inline && !s.hooks.OnACLCheck(cl, pk.TopicName, true) {
@@ -1548,7 +1461,6 @@ func (s *Server) retainMessage(cl *Client, pk packets.Packet) bool {
 		return false
 	}
 	s.hooks.OnRetainMessage(cl, pk, r)
-	atomic.StoreInt64(&s.Info.Retained, int64(s.Topics.Retained.Len()))
 	return true
 }
 
@@ -2132,6 +2044,11 @@ func (s *Server) processSubscribe(cl *Client, pk packets.Packet) error {
 		},
 	}
 
+	// dss: the retained messages the subscriptions are sent are those
+	// retained by now; one retained after the SUBACK reaches them as it is
+	// published, and was sent twice when the retained messages were read
+	// later (FORK.md 67).
+	mark := s.Topics.retainedMark()
 	s.hooks.OnSubscribed(cl, pk, reasonCodes)
 	err := cl.WritePacket(ack)
 	if err != nil {
@@ -2143,7 +2060,7 @@ func (s *Server) processSubscribe(cl *Client, pk packets.Packet) error {
 			continue
 		}
 
-		s.publishRetainedToClient(cl, sub, filterExisted[i])
+		s.publishRetainedToClient(cl, sub, filterExisted[i], mark)
 	}
 
 	return nil
@@ -2247,6 +2164,13 @@ func (s *Server) UnsubscribeClient(cl *Client) {
 //
 //go:noinline
 func (s *Server) processAuth(cl *Client, pk packets.Packet) error {
+	// dss: an AUTH from a client that named no Authentication Method in
+	// its CONNECT is a Protocol Error [MQTT-4.12.0-7]; upstream answered
+	// nothing. A CONNECT that names one is refused (validateConnect), so
+	// no client of this core may send AUTH.
+	if cl.Properties.Props.AuthenticationMethod == "" {
+		return packets.ErrProtocolViolationUnexpectedAuth
+	}
 	_, err := s.hooks.OnAuthPacket(cl, pk)
 	if err != nil {
 		return err
@@ -2303,61 +2227,6 @@ func (s *Server) DisconnectClient(cl *Client, code packets.Code) error {
 	return err
 }
 
-// publishSysTopics publishes the current values to the server $SYS topics.
-// Due to the int to string conversions this method is not as cheap as
-// some of the others so the publishing interval should be set appropriately.
-func (s *Server) publishSysTopics() {
-	pk := packets.Packet{
-		FixedHeader: packets.FixedHeader{
-			Type:   packets.Publish,
-			Retain: true,
-		},
-		Created: time.Now().Unix(),
-	}
-
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	atomic.StoreInt64(&s.Info.MemoryAlloc, int64(m.HeapInuse))
-	atomic.StoreInt64(&s.Info.Threads, int64(runtime.NumGoroutine()))
-	atomic.StoreInt64(&s.Info.Time, time.Now().Unix())
-	atomic.StoreInt64(&s.Info.Uptime, time.Now().Unix()-atomic.LoadInt64(&s.Info.Started))
-	atomic.StoreInt64(&s.Info.ClientsTotal, int64(s.Clients.Len()))
-	atomic.StoreInt64(&s.Info.ClientsDisconnected, atomic.LoadInt64(&s.Info.ClientsTotal)-atomic.LoadInt64(&s.Info.ClientsConnected))
-
-	info := s.Info.Clone()
-	topics := map[string]string{
-		SysPrefix + "/broker/version":              s.Info.Version,
-		SysPrefix + "/broker/time":                 Int64toa(info.Time),
-		SysPrefix + "/broker/uptime":               Int64toa(info.Uptime),
-		SysPrefix + "/broker/started":              Int64toa(info.Started),
-		SysPrefix + "/broker/load/bytes/received":  Int64toa(info.BytesReceived),
-		SysPrefix + "/broker/load/bytes/sent":      Int64toa(info.BytesSent),
-		SysPrefix + "/broker/clients/connected":    Int64toa(info.ClientsConnected),
-		SysPrefix + "/broker/clients/disconnected": Int64toa(info.ClientsDisconnected),
-		SysPrefix + "/broker/clients/maximum":      Int64toa(info.ClientsMaximum),
-		SysPrefix + "/broker/clients/total":        Int64toa(info.ClientsTotal),
-		SysPrefix + "/broker/packets/received":     Int64toa(info.PacketsReceived),
-		SysPrefix + "/broker/packets/sent":         Int64toa(info.PacketsSent),
-		SysPrefix + "/broker/messages/received":    Int64toa(info.MessagesReceived),
-		SysPrefix + "/broker/messages/sent":        Int64toa(info.MessagesSent),
-		SysPrefix + "/broker/messages/dropped":     Int64toa(info.MessagesDropped),
-		SysPrefix + "/broker/messages/inflight":    Int64toa(info.Inflight),
-		SysPrefix + "/broker/retained":             Int64toa(info.Retained),
-		SysPrefix + "/broker/subscriptions":        Int64toa(info.Subscriptions),
-		SysPrefix + "/broker/system/memory":        Int64toa(info.MemoryAlloc),
-		SysPrefix + "/broker/system/threads":       Int64toa(info.Threads),
-	}
-
-	for topic, payload := range topics {
-		pk.TopicName = topic
-		pk.Payload = []byte(payload)
-		s.Topics.RetainMessage(pk.Copy(false))
-		s.publishToSubscribers(pk)
-	}
-
-	s.hooks.OnSysInfoTick(info)
-}
-
 // Close attempts to gracefully shut down the server, all listeners, clients, and stores.
 func (s *Server) Close() error {
 	s.attachMu.Lock()
@@ -2390,155 +2259,6 @@ func (s *Server) closeListenerClients(listener string) {
 	clients := s.Clients.GetByListener(listener)
 	for _, cl := range clients {
 		_ = s.DisconnectClient(cl, packets.ErrServerShuttingDown)
-	}
-}
-
-// readStore reads in any data from the persistent datastore (if applicable).
-func (s *Server) readStore() error {
-	if s.hooks.Provides(StoredClients) {
-		clients, err := s.hooks.StoredClients()
-		if err != nil {
-			return fmt.Errorf("failed to load clients; %w", err)
-		}
-		s.loadClients(clients)
-		s.Log.Debug("loaded clients from store", "len", len(clients))
-	}
-
-	if s.hooks.Provides(StoredSubscriptions) {
-		subs, err := s.hooks.StoredSubscriptions()
-		if err != nil {
-			return fmt.Errorf("load subscriptions; %w", err)
-		}
-		s.loadSubscriptions(subs)
-		s.Log.Debug("loaded subscriptions from store", "len", len(subs))
-	}
-
-	if s.hooks.Provides(StoredInflightMessages) {
-		inflight, err := s.hooks.StoredInflightMessages()
-		if err != nil {
-			return fmt.Errorf("load inflight; %w", err)
-		}
-		s.loadInflight(inflight)
-		s.Log.Debug("loaded inflights from store", "len", len(inflight))
-	}
-
-	// dss: the stored sessions have no connection: their messages are
-	// queued.
-	for _, cl := range s.Clients.GetAll() {
-		if !cl.Net.Inline && cl.Net.Conn == nil {
-			s.queuedDropped(cl, cl.State.Inflight.goOffline())
-		}
-	}
-
-	if s.hooks.Provides(StoredRetainedMessages) {
-		retained, err := s.hooks.StoredRetainedMessages()
-		if err != nil {
-			return fmt.Errorf("load retained; %w", err)
-		}
-		s.loadRetained(retained)
-		s.Log.Debug("loaded retained messages from store", "len", len(retained))
-	}
-
-	if s.hooks.Provides(StoredSysInfo) {
-		sysInfo, err := s.hooks.StoredSysInfo()
-		if err != nil {
-			return fmt.Errorf("load server info; %w", err)
-		}
-		s.loadServerInfo(sysInfo.Info)
-		s.Log.Debug("loaded $SYS info from store")
-	}
-
-	return nil
-}
-
-// loadServerInfo restores server info from the datastore.
-func (s *Server) loadServerInfo(v system.Info) {
-	if s.Options.Capabilities.Compatibilities.RestoreSysInfoOnRestart {
-		atomic.StoreInt64(&s.Info.BytesReceived, v.BytesReceived)
-		atomic.StoreInt64(&s.Info.BytesSent, v.BytesSent)
-		atomic.StoreInt64(&s.Info.ClientsMaximum, v.ClientsMaximum)
-		atomic.StoreInt64(&s.Info.ClientsTotal, v.ClientsTotal)
-		atomic.StoreInt64(&s.Info.ClientsDisconnected, v.ClientsDisconnected)
-		atomic.StoreInt64(&s.Info.MessagesReceived, v.MessagesReceived)
-		atomic.StoreInt64(&s.Info.MessagesSent, v.MessagesSent)
-		atomic.StoreInt64(&s.Info.MessagesDropped, v.MessagesDropped)
-		atomic.StoreInt64(&s.Info.PacketsReceived, v.PacketsReceived)
-		atomic.StoreInt64(&s.Info.PacketsSent, v.PacketsSent)
-		atomic.StoreInt64(&s.Info.InflightDropped, v.InflightDropped)
-	}
-	atomic.StoreInt64(&s.Info.Retained, v.Retained)
-	atomic.StoreInt64(&s.Info.Inflight, v.Inflight)
-	atomic.StoreInt64(&s.Info.Subscriptions, v.Subscriptions)
-}
-
-// loadSubscriptions restores subscriptions from the datastore.
-func (s *Server) loadSubscriptions(v []storage.Subscription) {
-	for _, sub := range v {
-		sb := packets.Subscription{
-			Filter:            sub.Filter,
-			RetainHandling:    sub.RetainHandling,
-			Qos:               sub.Qos,
-			RetainAsPublished: sub.RetainAsPublished,
-			NoLocal:           sub.NoLocal,
-			Identifier:        sub.Identifier,
-		}
-		if s.Topics.Subscribe(sub.Client, sb) {
-			if cl, ok := s.Clients.Get(sub.Client); ok {
-				cl.State.Subscriptions.Add(sub.Filter, sb)
-			}
-		}
-	}
-}
-
-// loadClients restores clients from the datastore.
-func (s *Server) loadClients(v []storage.Client) {
-	for _, c := range v {
-		cl := s.NewClient(nil, c.Listener, c.ID, false)
-		cl.Properties.Username = c.Username
-		cl.Properties.Clean = c.Clean
-		cl.Properties.ProtocolVersion = c.ProtocolVersion
-		cl.Properties.Props = packets.Properties{
-			SessionExpiryInterval:     c.Properties.SessionExpiryInterval,
-			SessionExpiryIntervalFlag: c.Properties.SessionExpiryIntervalFlag,
-			AuthenticationMethod:      c.Properties.AuthenticationMethod,
-			AuthenticationData:        c.Properties.AuthenticationData,
-			RequestProblemInfoFlag:    c.Properties.RequestProblemInfoFlag,
-			RequestProblemInfo:        c.Properties.RequestProblemInfo,
-			RequestResponseInfo:       c.Properties.RequestResponseInfo,
-			ReceiveMaximum:            c.Properties.ReceiveMaximum,
-			TopicAliasMaximum:         c.Properties.TopicAliasMaximum,
-			User:                      c.Properties.User,
-			MaximumPacketSize:         c.Properties.MaximumPacketSize,
-		}
-		cl.Properties.Will = Will(c.Will)
-
-		// cancel the context, update cl.State such as disconnected time and stopCause.
-		cl.Stop(packets.ErrServerShuttingDown)
-
-		expire := (cl.Properties.ProtocolVersion == 5 && cl.Properties.Props.SessionExpiryInterval == 0) || (cl.Properties.ProtocolVersion < 5 && cl.Properties.Clean)
-		s.hooks.OnDisconnect(cl, packets.ErrServerShuttingDown, expire)
-		if expire {
-			cl.ClearInflights()
-			s.UnsubscribeClient(cl)
-		} else {
-			s.Clients.Add(cl)
-		}
-	}
-}
-
-// loadInflight restores inflight messages from the datastore.
-func (s *Server) loadInflight(v []storage.Message) {
-	for _, msg := range v {
-		if client, ok := s.Clients.Get(msg.Client); ok {
-			client.State.Inflight.Set(msg.ToPacket())
-		}
-	}
-}
-
-// loadRetained restores retained messages from the datastore.
-func (s *Server) loadRetained(v []storage.Message) {
-	for _, msg := range v {
-		s.Topics.RetainMessage(msg.ToPacket())
 	}
 }
 
@@ -2599,9 +2319,6 @@ func (s *Server) clearExpiredRetainedMessages(now int64) {
 	for _, topic := range expired {
 		s.hooks.OnRetainedExpired(topic)
 	}
-	if len(expired) > 0 {
-		atomic.StoreInt64(&s.Info.Retained, int64(s.Topics.Retained.Len()))
-	}
 }
 
 // clearExpiredInflights deletes any inflight messages which have expired.
@@ -2611,11 +2328,6 @@ func (s *Server) clearExpiredInflights(now int64) {
 			s.hooks.OnQosDropped(client, packets.Packet{PacketID: id})
 		}
 	})
-}
-
-// Int64toa converts an int64 to a string.
-func Int64toa(v int64) string {
-	return strconv.FormatInt(v, 10)
 }
 
 // minimum differs from built-in min, it returns minimum of the non-zero value a and b.

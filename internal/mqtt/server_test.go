@@ -15,10 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dssio/dss/internal/mqtt/hooks/storage"
-	"github.com/dssio/dss/internal/mqtt/listeners"
 	"github.com/dssio/dss/internal/mqtt/packets"
-	"github.com/dssio/dss/internal/mqtt/system"
+	"github.com/dssio/dss/internal/mqtt/packets/packettest"
 
 	"github.com/stretchr/testify/require"
 )
@@ -27,8 +25,8 @@ var logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 type ProtocolTest []struct {
 	protocolVersion byte
-	in              packets.TPacketCase
-	out             packets.TPacketCase
+	in              packettest.TPacketCase
+	out             packettest.TPacketCase
 	data            map[string]any
 }
 
@@ -123,12 +121,7 @@ func TestOptionsSetDefaults(t *testing.T) {
 	opts := &Options{}
 	opts.ensureDefaults()
 
-	require.Equal(t, defaultSysTopicInterval, opts.SysTopicResendInterval)
 	require.Equal(t, NewDefaultServerCapabilities(), opts.Capabilities)
-
-	opts = new(Options)
-	opts.ensureDefaults()
-	require.Equal(t, defaultSysTopicInterval, opts.SysTopicResendInterval)
 }
 
 func TestNew(t *testing.T) {
@@ -141,7 +134,6 @@ func TestNew(t *testing.T) {
 	require.NotNil(t, s.Log)
 	require.NotNil(t, s.Options)
 	require.NotNil(t, s.loop)
-	require.NotNil(t, s.loop.sysTopics)
 	require.NotNil(t, s.loop.inflightExpiry)
 	require.NotNil(t, s.loop.clientExpiry)
 	require.NotNil(t, s.hooks)
@@ -210,41 +202,13 @@ func TestServerAddListener(t *testing.T) {
 
 	require.NotNil(t, s)
 
-	err := s.AddListener(listeners.NewMockListener("t1", ":1882"))
+	err := s.AddListener(newMockListener("t1", ":1882"))
 	require.NoError(t, err)
 
 	// add existing listener
-	err = s.AddListener(listeners.NewMockListener("t1", ":1882"))
+	err = s.AddListener(newMockListener("t1", ":1882"))
 	require.Error(t, err)
 	require.Equal(t, ErrListenerIDExists, err)
-}
-
-func TestServerAddHooksFromConfig(t *testing.T) {
-	s := newServer()
-	defer s.Close()
-	require.NotNil(t, s)
-	s.Log = logger
-
-	hooks := []HookLoadConfig{
-		{Hook: new(modifiedHookBase)},
-	}
-
-	err := s.AddHooksFromConfig(hooks)
-	require.NoError(t, err)
-}
-
-func TestServerAddHooksFromConfigError(t *testing.T) {
-	s := newServer()
-	defer s.Close()
-	require.NotNil(t, s)
-	s.Log = logger
-
-	hooks := []HookLoadConfig{
-		{Hook: new(modifiedHookBase), Config: map[string]interface{}{}},
-	}
-
-	err := s.AddHooksFromConfig(hooks)
-	require.Error(t, err)
 }
 
 func TestServerAddListenerInitFailure(t *testing.T) {
@@ -253,25 +217,10 @@ func TestServerAddListenerInitFailure(t *testing.T) {
 
 	require.NotNil(t, s)
 
-	m := listeners.NewMockListener("t1", ":1882")
-	m.ErrListen = true
+	m := newMockListener("t1", ":1882")
+	m.errListen = true
 	err := s.AddListener(m)
 	require.Error(t, err)
-}
-
-func TestServerAddListenersFromConfigError(t *testing.T) {
-	s := newServer()
-	defer s.Close()
-	require.NotNil(t, s)
-	s.Log = logger
-
-	lc := []listeners.Config{
-		{Type: listeners.TypeTCP, ID: "tcp", Address: "x"},
-	}
-
-	err := s.AddListenersFromConfig(lc)
-	require.Error(t, err)
-	require.Equal(t, 0, s.Listeners.Len())
 }
 
 func TestServerServe(t *testing.T) {
@@ -280,7 +229,7 @@ func TestServerServe(t *testing.T) {
 
 	require.NotNil(t, s)
 
-	err := s.AddListener(listeners.NewMockListener("t1", ":1882"))
+	err := s.AddListener(newMockListener("t1", ":1882"))
 	require.NoError(t, err)
 
 	err = s.Serve()
@@ -291,90 +240,29 @@ func TestServerServe(t *testing.T) {
 
 	require.Equal(t, true, ok)
 	// dss: polled, not slept for: the listener serves on a goroutine.
-	require.Eventually(t, listener.(*listeners.MockListener).IsServing, 5*time.Second, time.Millisecond)
-}
-
-func TestServerServeFromConfig(t *testing.T) {
-	s := newServer()
-	defer s.Close()
-	require.NotNil(t, s)
-
-	s.Options.Listeners = []listeners.Config{
-		{Type: listeners.TypeMock, ID: "mock", Address: "0"},
-	}
-
-	s.Options.Hooks = []HookLoadConfig{
-		{Hook: new(modifiedHookBase)},
-	}
-
-	err := s.Serve()
-	require.NoError(t, err)
-
-	require.Equal(t, 1, s.Listeners.Len())
-	listener, ok := s.Listeners.Get("mock")
-
-	require.Equal(t, true, ok)
-	// dss: polled, not slept for: the listener serves on a goroutine.
-	require.Eventually(t, listener.(*listeners.MockListener).IsServing, 5*time.Second, time.Millisecond)
-}
-
-func TestServerServeFromConfigListenerError(t *testing.T) {
-	s := newServer()
-	defer s.Close()
-	require.NotNil(t, s)
-
-	s.Options.Listeners = []listeners.Config{
-		{Type: listeners.TypeTCP, ID: "tcp", Address: "x"},
-	}
-
-	err := s.Serve()
-	require.Error(t, err)
-}
-
-func TestServerServeFromConfigHookError(t *testing.T) {
-	s := newServer()
-	defer s.Close()
-	require.NotNil(t, s)
-
-	s.Options.Hooks = []HookLoadConfig{
-		{Hook: new(modifiedHookBase), Config: map[string]interface{}{}},
-	}
-
-	err := s.Serve()
-	require.Error(t, err)
-}
-
-func TestServerServeReadStoreFailure(t *testing.T) {
-	s := newServer()
-	defer s.Close()
-
-	require.NotNil(t, s)
-
-	err := s.AddListener(listeners.NewMockListener("t1", ":1882"))
-	require.NoError(t, err)
-
-	hook := new(modifiedHookBase)
-	hook.failAt = 1
-	err = s.AddHook(hook, nil)
-	require.NoError(t, err)
-
-	err = s.Serve()
-	require.Error(t, err)
+	require.Eventually(t, listener.(*mockListener).IsServing, 5*time.Second, time.Millisecond)
 }
 
 func TestServerEventLoop(t *testing.T) {
 	s := newServer()
 	defer s.Close()
 
-	s.loop.sysTopics = time.NewTicker(time.Millisecond)
 	s.loop.inflightExpiry = time.NewTicker(time.Millisecond)
 	s.loop.clientExpiry = time.NewTicker(time.Millisecond)
 	s.loop.retainedExpiry = time.NewTicker(time.Millisecond)
 	s.loop.willDelaySend = time.NewTicker(time.Millisecond)
 	go s.eventLoop()
 
-	// The $SYS tick measures the memory in use: the loop is running.
-	require.Eventually(t, func() bool { return atomic.LoadInt64(&s.Info.MemoryAlloc) > 0 }, 5*time.Second, time.Millisecond)
+	// A session past its expiry is swept: the loop is running.
+	cl, _, _ := newTestClient()
+	cl.ID = "expired"
+	cl.State.disconnected = time.Now().Unix() - 10
+	cl.State.cancelOpen()
+	cl.Properties.ProtocolVersion = 5
+	cl.Properties.Props.SessionExpiryInterval = 1
+	cl.Properties.Props.SessionExpiryIntervalFlag = true
+	s.Clients.Add(cl)
+	require.Eventually(t, func() bool { _, ok := s.Clients.Get("expired"); return !ok }, 5*time.Second, time.Millisecond)
 }
 
 func TestServerReadConnectionPacket(t *testing.T) {
@@ -392,11 +280,11 @@ func TestServerReadConnectionPacket(t *testing.T) {
 	}()
 
 	go func() {
-		_, _ = r.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt311).RawBytes)
+		_, _ = r.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt311).RawBytes)
 		_ = r.Close()
 	}()
 
-	require.Equal(t, *packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt311).Packet, <-o)
+	require.Equal(t, *packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt311).Packet, <-o)
 }
 
 func TestServerReadConnectionPacketBadFixedHeader(t *testing.T) {
@@ -413,7 +301,7 @@ func TestServerReadConnectionPacketBadFixedHeader(t *testing.T) {
 	}()
 
 	go func() {
-		_, _ = r.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectMalFixedHeader).RawBytes)
+		_, _ = r.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectMalFixedHeader).RawBytes)
 		_ = r.Close()
 	}()
 
@@ -430,7 +318,7 @@ func TestServerReadConnectionPacketBadPacketType(t *testing.T) {
 	s.Clients.Add(cl)
 
 	go func() {
-		_, _ = r.Write(packets.TPacketData[packets.Connack].Get(packets.TConnackAcceptedNoSession).RawBytes)
+		_, _ = r.Write(packettest.TPacketData[packets.Connack].Get(packettest.TConnackAcceptedNoSession).RawBytes)
 		_ = r.Close()
 	}()
 
@@ -447,7 +335,7 @@ func TestServerReadConnectionPacketBadPacket(t *testing.T) {
 	s.Clients.Add(cl)
 
 	go func() {
-		_, _ = r.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectMalProtocolName).RawBytes)
+		_, _ = r.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectMalProtocolName).RawBytes)
 		_ = r.Close()
 	}()
 
@@ -467,8 +355,8 @@ func TestEstablishConnection(t *testing.T) {
 	}()
 
 	go func() {
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectClean).RawBytes)
-		_, _ = w.Write(packets.TPacketData[packets.Disconnect].Get(packets.TDisconnect).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectClean).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnect).RawBytes)
 	}()
 
 	// receive the connack
@@ -489,13 +377,13 @@ func TestEstablishConnection(t *testing.T) {
 	// 	require.ErrorIs(t, v.StopCause(), packets.CodeDisconnect) // true error is disconnect
 	// }
 
-	require.Equal(t, packets.TPacketData[packets.Connack].Get(packets.TConnackAcceptedNoSession).RawBytes, <-recv)
+	require.Equal(t, packettest.TPacketData[packets.Connack].Get(packettest.TConnackAcceptedNoSession).RawBytes, <-recv)
 
 	_ = w.Close()
 	_ = r.Close()
 
 	// client must be deleted on session close if Clean = true
-	_, ok := s.Clients.Get(packets.TPacketData[packets.Connect].Get(packets.TConnectClean).Packet.Connect.ClientIdentifier)
+	_, ok := s.Clients.Get(packettest.TPacketData[packets.Connect].Get(packettest.TConnectClean).Packet.Connect.ClientIdentifier)
 	require.False(t, ok)
 }
 
@@ -510,7 +398,7 @@ func TestEstablishConnectionAckFailure(t *testing.T) {
 	}()
 
 	go func() {
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectClean).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectClean).RawBytes)
 		_ = w.Close()
 	}()
 
@@ -534,7 +422,7 @@ func TestEstablishConnectionReadError(t *testing.T) {
 
 	go func() {
 		_, _ = w.Write(connectMqtt5WithoutAuthMethod(t))
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectClean).RawBytes) // second connect error
+		_, _ = w.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectClean).RawBytes) // second connect error
 	}()
 
 	// receive the connack
@@ -549,14 +437,14 @@ func TestEstablishConnectionReadError(t *testing.T) {
 	require.Error(t, err)
 
 	// Retrieve the client corresponding to the Client Identifier.
-	retrievedCl, ok := s.Clients.Get(packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt5).Packet.Connect.ClientIdentifier)
+	retrievedCl, ok := s.Clients.Get(packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt5).Packet.Connect.ClientIdentifier)
 	require.True(t, ok)
 	require.ErrorIs(t, retrievedCl.StopCause(), packets.ErrProtocolViolationSecondConnect) // true error is disconnect
 
 	ret := <-recv
 	require.Equal(t, append(
-		packets.TPacketData[packets.Connack].Get(packets.TConnackMinCleanMqtt5).RawBytes,
-		packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectSecondConnect).RawBytes...),
+		packettest.TPacketData[packets.Connack].Get(packettest.TConnackMinCleanMqtt5).RawBytes,
+		packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnectSecondConnect).RawBytes...),
 		ret,
 	)
 
@@ -571,9 +459,9 @@ func TestEstablishConnectionInheritExisting(t *testing.T) {
 	cl, r0, _ := newTestClient()
 	cl.Properties.ProtocolVersion = 5
 	cl.Properties.Username = []byte("mochi")
-	cl.ID = packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt311).Packet.Connect.ClientIdentifier
+	cl.ID = packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt311).Packet.Connect.ClientIdentifier
 	cl.State.Subscriptions.Add("a/b/c", packets.Subscription{Filter: "a/b/c", Qos: 1})
-	cl.State.Inflight.Set(*packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+	cl.State.Inflight.Set(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
 	s.Clients.Add(cl)
 
 	r, w := net.Pipe()
@@ -584,8 +472,8 @@ func TestEstablishConnectionInheritExisting(t *testing.T) {
 	}()
 
 	connackPlusPacket := append(
-		packets.TPacketData[packets.Connack].Get(packets.TConnackAcceptedSessionExists).RawBytes,
-		packets.TPacketData[packets.Publish].Get(packets.TPublishQos1Dup).RawBytes...,
+		packettest.TPacketData[packets.Connack].Get(packettest.TConnackAcceptedSessionExists).RawBytes,
+		packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1Dup).RawBytes...,
 	)
 
 	// receive the disconnect session takeover
@@ -601,10 +489,10 @@ func TestEstablishConnectionInheritExisting(t *testing.T) {
 	// a loaded machine outlasts).
 	recv := make(chan []byte, 1)
 	go func() {
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt311).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt311).RawBytes)
 		buf := make([]byte, len(connackPlusPacket))
 		n, _ := io.ReadFull(w, buf)
-		_, _ = w.Write(packets.TPacketData[packets.Disconnect].Get(packets.TDisconnect).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnect).RawBytes)
 		rest, _ := io.ReadAll(w)
 		recv <- append(buf[:n], rest...)
 	}()
@@ -613,18 +501,18 @@ func TestEstablishConnectionInheritExisting(t *testing.T) {
 	require.NoError(t, err)
 
 	// Retrieve the client corresponding to the Client Identifier.
-	retrievedCl, ok := s.Clients.Get(packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt311).Packet.Connect.ClientIdentifier)
+	retrievedCl, ok := s.Clients.Get(packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt311).Packet.Connect.ClientIdentifier)
 	require.True(t, ok)
 	require.ErrorIs(t, retrievedCl.StopCause(), packets.CodeDisconnect) // true error is disconnect
 
 	require.Equal(t, connackPlusPacket, <-recv)
-	require.Equal(t, packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectTakeover).RawBytes, <-takeover)
+	require.Equal(t, packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnectTakeover).RawBytes, <-takeover)
 
 	time.Sleep(time.Microsecond * 100)
 	_ = w.Close()
 	_ = r.Close()
 
-	clw, ok := s.Clients.Get(packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt311).Packet.Connect.ClientIdentifier)
+	clw, ok := s.Clients.Get(packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt311).Packet.Connect.ClientIdentifier)
 	require.True(t, ok)
 	require.NotEmpty(t, clw.State.Subscriptions)
 	require.True(t, cl.IsTakenOver())
@@ -686,7 +574,7 @@ func TestEstablishConnectionInheritExistingTrueTakeover(t *testing.T) {
 
 	// Get the first client pointer
 	<-connacked
-	cl1, ok := s.Clients.Get(packets.TPacketData[packets.Connect].Get(packets.TConnectUserPass).Packet.Connect.ClientIdentifier)
+	cl1, ok := s.Clients.Get(packettest.TPacketData[packets.Connect].Get(packettest.TConnectUserPass).Packet.Connect.ClientIdentifier)
 	require.True(t, ok)
 	cl1.State.Subscriptions.Add("a/b/c", packets.Subscription{Filter: "a/b/c", Qos: 1})
 	cl1.State.Subscriptions.Add("d/e/f", packets.Subscription{Filter: "d/e/f", Qos: 0})
@@ -706,9 +594,9 @@ func TestEstablishConnectionInheritExistingTrueTakeover(t *testing.T) {
 		o2 <- err
 	}()
 	go func() {
-		x := packets.TPacketData[packets.Connect].Get(packets.TConnectUserPass).RawBytes[:]
+		x := packettest.TPacketData[packets.Connect].Get(packettest.TConnectUserPass).RawBytes[:]
 		x[19] = '.' // differentiate username bytes in debugging
-		_, _ = w2.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectUserPass).RawBytes)
+		_, _ = w2.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectUserPass).RawBytes)
 	}()
 
 	// receive the second connack
@@ -733,7 +621,7 @@ func TestEstablishConnectionInheritExistingTrueTakeover(t *testing.T) {
 	require.NotEmpty(t, clp2.State.Subscriptions.GetAll())
 	require.Empty(t, clp1.State.Subscriptions.GetAll())
 
-	_, _ = w2.Write(packets.TPacketData[packets.Disconnect].Get(packets.TDisconnect).RawBytes)
+	_, _ = w2.Write(packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnect).RawBytes)
 	require.NoError(t, <-o2)
 
 	require.True(t, clp1.IsTakenOver())
@@ -747,7 +635,7 @@ func TestEstablishConnectionResentPendingInflightsError(t *testing.T) {
 	n := time.Now().Unix()
 	cl, r0, _ := newTestClient()
 	cl.Properties.ProtocolVersion = 5
-	cl.ID = packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt311).Packet.Connect.ClientIdentifier
+	cl.ID = packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt311).Packet.Connect.ClientIdentifier
 	cl.State.Inflight = NewInflights()
 	cl.State.Inflight.Set(packets.Packet{PacketID: 2, Created: n - 2}) // no packet type
 	s.Clients.Add(cl)
@@ -759,7 +647,7 @@ func TestEstablishConnectionResentPendingInflightsError(t *testing.T) {
 	}()
 
 	go func() {
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt311).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt311).RawBytes)
 	}()
 
 	go func() {
@@ -782,7 +670,7 @@ func TestEstablishConnectionInheritExistingClean(t *testing.T) {
 	defer s.Close()
 
 	cl, r0, _ := newTestClient()
-	cl.ID = packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt311).Packet.Connect.ClientIdentifier
+	cl.ID = packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt311).Packet.Connect.ClientIdentifier
 	cl.Properties.Clean = true
 	cl.State.Subscriptions.Add("a/b/c", packets.Subscription{Filter: "a/b/c", Qos: 1})
 	s.Clients.Add(cl)
@@ -794,8 +682,8 @@ func TestEstablishConnectionInheritExistingClean(t *testing.T) {
 	}()
 
 	go func() {
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt311).RawBytes)
-		_, _ = w.Write(packets.TPacketData[packets.Disconnect].Get(packets.TDisconnect).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt311).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnect).RawBytes)
 	}()
 
 	// receive the disconnect
@@ -818,19 +706,19 @@ func TestEstablishConnectionInheritExistingClean(t *testing.T) {
 	require.NoError(t, err)
 
 	// Retrieve the client corresponding to the Client Identifier.
-	retrievedCl, ok := s.Clients.Get(packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt311).Packet.Connect.ClientIdentifier)
+	retrievedCl, ok := s.Clients.Get(packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt311).Packet.Connect.ClientIdentifier)
 	require.True(t, ok)
 	require.ErrorIs(t, retrievedCl.StopCause(), packets.CodeDisconnect) // true error is disconnect
 
-	require.Equal(t, packets.TPacketData[packets.Connack].Get(packets.TConnackAcceptedNoSession).RawBytes, <-recv)
-	require.Equal(t, packets.TPacketData[packets.Disconnect].Get(packets.TDisconnect).RawBytes, <-takeover)
+	require.Equal(t, packettest.TPacketData[packets.Connack].Get(packettest.TConnackAcceptedNoSession).RawBytes, <-recv)
+	require.Equal(t, packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnect).RawBytes, <-takeover)
 
 	require.True(t, cl.IsTakenOver())
 
 	_ = w.Close()
 	_ = r.Close()
 
-	clw, ok := s.Clients.Get(packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt311).Packet.Connect.ClientIdentifier)
+	clw, ok := s.Clients.Get(packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt311).Packet.Connect.ClientIdentifier)
 	require.True(t, ok)
 	require.Equal(t, 0, clw.State.Subscriptions.Len())
 
@@ -849,8 +737,8 @@ func TestEstablishConnectionBadAuthentication(t *testing.T) {
 	}()
 
 	go func() {
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectClean).RawBytes)
-		_, _ = w.Write(packets.TPacketData[packets.Disconnect].Get(packets.TDisconnect).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectClean).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnect).RawBytes)
 	}()
 
 	// receive the connack
@@ -864,7 +752,7 @@ func TestEstablishConnectionBadAuthentication(t *testing.T) {
 	err := <-o
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrBadUsernameOrPassword)
-	require.Equal(t, packets.TPacketData[packets.Connack].Get(packets.TConnackBadUsernamePasswordNoSession).RawBytes, <-recv)
+	require.Equal(t, packettest.TPacketData[packets.Connack].Get(packettest.TConnackBadUsernamePasswordNoSession).RawBytes, <-recv)
 
 	_ = w.Close()
 	_ = r.Close()
@@ -883,7 +771,7 @@ func TestEstablishConnectionBadAuthenticationAckFailure(t *testing.T) {
 	}()
 
 	go func() {
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectClean).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectClean).RawBytes)
 		_ = w.Close()
 	}()
 
@@ -904,8 +792,8 @@ func TestServerEstablishConnectionInvalidConnect(t *testing.T) {
 	}()
 
 	go func() {
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectMalReservedBit).RawBytes)
-		_, _ = w.Write(packets.TPacketData[packets.Disconnect].Get(packets.TDisconnect).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectMalReservedBit).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnect).RawBytes)
 	}()
 
 	// receive the connack
@@ -919,7 +807,7 @@ func TestServerEstablishConnectionInvalidConnect(t *testing.T) {
 	err := <-o
 	require.Error(t, err)
 	require.ErrorIs(t, packets.ErrProtocolViolationReservedBit, err)
-	require.Equal(t, packets.TPacketData[packets.Connack].Get(packets.TConnackProtocolViolationNoSession).RawBytes, <-recv)
+	require.Equal(t, packettest.TPacketData[packets.Connack].Get(packettest.TConnackProtocolViolationNoSession).RawBytes, <-recv)
 
 	_ = r.Close()
 }
@@ -941,7 +829,7 @@ func TestEstablishConnectionMaximumClientsReached(t *testing.T) {
 	}()
 
 	go func() {
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectClean).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectClean).RawBytes)
 	}()
 
 	// receive the connack
@@ -970,8 +858,8 @@ func TestServerEstablishConnectionZeroByteUsernameIsValid(t *testing.T) {
 	}()
 
 	go func() {
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectZeroByteUsername).RawBytes)
-		_, _ = w.Write(packets.TPacketData[packets.Disconnect].Get(packets.TDisconnect).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectZeroByteUsername).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnect).RawBytes)
 	}()
 
 	// receive the connack error
@@ -996,7 +884,7 @@ func TestServerEstablishConnectionInvalidConnectAckFailure(t *testing.T) {
 	}()
 
 	go func() {
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectMalReservedBit).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectMalReservedBit).RawBytes)
 		_ = w.Close()
 	}()
 
@@ -1017,8 +905,8 @@ func TestServerEstablishConnectionBadPacket(t *testing.T) {
 	}()
 
 	go func() {
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnackBadProtocolVersion).RawBytes)
-		_, _ = w.Write(packets.TPacketData[packets.Disconnect].Get(packets.TDisconnect).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnackBadProtocolVersion).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnect).RawBytes)
 	}()
 
 	err := <-o
@@ -1042,7 +930,7 @@ func TestServerEstablishConnectionOnConnectError(t *testing.T) {
 	}()
 
 	go func() {
-		_, _ = w.Write(packets.TPacketData[packets.Connect].Get(packets.TConnectClean).RawBytes)
+		_, _ = w.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectClean).RawBytes)
 	}()
 
 	err = <-o
@@ -1069,7 +957,7 @@ func TestServerSendConnack(t *testing.T) {
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Connack].Get(packets.TConnackMinMqtt5).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Connack].Get(packettest.TConnackMinMqtt5).RawBytes, buf)
 }
 
 // TestServerSendConnackAnnouncesCapabilities: the CONNACK of an MQTT 5
@@ -1120,7 +1008,7 @@ func TestServerSendConnackFailureReason(t *testing.T) {
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Connack].Get(packets.TConnackInvalidMinMqtt5).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Connack].Get(packettest.TConnackInvalidMinMqtt5).RawBytes, buf)
 }
 
 func TestServerSendConnackWithServerKeepalive(t *testing.T) {
@@ -1138,11 +1026,11 @@ func TestServerSendConnackWithServerKeepalive(t *testing.T) {
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Connack].Get(packets.TConnackServerKeepalive).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Connack].Get(packettest.TConnackServerKeepalive).RawBytes, buf)
 }
 
 func TestServerValidateConnect(t *testing.T) {
-	packet := *packets.TPacketData[packets.Connect].Get(packets.TConnectMqtt5).Packet
+	packet := *packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt5).Packet
 	invalidBitPacket := packet
 	invalidBitPacket.ReservedBit = 1
 	packetCleanIdPacket := packet
@@ -1218,7 +1106,7 @@ func TestServerSendConnackAdjustedExpiryInterval(t *testing.T) {
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Connack].Get(packets.TConnackAcceptedAdjustedExpiryInterval).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Connack].Get(packettest.TConnackAcceptedAdjustedExpiryInterval).RawBytes, buf)
 }
 
 func TestInheritClientSession(t *testing.T) {
@@ -1281,7 +1169,7 @@ func TestServerProcessPacketConnect(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
 
-	err := s.processPacket(cl, *packets.TPacketData[packets.Connect].Get(packets.TConnectClean).Packet)
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Connect].Get(packettest.TConnectClean).Packet)
 	require.Error(t, err)
 }
 
@@ -1290,14 +1178,14 @@ func TestServerProcessPacketPingreq(t *testing.T) {
 	cl, r, w := newTestClient()
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Pingreq].Get(packets.TPingreq).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Pingreq].Get(packettest.TPingreq).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Pingresp].Get(packets.TPingresp).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Pingresp].Get(packettest.TPingresp).RawBytes, buf)
 }
 
 func TestServerProcessPacketPingreqError(t *testing.T) {
@@ -1305,7 +1193,7 @@ func TestServerProcessPacketPingreqError(t *testing.T) {
 	cl, _, _ := newTestClient()
 	cl.Stop(packets.CodeDisconnect)
 
-	err := s.processPacket(cl, *packets.TPacketData[packets.Pingreq].Get(packets.TPingreq).Packet)
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Pingreq].Get(packettest.TPingreq).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, cl.StopCause(), packets.CodeDisconnect)
 }
@@ -1314,7 +1202,7 @@ func TestServerProcessPacketPublishInvalid(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
 
-	err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishInvalidQosMustPacketID).Packet)
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishInvalidQosMustPacketID).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrProtocolViolationNoPacketID)
 }
@@ -1334,8 +1222,6 @@ func TestInjectPacketPublishAndReceive(t *testing.T) {
 	s.Clients.Add(receiver)
 	s.Topics.Subscribe(receiver.ID, packets.Subscription{Filter: "a/b/c"})
 
-	require.Equal(t, int64(0), atomic.LoadInt64(&s.Info.PacketsReceived))
-
 	receiverBuf := make(chan []byte)
 	go func() {
 		buf, err := io.ReadAll(r2)
@@ -1344,14 +1230,14 @@ func TestInjectPacketPublishAndReceive(t *testing.T) {
 	}()
 
 	go func() {
-		err := s.InjectPacket(sender, *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet)
+		err := s.InjectPacket(sender, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet)
 		require.NoError(t, err)
 		_ = w1.Close()
 		waitWritten(receiver)
 		_ = w2.Close()
 	}()
 
-	require.Equal(t, packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).RawBytes, <-receiverBuf)
+	require.Equal(t, packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).RawBytes, <-receiverBuf)
 }
 
 func TestServerPublishAndReceive(t *testing.T) {
@@ -1370,8 +1256,6 @@ func TestServerPublishAndReceive(t *testing.T) {
 	s.Clients.Add(receiver)
 	s.Topics.Subscribe(receiver.ID, packets.Subscription{Filter: "a/b/c"})
 
-	require.Equal(t, int64(0), atomic.LoadInt64(&s.Info.PacketsReceived))
-
 	receiverBuf := make(chan []byte)
 	go func() {
 		buf, err := io.ReadAll(r2)
@@ -1380,7 +1264,7 @@ func TestServerPublishAndReceive(t *testing.T) {
 	}()
 
 	go func() {
-		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
+		pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet
 		err := s.Publish(pkx.TopicName, pkx.Payload, pkx.FixedHeader.Retain, pkx.FixedHeader.Qos)
 		require.NoError(t, err)
 		_ = w1.Close()
@@ -1388,12 +1272,12 @@ func TestServerPublishAndReceive(t *testing.T) {
 		_ = w2.Close()
 	}()
 
-	require.Equal(t, packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).RawBytes, <-receiverBuf)
+	require.Equal(t, packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).RawBytes, <-receiverBuf)
 }
 
 func TestServerPublishNoInlineClient(t *testing.T) {
 	s := newServer()
-	pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
+	pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet
 	err := s.Publish(pkx.TopicName, pkx.Payload, pkx.FixedHeader.Retain, pkx.FixedHeader.Qos)
 	require.Error(t, err)
 	require.ErrorIs(t, err, ErrInlineClientNotEnabled)
@@ -1404,7 +1288,7 @@ func TestInjectPacketError(t *testing.T) {
 	defer s.Close()
 	cl, _, _ := newTestClient()
 	cl.Net.Inline = true
-	pkx := *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribe).Packet
+	pkx := *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribe).Packet
 	pkx.Filters = packets.Subscriptions{}
 	err := s.InjectPacket(cl, pkx)
 	require.Error(t, err)
@@ -1415,7 +1299,7 @@ func TestInjectPacketPublishInvalidTopic(t *testing.T) {
 	defer s.Close()
 	cl, _, _ := newTestClient()
 	cl.Net.Inline = true
-	pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
+	pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet
 	pkx.TopicName = "$SYS/test"
 	err := s.InjectPacket(cl, pkx)
 	require.NoError(t, err) // bypass topic validity and acl checks
@@ -1435,7 +1319,6 @@ func TestServerProcessPacketPublishAndReceive(t *testing.T) {
 	s.Clients.Add(receiver)
 	s.Topics.Subscribe(receiver.ID, packets.Subscription{Filter: "a/b/c"})
 
-	require.Equal(t, int64(0), atomic.LoadInt64(&s.Info.PacketsReceived))
 	require.Equal(t, 0, len(s.Topics.Messages("a/b/c")))
 
 	receiverBuf := make(chan []byte)
@@ -1446,14 +1329,14 @@ func TestServerProcessPacketPublishAndReceive(t *testing.T) {
 	}()
 
 	go func() {
-		err := s.processPacket(sender, *packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
+		err := s.processPacket(sender, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet)
 		require.NoError(t, err)
 		waitWritten(receiver)
 		_ = w1.Close()
 		_ = w2.Close()
 	}()
 
-	require.Equal(t, packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).RawBytes, <-receiverBuf)
+	require.Equal(t, packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).RawBytes, <-receiverBuf)
 	require.Equal(t, 1, len(s.Topics.Messages("a/b/c")))
 }
 
@@ -1505,7 +1388,7 @@ func TestServerProcessPacketAndNextImmediate(t *testing.T) {
 	s := newServer()
 	cl, r, w := newTestClient()
 
-	next := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet
+	next := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet
 	next.Expiry = -1
 	cl.State.Inflight.Set(next)
 	atomic.StoreInt64(&s.Info.Inflight, 1)
@@ -1513,7 +1396,7 @@ func TestServerProcessPacketAndNextImmediate(t *testing.T) {
 	require.Equal(t, int32(5), cl.State.Inflight.sendQuota)
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet)
 		require.NoError(t, err)
 		waitWritten(cl) // dss: released through the write loop
 		_ = w.Close()
@@ -1521,7 +1404,7 @@ func TestServerProcessPacketAndNextImmediate(t *testing.T) {
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).RawBytes, buf)
 	require.Equal(t, int32(4), cl.State.Inflight.sendQuota)
 
 	// dss: the released packet stays inflight, no longer parked, until its
@@ -1546,7 +1429,7 @@ func TestServerProcessPublishAckFailure(t *testing.T) {
 	s.Clients.Add(cl)
 
 	_ = w.Close()
-	err := s.processPublish(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos2).Packet)
+	err := s.processPublish(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos2).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, err, io.ErrClosedPipe)
 }
@@ -1564,7 +1447,7 @@ func TestServerProcessPublishOnPublishAckErrorRWError(t *testing.T) {
 	s.Clients.Add(cl)
 	_ = w.Close()
 
-	err = s.processPublish(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+	err = s.processPublish(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, err, io.ErrClosedPipe)
 }
@@ -1584,14 +1467,14 @@ func TestServerProcessPublishOnPublishAckErrorContinue(t *testing.T) {
 	s.Clients.Add(cl)
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Puback].Get(packets.TPubackUnexpectedError).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Puback].Get(packettest.TPubackUnexpectedError).RawBytes, buf)
 }
 
 func TestServerProcessPublishOnPublishPkIgnore(t *testing.T) {
@@ -1612,7 +1495,6 @@ func TestServerProcessPublishOnPublishPkIgnore(t *testing.T) {
 	s.Clients.Add(receiver)
 	s.Topics.Subscribe(receiver.ID, packets.Subscription{Filter: "a/b/c"})
 
-	require.Equal(t, int64(0), atomic.LoadInt64(&s.Info.PacketsReceived))
 	require.Equal(t, 0, len(s.Topics.Messages("a/b/c")))
 
 	receiverBuf := make(chan []byte)
@@ -1623,7 +1505,7 @@ func TestServerProcessPublishOnPublishPkIgnore(t *testing.T) {
 	}()
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 		_ = w2.Close()
@@ -1631,7 +1513,7 @@ func TestServerProcessPublishOnPublishPkIgnore(t *testing.T) {
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Puback].Get(packets.TPuback).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Puback].Get(packettest.TPuback).RawBytes, buf)
 	require.Equal(t, []byte{}, <-receiverBuf)
 	require.Equal(t, 0, len(s.Topics.Messages("a/b/c")))
 }
@@ -1647,7 +1529,7 @@ func TestServerProcessPacketPublishMaximumReceive(t *testing.T) {
 	s.Clients.Add(cl)
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
 		require.Error(t, err)
 		require.ErrorIs(t, err, packets.ErrReceiveMaximum)
 		_ = w.Close()
@@ -1655,7 +1537,7 @@ func TestServerProcessPacketPublishMaximumReceive(t *testing.T) {
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectReceiveMaximum).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnectReceiveMaximum).RawBytes, buf)
 }
 
 func TestServerProcessPublishInvalidTopic(t *testing.T) {
@@ -1663,7 +1545,7 @@ func TestServerProcessPublishInvalidTopic(t *testing.T) {
 	_ = s.Serve()
 	defer s.Close()
 	cl, _, _ := newTestClient()
-	err := s.processPublish(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishSpecDenySysTopic).Packet)
+	err := s.processPublish(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishSpecDenySysTopic).Packet)
 	require.NoError(t, err) // $SYS Topics should be ignored?
 }
 
@@ -1679,7 +1561,7 @@ func TestServerProcessPublishACLCheckDeny(t *testing.T) {
 		{
 			name:             "v4_QOS0",
 			protocolVersion:  4,
-			pk:               *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet,
+			pk:               *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet,
 			expectErr:        nil,
 			expectReponse:    nil,
 			expectDisconnect: false,
@@ -1687,7 +1569,7 @@ func TestServerProcessPublishACLCheckDeny(t *testing.T) {
 		{
 			name:             "v4_QOS1",
 			protocolVersion:  4,
-			pk:               *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet,
+			pk:               *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet,
 			expectErr:        packets.ErrNotAuthorized,
 			expectReponse:    nil,
 			expectDisconnect: true,
@@ -1695,7 +1577,7 @@ func TestServerProcessPublishACLCheckDeny(t *testing.T) {
 		{
 			name:             "v4_QOS2",
 			protocolVersion:  4,
-			pk:               *packets.TPacketData[packets.Publish].Get(packets.TPublishQos2).Packet,
+			pk:               *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos2).Packet,
 			expectErr:        packets.ErrNotAuthorized,
 			expectReponse:    nil,
 			expectDisconnect: true,
@@ -1703,7 +1585,7 @@ func TestServerProcessPublishACLCheckDeny(t *testing.T) {
 		{
 			name:             "v5_QOS0",
 			protocolVersion:  5,
-			pk:               *packets.TPacketData[packets.Publish].Get(packets.TPublishBasicMqtt5).Packet,
+			pk:               *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasicMqtt5).Packet,
 			expectErr:        nil,
 			expectReponse:    nil,
 			expectDisconnect: false,
@@ -1711,17 +1593,17 @@ func TestServerProcessPublishACLCheckDeny(t *testing.T) {
 		{
 			name:             "v5_QOS1",
 			protocolVersion:  5,
-			pk:               *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1Mqtt5).Packet,
+			pk:               *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1Mqtt5).Packet,
 			expectErr:        nil,
-			expectReponse:    packets.TPacketData[packets.Puback].Get(packets.TPubrecMqtt5NotAuthorized).RawBytes,
+			expectReponse:    packettest.TPacketData[packets.Puback].Get(packettest.TPubrecMqtt5NotAuthorized).RawBytes,
 			expectDisconnect: false,
 		},
 		{
 			name:             "v5_QOS2",
 			protocolVersion:  5,
-			pk:               *packets.TPacketData[packets.Publish].Get(packets.TPublishQos2Mqtt5).Packet,
+			pk:               *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos2Mqtt5).Packet,
 			expectErr:        nil,
-			expectReponse:    packets.TPacketData[packets.Pubrec].Get(packets.TPubrecMqtt5NotAuthorized).RawBytes,
+			expectReponse:    packettest.TPacketData[packets.Pubrec].Get(packettest.TPubrecMqtt5NotAuthorized).RawBytes,
 			expectDisconnect: false,
 		},
 	}
@@ -1778,7 +1660,7 @@ func TestServerProcessPublishOnMessageRecvRejected(t *testing.T) {
 	_ = s.Serve()
 	defer s.Close()
 	cl, _, _ := newTestClient()
-	err = s.processPublish(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet)
+	err = s.processPublish(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet)
 	require.NoError(t, err) // packets rejected silently
 }
 
@@ -1787,7 +1669,7 @@ func TestServerProcessPacketPublishQos0(t *testing.T) {
 	cl, r, w := newTestClient()
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -1813,14 +1695,14 @@ func TestServerProcessPacketPublishQos1IDOfAServerMessage(t *testing.T) {
 	atomic.StoreInt64(&s.Info.Inflight, 1)
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Puback].Get(packets.TPuback).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Puback].Get(packettest.TPuback).RawBytes, buf)
 	require.Equal(t, int64(1), atomic.LoadInt64(&s.Info.Inflight))
 	require.True(t, cl.State.Inflight.Has(7), "the server's message with the same id is still in flight")
 }
@@ -1833,7 +1715,7 @@ func TestServerProcessPacketPublishQos2PacketIDInUse(t *testing.T) {
 	atomic.StoreInt64(&s.Info.Inflight, 1)
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos2Mqtt5).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos2Mqtt5).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -1857,14 +1739,14 @@ func TestServerProcessPacketPublishQos1(t *testing.T) {
 	cl, r, w := newTestClient()
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Puback].Get(packets.TPuback).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Puback].Get(packettest.TPuback).RawBytes, buf)
 }
 
 func TestServerProcessPacketPublishQos2(t *testing.T) {
@@ -1872,14 +1754,14 @@ func TestServerProcessPacketPublishQos2(t *testing.T) {
 	cl, r, w := newTestClient()
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos2).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos2).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Pubrec].Get(packets.TPubrec).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Pubrec].Get(packettest.TPubrec).RawBytes, buf)
 }
 
 func TestServerProcessPacketPublishDowngradeQos(t *testing.T) {
@@ -1888,14 +1770,14 @@ func TestServerProcessPacketPublishDowngradeQos(t *testing.T) {
 	cl, r, w := newTestClient()
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos2).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos2).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Puback].Get(packets.TPuback).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Puback].Get(packettest.TPuback).RawBytes, buf)
 }
 
 func TestPublishToSubscribersSelfNoLocal(t *testing.T) {
@@ -1906,7 +1788,7 @@ func TestPublishToSubscribersSelfNoLocal(t *testing.T) {
 	require.True(t, subbed)
 
 	go func() {
-		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
+		pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet
 		pkx.Origin = cl.ID
 		s.publishToSubscribers(pkx)
 		waitWritten(cl)
@@ -1960,24 +1842,24 @@ func TestPublishToSubscribers(t *testing.T) {
 	}()
 
 	go func() {
-		s.publishToSubscribers(*packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet)
+		s.publishToSubscribers(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet)
 		waitWritten(cl, cl2, cl3)
 		_ = w1.Close()
 		_ = w2.Close()
 		_ = w3.Close()
 	}()
 
-	require.Equal(t, packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).RawBytes, <-cl1Recv)
+	require.Equal(t, packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).RawBytes, <-cl1Recv)
 	rcv2 := <-cl2Recv
 	rcv3 := <-cl3Recv
 
 	ok := false
 	if len(rcv2) > 0 {
-		require.Equal(t, packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).RawBytes, rcv2)
+		require.Equal(t, packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).RawBytes, rcv2)
 		require.Equal(t, []byte{}, rcv3)
 		ok = true
 	} else if len(rcv3) > 0 {
-		require.Equal(t, packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).RawBytes, rcv3)
+		require.Equal(t, packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).RawBytes, rcv3)
 		require.Equal(t, []byte{}, rcv2)
 		ok = true
 	}
@@ -2018,7 +1900,7 @@ func TestPublishToSubscribersMessageExpiryDelta(t *testing.T) {
 			}()
 
 			go func() {
-				pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
+				pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet
 				pkx.Created = time.Now().Unix() - 30
 				pkx.Properties.MessageExpiryInterval = tc.interval
 				if tc.left > 0 {
@@ -2051,7 +1933,7 @@ func TestPublishToClientExpiredIsNotSent(t *testing.T) {
 		require.NoError(t, err)
 		recv <- buf
 	}()
-	pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
+	pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet
 	pkx.Properties.MessageExpiryInterval = 1
 	pkx.Expires = time.Now().Add(-time.Millisecond).UnixNano()
 	err := cl.WritePacket(pkx)
@@ -2073,7 +1955,7 @@ func TestPublishToSubscribersIdentifiers(t *testing.T) {
 	require.True(t, subbed)
 
 	go func() {
-		s.publishToSubscribers(*packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet)
+		s.publishToSubscribers(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet)
 		waitWritten(cl)
 		_ = w.Close()
 	}()
@@ -2085,7 +1967,7 @@ func TestPublishToSubscribersIdentifiers(t *testing.T) {
 		receiverBuf <- buf
 	}()
 
-	require.Equal(t, packets.TPacketData[packets.Publish].Get(packets.TPublishSubscriberIdentifier).RawBytes, <-receiverBuf)
+	require.Equal(t, packettest.TPacketData[packets.Publish].Get(packettest.TPublishSubscriberIdentifier).RawBytes, <-receiverBuf)
 }
 
 func TestPublishToSubscribersPkIgnore(t *testing.T) {
@@ -2096,7 +1978,7 @@ func TestPublishToSubscribersPkIgnore(t *testing.T) {
 	require.True(t, subbed)
 
 	go func() {
-		pk := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
+		pk := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet
 		pk.Ignore = true
 		s.publishToSubscribers(pk)
 		waitWritten(cl)
@@ -2125,7 +2007,7 @@ func TestPublishToClientServerDowngradeQos(t *testing.T) {
 	cl.State.packetID = 6 // just to match the same packet id (7) in the fixtures
 
 	go func() {
-		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet
+		pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet
 		pkx.FixedHeader.Qos = 2
 		_, _ = s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 2}, pkx)
 		waitWritten(cl) // dss: not after 100 µs (flaky)
@@ -2139,7 +2021,7 @@ func TestPublishToClientServerDowngradeQos(t *testing.T) {
 		receiverBuf <- buf
 	}()
 
-	require.Equal(t, packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).RawBytes, <-receiverBuf)
+	require.Equal(t, packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).RawBytes, <-receiverBuf)
 }
 
 func TestPublishToClientSubscriptionDowngradeQos(t *testing.T) {
@@ -2154,7 +2036,7 @@ func TestPublishToClientSubscriptionDowngradeQos(t *testing.T) {
 	cl.State.packetID = 6 // just to match the same packet id (7) in the fixtures
 
 	go func() {
-		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet
+		pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet
 		pkx.FixedHeader.Qos = 2
 		_, _ = s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, pkx)
 		waitWritten(cl) // dss: not after 100 µs (flaky)
@@ -2168,7 +2050,7 @@ func TestPublishToClientSubscriptionDowngradeQos(t *testing.T) {
 		receiverBuf <- buf
 	}()
 
-	require.Equal(t, packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).RawBytes, <-receiverBuf)
+	require.Equal(t, packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).RawBytes, <-receiverBuf)
 }
 
 func TestPublishToClientExceedClientWritesPending(t *testing.T) {
@@ -2177,7 +2059,7 @@ func TestPublishToClientExceedClientWritesPending(t *testing.T) {
 
 	_, w := net.Pipe()
 	cl := newClient(w, &ops{
-		info:  new(system.Info),
+		info:  new(Info),
 		hooks: new(Hooks),
 		log:   logger,
 		options: &Options{
@@ -2222,7 +2104,7 @@ func TestPublishToClientServerTopicAlias(t *testing.T) {
 	s.Clients.Add(cl)
 
 	go func() {
-		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasicMqtt5).Packet
+		pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasicMqtt5).Packet
 		_, _ = s.publishToClient(cl, packets.Subscription{Filter: pkx.TopicName}, pkx)
 		_, _ = s.publishToClient(cl, packets.Subscription{Filter: pkx.TopicName}, pkx)
 		waitWritten(cl)
@@ -2237,10 +2119,10 @@ func TestPublishToClientServerTopicAlias(t *testing.T) {
 	}()
 
 	ret := <-receiverBuf
-	pk1 := make([]byte, len(packets.TPacketData[packets.Publish].Get(packets.TPublishBasicMqtt5).RawBytes))
-	pk2 := make([]byte, len(packets.TPacketData[packets.Publish].Get(packets.TPublishBasicMqtt5).RawBytes)-5)
-	copy(pk1, ret[:len(packets.TPacketData[packets.Publish].Get(packets.TPublishBasicMqtt5).RawBytes)])
-	copy(pk2, ret[len(packets.TPacketData[packets.Publish].Get(packets.TPublishBasicMqtt5).RawBytes):])
+	pk1 := make([]byte, len(packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasicMqtt5).RawBytes))
+	pk2 := make([]byte, len(packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasicMqtt5).RawBytes)-5)
+	copy(pk1, ret[:len(packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasicMqtt5).RawBytes)])
+	copy(pk2, ret[len(packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasicMqtt5).RawBytes):])
 	require.Equal(t, append(pk1, pk2...), ret)
 }
 
@@ -2249,7 +2131,7 @@ func TestPublishToClientMqtt3RetainFalseLeverageNoConn(t *testing.T) {
 	cl, _, _ := newTestClient()
 	cl.Net.Conn = nil
 
-	out, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", RetainAsPublished: true}, *packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
+	out, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", RetainAsPublished: true}, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet)
 	require.False(t, out.FixedHeader.Retain)
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.CodeDisconnect)
@@ -2261,7 +2143,7 @@ func TestPublishToClientMqtt5RetainAsPublishedTrueLeverageNoConn(t *testing.T) {
 	cl.Properties.ProtocolVersion = 5
 	cl.Net.Conn = nil
 
-	out, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", RetainAsPublished: true}, *packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
+	out, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", RetainAsPublished: true}, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet)
 	require.True(t, out.FixedHeader.Retain)
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.CodeDisconnect)
@@ -2283,7 +2165,7 @@ func TestPublishToClientExceedMaximumInflight(t *testing.T) {
 		cl.State.Inflight.DecreaseSendQuota()
 	}
 
-	out, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+	out, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
 	require.NoError(t, err)
 	require.Equal(t, int64(-1), out.Expiry, "the message is not parked")
 	require.True(t, cl.State.Inflight.HasParked())
@@ -2301,7 +2183,7 @@ func TestPublishToClientExhaustedPacketID(t *testing.T) {
 		cl.State.Inflight.Set(packets.Packet{PacketID: uint16(i)})
 	}
 
-	_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+	_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrQuotaExceeded)
 	require.Equal(t, int64(1), atomic.LoadInt64(&s.Info.InflightDropped))
@@ -2315,7 +2197,7 @@ func TestPublishToClientACLNotAuthorized(t *testing.T) {
 	require.NoError(t, err)
 	cl, _, _ := newTestClient()
 
-	_, err = s.publishToClient(cl, packets.Subscription{Filter: "a/b/c"}, *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet)
+	_, err = s.publishToClient(cl, packets.Subscription{Filter: "a/b/c"}, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrNotAuthorized)
 }
@@ -2325,7 +2207,7 @@ func TestPublishToClientNoConn(t *testing.T) {
 	cl, _, _ := newTestClient()
 	cl.Net.Conn = nil
 
-	_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c"}, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+	_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c"}, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.CodeDisconnect)
 }
@@ -2339,10 +2221,10 @@ func TestProcessPublishWithTopicAlias(t *testing.T) {
 
 	cl2, _, w2 := newTestClient()
 	cl2.Properties.ProtocolVersion = 5
-	cl2.State.TopicAliases.Inbound.Set(1, "a/b/c")
+	_, _ = cl2.State.TopicAliases.Inbound.Set(1, "a/b/c")
 
 	go func() {
-		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishMqtt5).Packet
+		pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishMqtt5).Packet
 		pkx.Properties.SubscriptionIdentifier = []int{} // must not contain from client to server
 		pkx.TopicName = ""
 		pkx.Properties.TopicAlias = 1
@@ -2354,7 +2236,7 @@ func TestProcessPublishWithTopicAlias(t *testing.T) {
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).RawBytes, buf)
 }
 
 func TestPublishToSubscribersExhaustedSendQuota(t *testing.T) {
@@ -2369,7 +2251,7 @@ func TestPublishToSubscribersExhaustedSendQuota(t *testing.T) {
 	// coverage: subscriber publish errors are non-returnable
 	// can we hook into log/slog ?
 	_ = r.Close()
-	pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet
+	pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet
 	pkx.PacketID = 0
 	s.publishToSubscribers(pkx)
 	time.Sleep(time.Millisecond)
@@ -2390,7 +2272,7 @@ func TestPublishToSubscribersExhaustedPacketIDs(t *testing.T) {
 	// coverage: subscriber publish errors are non-returnable
 	// can we hook into log/slog ?
 	_ = r.Close()
-	pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet
+	pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet
 	pkx.PacketID = 0
 	s.publishToSubscribers(pkx)
 	time.Sleep(time.Millisecond)
@@ -2407,7 +2289,7 @@ func TestPublishToSubscribersNoConnection(t *testing.T) {
 	// coverage: subscriber publish errors are non-returnable
 	// can we hook into log/slog ?
 	_ = r.Close()
-	s.publishToSubscribers(*packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet)
+	s.publishToSubscribers(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet)
 	time.Sleep(time.Millisecond)
 	_ = w.Close()
 }
@@ -2420,18 +2302,18 @@ func TestPublishRetainedToClient(t *testing.T) {
 	subbed := s.Topics.Subscribe(cl.ID, packets.Subscription{Filter: "a/b/c", Qos: 2})
 	require.True(t, subbed)
 
-	retained := s.Topics.RetainMessage(*packets.TPacketData[packets.Publish].Get(packets.TPublishRetainMqtt5).Packet)
+	retained := s.Topics.RetainMessage(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetainMqtt5).Packet)
 	require.Equal(t, int64(1), retained)
 
 	go func() {
-		s.publishRetainedToClient(cl, packets.Subscription{Filter: "a/b/c"}, false)
+		s.publishRetainedToClient(cl, packets.Subscription{Filter: "a/b/c"}, false, s.Topics.retainedMark())
 		waitWritten(cl)
 		_ = w.Close()
 	}()
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).RawBytes, buf)
 }
 
 func TestPublishRetainedToClientIsShared(t *testing.T) {
@@ -2444,7 +2326,7 @@ func TestPublishRetainedToClientIsShared(t *testing.T) {
 	require.True(t, subbed)
 
 	go func() {
-		s.publishRetainedToClient(cl, sub, false)
+		s.publishRetainedToClient(cl, sub, false, s.Topics.retainedMark())
 		_ = w.Close()
 	}()
 
@@ -2462,11 +2344,11 @@ func TestPublishRetainedToClientError(t *testing.T) {
 	subbed := s.Topics.Subscribe(cl.ID, sub)
 	require.True(t, subbed)
 
-	retained := s.Topics.RetainMessage(*packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
+	retained := s.Topics.RetainMessage(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet)
 	require.Equal(t, int64(1), retained)
 
 	_ = w.Close()
-	s.publishRetainedToClient(cl, sub, false)
+	s.publishRetainedToClient(cl, sub, false, s.Topics.retainedMark())
 }
 
 func TestNoRetainMessageIfUnavailable(t *testing.T) {
@@ -2475,8 +2357,8 @@ func TestNoRetainMessageIfUnavailable(t *testing.T) {
 	cl, _, _ := newTestClient()
 	s.Clients.Add(cl)
 
-	s.retainMessage(new(Client), *packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
-	require.Equal(t, int64(0), atomic.LoadInt64(&s.Info.Retained))
+	s.retainMessage(new(Client), *packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet)
+	require.Equal(t, int64(0), int64(s.Topics.RetainedCount()))
 }
 
 func TestNoRetainMessageIfPkIgnore(t *testing.T) {
@@ -2484,10 +2366,10 @@ func TestNoRetainMessageIfPkIgnore(t *testing.T) {
 	cl, _, _ := newTestClient()
 	s.Clients.Add(cl)
 
-	pk := *packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet
+	pk := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet
 	pk.Ignore = true
 	s.retainMessage(new(Client), pk)
-	require.Equal(t, int64(0), atomic.LoadInt64(&s.Info.Retained))
+	require.Equal(t, int64(0), int64(s.Topics.RetainedCount()))
 }
 
 func TestNoRetainMessage(t *testing.T) {
@@ -2495,19 +2377,19 @@ func TestNoRetainMessage(t *testing.T) {
 	cl, _, _ := newTestClient()
 	s.Clients.Add(cl)
 
-	s.retainMessage(new(Client), *packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
-	require.Equal(t, int64(1), atomic.LoadInt64(&s.Info.Retained))
+	s.retainMessage(new(Client), *packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet)
+	require.Equal(t, int64(1), int64(s.Topics.RetainedCount()))
 }
 
 func TestServerProcessPacketPuback(t *testing.T) {
 	tt := ProtocolTest{
 		{
 			protocolVersion: 4,
-			in:              packets.TPacketData[packets.Puback].Get(packets.TPuback),
+			in:              packettest.TPacketData[packets.Puback].Get(packettest.TPuback),
 		},
 		{
 			protocolVersion: 5,
-			in:              packets.TPacketData[packets.Puback].Get(packets.TPubackMqtt5),
+			in:              packettest.TPacketData[packets.Puback].Get(packettest.TPubackMqtt5),
 		},
 	}
 
@@ -2541,7 +2423,7 @@ func TestServerProcessPacketPubackNoPacketID(t *testing.T) {
 	cl.State.Inflight.sendQuota = 3
 	cl.State.Inflight.receiveQuota = 3
 
-	pk := *packets.TPacketData[packets.Puback].Get(packets.TPuback).Packet
+	pk := *packettest.TPacketData[packets.Puback].Get(packettest.TPuback).Packet
 	err := s.processPacket(cl, pk)
 	require.NoError(t, err)
 
@@ -2566,11 +2448,11 @@ func TestServerProcessPacketPubrec(t *testing.T) {
 		recv <- buf
 	}()
 
-	err := s.processPacket(cl, *packets.TPacketData[packets.Pubrec].Get(packets.TPubrec).Packet)
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Pubrec].Get(packettest.TPubrec).Packet)
 	require.NoError(t, err)
 	_ = w.Close()
 
-	require.Equal(t, packets.TPacketData[packets.Pubrel].Get(packets.TPubrel).RawBytes, <-recv)
+	require.Equal(t, packettest.TPacketData[packets.Pubrel].Get(packettest.TPubrel).RawBytes, <-recv)
 
 	require.Equal(t, int32(2), atomic.LoadInt32(&cl.State.Inflight.receiveQuota))
 	require.Equal(t, int32(3), atomic.LoadInt32(&cl.State.Inflight.sendQuota))
@@ -2593,12 +2475,12 @@ func TestServerProcessPacketPubrecNoPacketID(t *testing.T) {
 		recv <- buf
 	}()
 
-	pk := *packets.TPacketData[packets.Pubrec].Get(packets.TPubrec).Packet // not sending properties
+	pk := *packettest.TPacketData[packets.Pubrec].Get(packettest.TPubrec).Packet // not sending properties
 	err := s.processPacket(cl, pk)
 	require.NoError(t, err)
 	_ = w.Close()
 
-	require.Equal(t, packets.TPacketData[packets.Pubrel].Get(packets.TPubrelMqtt5AckNoPacket).RawBytes, <-recv)
+	require.Equal(t, packettest.TPacketData[packets.Pubrel].Get(packettest.TPubrelMqtt5AckNoPacket).RawBytes, <-recv)
 
 	require.Equal(t, int32(3), atomic.LoadInt32(&cl.State.Inflight.sendQuota))
 	require.Equal(t, int32(3), atomic.LoadInt32(&cl.State.Inflight.receiveQuota))
@@ -2609,7 +2491,7 @@ func TestServerProcessPacketPubrecInvalidReason(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
 	cl.State.Inflight.Set(packets.Packet{PacketID: pID})
-	err := s.processPacket(cl, *packets.TPacketData[packets.Pubrec].Get(packets.TPubrecInvalidReason).Packet)
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Pubrec].Get(packettest.TPubrecInvalidReason).Packet)
 	require.NoError(t, err)
 	require.Equal(t, int64(-1), atomic.LoadInt64(&s.Info.Inflight))
 	_, ok := cl.State.Inflight.Get(pID)
@@ -2622,7 +2504,7 @@ func TestServerProcessPacketPubrecFailure(t *testing.T) {
 	cl, _, _ := newTestClient()
 	cl.State.Inflight.Set(packets.Packet{PacketID: pID})
 	cl.Stop(packets.CodeDisconnect)
-	err := s.processPacket(cl, *packets.TPacketData[packets.Pubrec].Get(packets.TPubrec).Packet)
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Pubrec].Get(packettest.TPubrec).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, cl.StopCause(), packets.CodeDisconnect)
 }
@@ -2644,14 +2526,14 @@ func TestServerProcessPacketPubrel(t *testing.T) {
 		recv <- buf
 	}()
 
-	err := s.processPacket(cl, *packets.TPacketData[packets.Pubrel].Get(packets.TPubrel).Packet)
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Pubrel].Get(packettest.TPubrel).Packet)
 	require.NoError(t, err)
 	_ = w.Close()
 
 	require.Equal(t, int32(4), atomic.LoadInt32(&cl.State.Inflight.receiveQuota))
 	require.Equal(t, int32(4), atomic.LoadInt32(&cl.State.Inflight.sendQuota))
 
-	require.Equal(t, packets.TPacketData[packets.Pubcomp].Get(packets.TPubcomp).RawBytes, <-recv)
+	require.Equal(t, packettest.TPacketData[packets.Pubcomp].Get(packettest.TPubcomp).RawBytes, <-recv)
 
 	require.Equal(t, int64(0), atomic.LoadInt64(&s.Info.Inflight))
 	_, ok := cl.State.Inflight.GetInbound(pID)
@@ -2672,12 +2554,12 @@ func TestServerProcessPacketPubrelNoPacketID(t *testing.T) {
 		recv <- buf
 	}()
 
-	pk := *packets.TPacketData[packets.Pubrel].Get(packets.TPubrel).Packet // not sending properties
+	pk := *packettest.TPacketData[packets.Pubrel].Get(packettest.TPubrel).Packet // not sending properties
 	err := s.processPacket(cl, pk)
 	require.NoError(t, err)
 	_ = w.Close()
 
-	require.Equal(t, packets.TPacketData[packets.Pubcomp].Get(packets.TPubcompMqtt5AckNoPacket).RawBytes, <-recv)
+	require.Equal(t, packettest.TPacketData[packets.Pubcomp].Get(packettest.TPubcompMqtt5AckNoPacket).RawBytes, <-recv)
 
 	require.Equal(t, int32(3), atomic.LoadInt32(&cl.State.Inflight.sendQuota))
 	require.Equal(t, int32(3), atomic.LoadInt32(&cl.State.Inflight.receiveQuota))
@@ -2689,7 +2571,7 @@ func TestServerProcessPacketPubrelFailure(t *testing.T) {
 	cl, _, _ := newTestClient()
 	cl.State.Inflight.Set(packets.Packet{PacketID: pID, FixedHeader: packets.FixedHeader{Type: packets.Pubrec}})
 	cl.Stop(packets.CodeDisconnect)
-	err := s.processPacket(cl, *packets.TPacketData[packets.Pubrel].Get(packets.TPubrel).Packet)
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Pubrel].Get(packettest.TPubrel).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, cl.StopCause(), packets.CodeDisconnect)
 }
@@ -2699,7 +2581,7 @@ func TestServerProcessPacketPubrelBadReason(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
 	cl.State.Inflight.Set(packets.Packet{PacketID: pID, FixedHeader: packets.FixedHeader{Type: packets.Pubrec}})
-	err := s.processPacket(cl, *packets.TPacketData[packets.Pubrel].Get(packets.TPubrelInvalidReason).Packet)
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Pubrel].Get(packettest.TPubrelInvalidReason).Packet)
 	require.NoError(t, err)
 	require.Equal(t, int64(-1), atomic.LoadInt64(&s.Info.Inflight))
 	_, ok := cl.State.Inflight.GetInbound(pID)
@@ -2710,11 +2592,11 @@ func TestServerProcessPacketPubcomp(t *testing.T) {
 	tt := ProtocolTest{
 		{
 			protocolVersion: 4,
-			in:              packets.TPacketData[packets.Pubcomp].Get(packets.TPubcomp),
+			in:              packettest.TPacketData[packets.Pubcomp].Get(packettest.TPubcomp),
 		},
 		{
 			protocolVersion: 5,
-			in:              packets.TPacketData[packets.Pubcomp].Get(packets.TPubcompMqtt5),
+			in:              packettest.TPacketData[packets.Pubcomp].Get(packettest.TPubcompMqtt5),
 		},
 	}
 
@@ -2747,8 +2629,8 @@ func TestServerProcessInboundQos2Flow(t *testing.T) {
 	tt := ProtocolTest{
 		{
 			protocolVersion: 5,
-			in:              packets.TPacketData[packets.Publish].Get(packets.TPublishQos2),
-			out:             packets.TPacketData[packets.Pubrec].Get(packets.TPubrec),
+			in:              packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos2),
+			out:             packettest.TPacketData[packets.Pubrec].Get(packettest.TPubrec),
 			data: map[string]any{
 				"sendquota": int32(3),
 				"recvquota": int32(2),
@@ -2757,8 +2639,8 @@ func TestServerProcessInboundQos2Flow(t *testing.T) {
 		},
 		{
 			protocolVersion: 5,
-			in:              packets.TPacketData[packets.Pubrel].Get(packets.TPubrel),
-			out:             packets.TPacketData[packets.Pubcomp].Get(packets.TPubcomp),
+			in:              packettest.TPacketData[packets.Pubrel].Get(packettest.TPubrel),
+			out:             packettest.TPacketData[packets.Pubcomp].Get(packettest.TPubcomp),
 			data: map[string]any{
 				"sendquota": int32(4),
 				"recvquota": int32(3),
@@ -2809,8 +2691,8 @@ func TestServerProcessOutboundQos2Flow(t *testing.T) {
 	tt := ProtocolTest{
 		{
 			protocolVersion: 5,
-			in:              packets.TPacketData[packets.Publish].Get(packets.TPublishQos2),
-			out:             packets.TPacketData[packets.Publish].Get(packets.TPublishQos2),
+			in:              packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos2),
+			out:             packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos2),
 			data: map[string]any{
 				"sendquota": int32(2),
 				"recvquota": int32(3),
@@ -2819,8 +2701,8 @@ func TestServerProcessOutboundQos2Flow(t *testing.T) {
 		},
 		{
 			protocolVersion: 5,
-			in:              packets.TPacketData[packets.Pubrec].Get(packets.TPubrec),
-			out:             packets.TPacketData[packets.Pubrel].Get(packets.TPubrel),
+			in:              packettest.TPacketData[packets.Pubrec].Get(packettest.TPubrec),
+			out:             packettest.TPacketData[packets.Pubrel].Get(packettest.TPubrel),
 			data: map[string]any{
 				"sendquota": int32(2),
 				"recvquota": int32(2),
@@ -2829,7 +2711,7 @@ func TestServerProcessOutboundQos2Flow(t *testing.T) {
 		},
 		{
 			protocolVersion: 5,
-			in:              packets.TPacketData[packets.Pubcomp].Get(packets.TPubcomp),
+			in:              packettest.TPacketData[packets.Pubcomp].Get(packettest.TPubcomp),
 			data: map[string]any{
 				"sendquota": int32(3),
 				"recvquota": int32(3),
@@ -2889,14 +2771,14 @@ func TestServerProcessPacketSubscribe(t *testing.T) {
 	cl, r, w := newTestClient()
 	cl.Properties.ProtocolVersion = 5
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeMqtt5).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeMqtt5).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Suback].Get(packets.TSubackMqtt5).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Suback].Get(packettest.TSubackMqtt5).RawBytes, buf)
 }
 
 // TestServerProcessPacketSubscribeIDOfAServerMessage: a SUBSCRIBE whose
@@ -2914,7 +2796,7 @@ func TestServerProcessPacketSubscribeIDOfAServerMessage(t *testing.T) {
 			cl.Properties.ProtocolVersion = version
 			cl.State.Inflight.Set(packets.Packet{PacketID: 15, FixedHeader: packets.FixedHeader{Type: packets.Publish}})
 
-			pkx := *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeMqtt5).Packet
+			pkx := *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeMqtt5).Packet
 			pkx.ProtocolVersion = version
 			pkx.Properties = packets.Properties{}
 			pkx.PacketID = 15
@@ -2943,7 +2825,7 @@ func TestServerProcessPacketSubscribeInvalid(t *testing.T) {
 	cl, _, _ := newTestClient()
 	cl.Properties.ProtocolVersion = 5
 
-	err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeSpecQosMustPacketID).Packet)
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeSpecQosMustPacketID).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrProtocolViolationNoPacketID)
 }
@@ -2954,14 +2836,14 @@ func TestServerProcessPacketSubscribeInvalidFilter(t *testing.T) {
 	cl.Properties.ProtocolVersion = 5
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeInvalidFilter).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeInvalidFilter).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Suback].Get(packets.TSubackInvalidFilter).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Suback].Get(packettest.TSubackInvalidFilter).RawBytes, buf)
 }
 
 // TestServerProcessPacketSubscribeInvalidSharedNoLocal: "It is a
@@ -2974,7 +2856,7 @@ func TestServerProcessPacketSubscribeInvalidSharedNoLocal(t *testing.T) {
 	cl, _, _ := newTestClient()
 	cl.Properties.ProtocolVersion = 5
 
-	err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeInvalidSharedNoLocal).Packet)
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeInvalidSharedNoLocal).Packet)
 	require.ErrorIs(t, err, packets.ErrProtocolViolationInvalidSharedNoLocal)
 	require.Empty(t, cl.State.Subscriptions.GetAll())
 }
@@ -2983,11 +2865,11 @@ func TestServerProcessSubscribeWithRetain(t *testing.T) {
 	s := newServer()
 	cl, r, w := newTestClient()
 
-	retained := s.Topics.RetainMessage(*packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
+	retained := s.Topics.RetainMessage(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet)
 	require.Equal(t, int64(1), retained)
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribe).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribe).Packet)
 		require.NoError(t, err)
 
 		waitWritten(cl)
@@ -2997,8 +2879,8 @@ func TestServerProcessSubscribeWithRetain(t *testing.T) {
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
 	require.Equal(t, append(
-		packets.TPacketData[packets.Suback].Get(packets.TSuback).RawBytes,
-		packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).RawBytes...,
+		packettest.TPacketData[packets.Suback].Get(packettest.TSuback).RawBytes,
+		packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).RawBytes...,
 	), buf)
 }
 
@@ -3008,7 +2890,7 @@ func TestServerProcessSubscribeDowngradeQos(t *testing.T) {
 	cl, r, w := newTestClient()
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeMany).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeMany).Packet)
 		require.NoError(t, err)
 
 		waitWritten(cl)
@@ -3026,11 +2908,11 @@ func TestServerProcessSubscribeWithRetainHandling1(t *testing.T) {
 	s.Topics.Subscribe(cl.ID, packets.Subscription{Filter: "a/b/c"})
 	s.Clients.Add(cl)
 
-	retained := s.Topics.RetainMessage(*packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
+	retained := s.Topics.RetainMessage(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet)
 	require.Equal(t, int64(1), retained)
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeRetainHandling1).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeRetainHandling1).Packet)
 		require.NoError(t, err)
 
 		waitWritten(cl)
@@ -3039,7 +2921,7 @@ func TestServerProcessSubscribeWithRetainHandling1(t *testing.T) {
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Suback].Get(packets.TSuback).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Suback].Get(packettest.TSuback).RawBytes, buf)
 }
 
 func TestServerProcessSubscribeWithRetainHandling2(t *testing.T) {
@@ -3047,11 +2929,11 @@ func TestServerProcessSubscribeWithRetainHandling2(t *testing.T) {
 	cl, r, w := newTestClient()
 	s.Clients.Add(cl)
 
-	retained := s.Topics.RetainMessage(*packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
+	retained := s.Topics.RetainMessage(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet)
 	require.Equal(t, int64(1), retained)
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeRetainHandling2).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeRetainHandling2).Packet)
 		require.NoError(t, err)
 
 		waitWritten(cl)
@@ -3060,7 +2942,7 @@ func TestServerProcessSubscribeWithRetainHandling2(t *testing.T) {
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Suback].Get(packets.TSuback).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Suback].Get(packettest.TSuback).RawBytes, buf)
 }
 
 func TestServerProcessSubscribeWithNotRetainAsPublished(t *testing.T) {
@@ -3068,11 +2950,11 @@ func TestServerProcessSubscribeWithNotRetainAsPublished(t *testing.T) {
 	cl, r, w := newTestClient()
 	s.Clients.Add(cl)
 
-	retained := s.Topics.RetainMessage(*packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
+	retained := s.Topics.RetainMessage(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet)
 	require.Equal(t, int64(1), retained)
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeRetainAsPublished).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeRetainAsPublished).Packet)
 		require.NoError(t, err)
 
 		waitWritten(cl)
@@ -3082,8 +2964,8 @@ func TestServerProcessSubscribeWithNotRetainAsPublished(t *testing.T) {
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
 	require.Equal(t, append(
-		packets.TPacketData[packets.Suback].Get(packets.TSuback).RawBytes,
-		packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).RawBytes...,
+		packettest.TPacketData[packets.Suback].Get(packettest.TSuback).RawBytes,
+		packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).RawBytes...,
 	), buf)
 }
 
@@ -3091,7 +2973,7 @@ func TestServerProcessSubscribeNoConnection(t *testing.T) {
 	s := newServer()
 	cl, r, _ := newTestClient()
 	_ = r.Close()
-	err := s.processSubscribe(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribe).Packet)
+	err := s.processSubscribe(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribe).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, err, io.ErrClosedPipe)
 }
@@ -3106,14 +2988,14 @@ func TestServerProcessSubscribeACLCheckDeny(t *testing.T) {
 	cl.Properties.ProtocolVersion = 5
 
 	go func() {
-		err := s.processSubscribe(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribe).Packet)
+		err := s.processSubscribe(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribe).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Suback].Get(packets.TSubackDeny).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Suback].Get(packettest.TSubackDeny).RawBytes, buf)
 }
 
 func TestServerProcessSubscribeACLCheckDenyObscure(t *testing.T) {
@@ -3127,14 +3009,14 @@ func TestServerProcessSubscribeACLCheckDenyObscure(t *testing.T) {
 	cl.Properties.ProtocolVersion = 5
 
 	go func() {
-		err := s.processSubscribe(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribe).Packet)
+		err := s.processSubscribe(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribe).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Suback].Get(packets.TSubackUnspecifiedErrorMqtt5).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Suback].Get(packettest.TSubackUnspecifiedErrorMqtt5).RawBytes, buf)
 }
 
 func TestServerProcessSubscribeErrorDowngrade(t *testing.T) {
@@ -3144,14 +3026,14 @@ func TestServerProcessSubscribeErrorDowngrade(t *testing.T) {
 	cl.State.packetID = 1 // just to match the same packet id (7) in the fixtures
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeInvalidSharedNoLocal).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeInvalidSharedNoLocal).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Suback].Get(packets.TSubackUnspecifiedError).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Suback].Get(packettest.TSubackUnspecifiedError).RawBytes, buf)
 }
 
 func TestServerProcessPacketUnsubscribe(t *testing.T) {
@@ -3160,14 +3042,14 @@ func TestServerProcessPacketUnsubscribe(t *testing.T) {
 	cl.Properties.ProtocolVersion = 5
 	s.Topics.Subscribe(cl.ID, packets.Subscription{Filter: "a/b", Qos: 0})
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Unsubscribe].Get(packets.TUnsubscribeMqtt5).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Unsubscribe].Get(packettest.TUnsubscribeMqtt5).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Unsuback].Get(packets.TUnsubackMqtt5).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Unsuback].Get(packettest.TUnsubackMqtt5).RawBytes, buf)
 	require.Equal(t, int64(-1), atomic.LoadInt64(&s.Info.Subscriptions))
 }
 
@@ -3179,7 +3061,7 @@ func TestServerProcessPacketUnsubscribeIDOfAServerMessage(t *testing.T) {
 	cl, r, w := newTestClient()
 	cl.Properties.ProtocolVersion = 5
 	cl.State.Inflight.Set(packets.Packet{PacketID: 15, FixedHeader: packets.FixedHeader{Type: packets.Publish}})
-	pkx := *packets.TPacketData[packets.Unsubscribe].Get(packets.TUnsubscribeMqtt5).Packet
+	pkx := *packettest.TPacketData[packets.Unsubscribe].Get(packettest.TUnsubscribeMqtt5).Packet
 	pkx.PacketID = 15
 	go func() {
 		err := s.processPacket(cl, pkx)
@@ -3201,7 +3083,7 @@ func TestServerProcessPacketUnsubscribeIDOfAServerMessage(t *testing.T) {
 func TestServerProcessPacketUnsubscribeInvalid(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
-	err := s.processPacket(cl, *packets.TPacketData[packets.Unsubscribe].Get(packets.TUnsubscribeSpecQosMustPacketID).Packet)
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Unsubscribe].Get(packettest.TUnsubscribeSpecQosMustPacketID).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrProtocolViolationNoPacketID)
 }
@@ -3209,7 +3091,7 @@ func TestServerProcessPacketUnsubscribeInvalid(t *testing.T) {
 func TestServerReceivePacketError(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
-	err := s.receivePacket(cl, *packets.TPacketData[packets.Unsubscribe].Get(packets.TUnsubscribeSpecQosMustPacketID).Packet)
+	err := s.receivePacket(cl, *packettest.TPacketData[packets.Unsubscribe].Get(packettest.TUnsubscribeSpecQosMustPacketID).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrProtocolViolationNoPacketID)
 }
@@ -3222,7 +3104,7 @@ func TestServerRecievePacketDisconnectClientZeroNonZero(t *testing.T) {
 	cl.Properties.Props.RequestProblemInfo = 0
 	cl.Properties.Props.RequestProblemInfoFlag = true
 	go func() {
-		err := s.receivePacket(cl, *packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectMqtt5).Packet)
+		err := s.receivePacket(cl, *packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnectMqtt5).Packet)
 		require.Error(t, err)
 		require.ErrorIs(t, err, packets.ErrProtocolViolationZeroNonZeroExpiry)
 		_ = w.Close()
@@ -3230,7 +3112,7 @@ func TestServerRecievePacketDisconnectClientZeroNonZero(t *testing.T) {
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectZeroNonZeroExpiry).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnectZeroNonZeroExpiry).RawBytes, buf)
 }
 
 func TestServerRecievePacketDisconnectClient(t *testing.T) {
@@ -3245,7 +3127,7 @@ func TestServerRecievePacketDisconnectClient(t *testing.T) {
 
 	buf, err := io.ReadAll(r)
 	require.NoError(t, err)
-	require.Equal(t, packets.TPacketData[packets.Disconnect].Get(packets.TDisconnect).RawBytes, buf)
+	require.Equal(t, packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnect).RawBytes, buf)
 }
 
 func TestServerProcessPacketDisconnect(t *testing.T) {
@@ -3257,7 +3139,7 @@ func TestServerProcessPacketDisconnect(t *testing.T) {
 	s.loop.willDelayed.Add(cl.ID, packets.Packet{TopicName: "a/b/c", Payload: []byte("hello")}, cl)
 	require.Equal(t, 1, s.loop.willDelayed.Len())
 
-	err := s.processPacket(cl, *packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectMqtt5).Packet)
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnectMqtt5).Packet)
 	require.NoError(t, err)
 
 	require.Equal(t, 0, s.loop.willDelayed.Len())
@@ -3273,7 +3155,7 @@ func TestServerProcessPacketDisconnectNonZeroExpiryViolation(t *testing.T) {
 	cl.Properties.Props.RequestProblemInfo = 0
 	cl.Properties.Props.RequestProblemInfoFlag = true
 
-	err := s.processPacket(cl, *packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectMqtt5).Packet)
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnectMqtt5).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrProtocolViolationZeroNonZeroExpiry)
 }
@@ -3287,19 +3169,29 @@ func TestServerProcessPacketDisconnectDisconnectWithWillMessage(t *testing.T) {
 	s.loop.willDelayed.Add(cl.ID, packets.Packet{TopicName: "a/b/c", Payload: []byte("hello")}, cl)
 	require.Equal(t, 1, s.loop.willDelayed.Len())
 
-	err := s.processPacket(cl, *packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectMqtt5DisconnectWithWillMessage).Packet)
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnectMqtt5DisconnectWithWillMessage).Packet)
 	require.Error(t, err)
 
 	require.Equal(t, 1, s.loop.willDelayed.Len())
 	require.False(t, cl.Closed())
 }
 
+// An AUTH from a client without an Authentication Method is a Protocol
+// Error [MQTT-4.12.0-7].
+func TestServerProcessPacketAuthWithoutMethod(t *testing.T) {
+	s := newServer()
+	cl, _, _ := newTestClient()
+	err := s.processPacket(cl, *packettest.TPacketData[packets.Auth].Get(packettest.TAuth).Packet)
+	require.ErrorIs(t, err, packets.ErrProtocolViolationUnexpectedAuth)
+}
+
 func TestServerProcessPacketAuth(t *testing.T) {
 	s := newServer()
 	cl, r, w := newTestClient()
+	cl.Properties.Props.AuthenticationMethod = "SCRAM-SHA-1"
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Auth].Get(packets.TAuth).Packet)
+		err := s.processPacket(cl, *packettest.TPacketData[packets.Auth].Get(packettest.TAuth).Packet)
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -3312,7 +3204,7 @@ func TestServerProcessPacketAuth(t *testing.T) {
 func TestServerProcessPacketAuthInvalidReason(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
-	pkx := *packets.TPacketData[packets.Auth].Get(packets.TAuth).Packet
+	pkx := *packettest.TPacketData[packets.Auth].Get(packettest.TAuth).Packet
 	pkx.ReasonCode = 99
 	err := s.processPacket(cl, pkx)
 	require.Error(t, err)
@@ -3323,12 +3215,13 @@ func TestServerProcessPacketAuthFailure(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
 
+	cl.Properties.Props.AuthenticationMethod = "SCRAM-SHA-1"
 	hook := new(modifiedHookBase)
 	hook.fail = true
 	err := s.AddHook(hook, nil)
 	require.NoError(t, err)
 
-	err = s.processAuth(cl, *packets.TPacketData[packets.Auth].Get(packets.TAuth).Packet)
+	err = s.processAuth(cl, *packettest.TPacketData[packets.Auth].Get(packettest.TAuth).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, errTestHook, err)
 }
@@ -3352,7 +3245,6 @@ func TestServerSendLWT(t *testing.T) {
 	s.Clients.Add(receiver)
 	s.Topics.Subscribe(receiver.ID, packets.Subscription{Filter: "a/b/c", Qos: 0})
 
-	require.Equal(t, int64(0), atomic.LoadInt64(&s.Info.PacketsReceived))
 	require.Equal(t, 0, len(s.Topics.Messages("a/b/c")))
 
 	receiverBuf := make(chan []byte)
@@ -3369,7 +3261,7 @@ func TestServerSendLWT(t *testing.T) {
 		_ = w2.Close()
 	}()
 
-	require.Equal(t, packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).RawBytes, <-receiverBuf)
+	require.Equal(t, packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).RawBytes, <-receiverBuf)
 }
 
 func TestServerSendLWTRetain(t *testing.T) {
@@ -3392,7 +3284,6 @@ func TestServerSendLWTRetain(t *testing.T) {
 	s.Clients.Add(receiver)
 	s.Topics.Subscribe(receiver.ID, packets.Subscription{Filter: "a/b/c", Qos: 0})
 
-	require.Equal(t, int64(0), atomic.LoadInt64(&s.Info.PacketsReceived))
 	require.Equal(t, 0, len(s.Topics.Messages("a/b/c")))
 
 	receiverBuf := make(chan []byte)
@@ -3409,7 +3300,7 @@ func TestServerSendLWTRetain(t *testing.T) {
 		_ = w2.Close()
 	}()
 
-	require.Equal(t, packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).RawBytes, <-receiverBuf)
+	require.Equal(t, packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).RawBytes, <-receiverBuf)
 }
 
 func TestServerSendLWTDelayed(t *testing.T) {
@@ -3450,147 +3341,7 @@ func TestServerSendLWTDelayed(t *testing.T) {
 		recv <- buf
 	}()
 
-	require.Equal(t, packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).RawBytes, <-recv)
-}
-
-func TestServerReadStore(t *testing.T) {
-	s := newServer()
-	hook := new(modifiedHookBase)
-	_ = s.AddHook(hook, nil)
-
-	hook.failAt = 1 // clients
-	err := s.readStore()
-	require.Error(t, err)
-
-	hook.failAt = 2 // subscriptions
-	err = s.readStore()
-	require.Error(t, err)
-
-	hook.failAt = 3 // inflight
-	err = s.readStore()
-	require.Error(t, err)
-
-	hook.failAt = 4 // retained
-	err = s.readStore()
-	require.Error(t, err)
-
-	hook.failAt = 5 // sys info
-	err = s.readStore()
-	require.Error(t, err)
-}
-
-func TestServerLoadClients(t *testing.T) {
-	v := []storage.Client{
-		{ID: "mochi"},
-		{ID: "zen"},
-		{ID: "mochi-co"},
-		{ID: "v3-clean", ProtocolVersion: 4, Clean: true},
-		{ID: "v3-not-clean", ProtocolVersion: 4, Clean: false},
-		{
-			ID:              "v5-clean",
-			ProtocolVersion: 5,
-			Clean:           true,
-			Properties: storage.ClientProperties{
-				SessionExpiryInterval: 10,
-			},
-		},
-		{
-			ID:              "v5-expire-interval-0",
-			ProtocolVersion: 5,
-			Properties: storage.ClientProperties{
-				SessionExpiryInterval: 0,
-			},
-		},
-		{
-			ID:              "v5-expire-interval-not-0",
-			ProtocolVersion: 5,
-			Properties: storage.ClientProperties{
-				SessionExpiryInterval: 10,
-			},
-		},
-	}
-
-	s := newServer()
-	require.Equal(t, 0, s.Clients.Len())
-	s.loadClients(v)
-	require.Equal(t, 6, s.Clients.Len())
-	cl, ok := s.Clients.Get("mochi")
-	require.True(t, ok)
-	require.Equal(t, "mochi", cl.ID)
-
-	_, ok = s.Clients.Get("v3-clean")
-	require.False(t, ok)
-	_, ok = s.Clients.Get("v3-not-clean")
-	require.True(t, ok)
-	_, ok = s.Clients.Get("v5-clean")
-	require.True(t, ok)
-	_, ok = s.Clients.Get("v5-expire-interval-0")
-	require.False(t, ok)
-	_, ok = s.Clients.Get("v5-expire-interval-not-0")
-	require.True(t, ok)
-}
-
-func TestServerLoadSubscriptions(t *testing.T) {
-	v := []storage.Subscription{
-		{ID: "sub1", Client: "mochi", Filter: "a/b/c"},
-		{ID: "sub2", Client: "mochi", Filter: "d/e/f", Qos: 1},
-		{ID: "sub3", Client: "mochi", Filter: "h/i/j", Qos: 2},
-	}
-
-	s := newServer()
-	cl, _, _ := newTestClient()
-	s.Clients.Add(cl)
-	require.Equal(t, 0, cl.State.Subscriptions.Len())
-	s.loadSubscriptions(v)
-	require.Equal(t, 3, cl.State.Subscriptions.Len())
-}
-
-func TestServerLoadInflightMessages(t *testing.T) {
-	s := newServer()
-	s.loadClients([]storage.Client{
-		{ID: "mochi"},
-		{ID: "zen"},
-		{ID: "mochi-co"},
-	})
-
-	require.Equal(t, 3, s.Clients.Len())
-
-	v := []storage.Message{
-		{Client: "mochi", Origin: "mochi", PacketID: 1, Payload: []byte("hello world"), TopicName: "a/b/c"},
-		{Client: "mochi", Origin: "mochi", PacketID: 2, Payload: []byte("yes"), TopicName: "a/b/c"},
-		{Client: "zen", Origin: "zen", PacketID: 3, Payload: []byte("hello world"), TopicName: "a/b/c"},
-		{Client: "mochi-co", Origin: "mochi-co", PacketID: 4, Payload: []byte("hello world"), TopicName: "a/b/c"},
-	}
-	s.loadInflight(v)
-
-	cl, ok := s.Clients.Get("mochi")
-	require.True(t, ok)
-	require.Equal(t, "mochi", cl.ID)
-
-	msg, ok := cl.State.Inflight.Get(2)
-	require.True(t, ok)
-	require.Equal(t, []byte{'y', 'e', 's'}, msg.Payload)
-	require.Equal(t, "a/b/c", msg.TopicName)
-
-	cl, ok = s.Clients.Get("mochi-co")
-	require.True(t, ok)
-	msg, ok = cl.State.Inflight.Get(4)
-	require.True(t, ok)
-}
-
-func TestServerLoadRetainedMessages(t *testing.T) {
-	s := newServer()
-
-	v := []storage.Message{
-		{Origin: "mochi", FixedHeader: packets.FixedHeader{Retain: true}, Payload: []byte("hello world"), TopicName: "a/b/c"},
-		{Origin: "mochi-co", FixedHeader: packets.FixedHeader{Retain: true}, Payload: []byte("yes"), TopicName: "d/e/f"},
-		{Origin: "zen", FixedHeader: packets.FixedHeader{Retain: true}, Payload: []byte("hello world"), TopicName: "h/i/j"},
-	}
-	s.loadRetained(v)
-	require.Equal(t, 1, len(s.Topics.Messages("a/b/c")))
-	require.Equal(t, 1, len(s.Topics.Messages("d/e/f")))
-	require.Equal(t, 1, len(s.Topics.Messages("h/i/j")))
-	require.Equal(t, 0, len(s.Topics.Messages("w/x/y")))
+	require.Equal(t, packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).RawBytes, <-recv)
 }
 
 func TestServerClose(t *testing.T) {
@@ -3604,7 +3355,7 @@ func TestServerClose(t *testing.T) {
 	cl.Properties.ProtocolVersion = 5
 	s.Clients.Add(cl)
 
-	err := s.AddListener(listeners.NewMockListener("t1", ":1882"))
+	err := s.AddListener(newMockListener("t1", ":1882"))
 	require.NoError(t, err)
 	_ = s.Serve()
 
@@ -3622,11 +3373,11 @@ func TestServerClose(t *testing.T) {
 	require.Equal(t, true, ok)
 	// dss: polled for, not slept for: the listener serves on a goroutine
 	// of its own.
-	require.Eventually(t, listener.(*listeners.MockListener).IsServing, 5*time.Second, time.Millisecond)
+	require.Eventually(t, listener.(*mockListener).IsServing, 5*time.Second, time.Millisecond)
 
 	_ = s.Close()
-	require.Eventually(t, func() bool { return !listener.(*listeners.MockListener).IsServing() }, 5*time.Second, time.Millisecond)
-	require.Equal(t, packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectShuttingDown).RawBytes, <-recv)
+	require.Eventually(t, func() bool { return !listener.(*mockListener).IsServing() }, 5*time.Second, time.Millisecond)
+	require.Equal(t, packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnectShuttingDown).RawBytes, <-recv)
 }
 
 func TestServerClearExpiredInflights(t *testing.T) {
@@ -3786,22 +3537,6 @@ func TestServerSweepsAllocateNothingWhenNothingExpired(t *testing.T) {
 	}
 }
 
-func TestLoadServerInfoRestoreOnRestart(t *testing.T) {
-	s := New(nil)
-	s.Options.Capabilities.Compatibilities.RestoreSysInfoOnRestart = true
-	info := system.Info{
-		BytesReceived: 60,
-	}
-
-	s.loadServerInfo(info)
-	require.Equal(t, int64(60), s.Info.BytesReceived)
-}
-
-func TestItoa(t *testing.T) {
-	i := int64(22)
-	require.Equal(t, "22", Int64toa(i))
-}
-
 func TestServerSubscribe(t *testing.T) {
 	handler := func(cl *Client, sub packets.Subscription, pk packets.Packet) {}
 
@@ -3939,7 +3674,7 @@ func TestPublishToInlineSubscriber(t *testing.T) {
 	require.Nil(t, err)
 
 	go func() {
-		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
+		pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet
 		s.publishToSubscribers(pkx)
 	}()
 
@@ -3972,10 +3707,10 @@ func TestPublishToInlineSubscribersDifferentFilter(t *testing.T) {
 	require.Nil(t, err)
 
 	go func() {
-		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
+		pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet
 		s.publishToSubscribers(pkx)
 
-		pkx = *packets.TPacketData[packets.Publish].Get(packets.TPublishCopyBasic).Packet
+		pkx = *packettest.TPacketData[packets.Publish].Get(packettest.TPublishCopyBasic).Packet
 		s.publishToSubscribers(pkx)
 	}()
 
@@ -4010,7 +3745,7 @@ func TestPublishToInlineSubscribersDifferentIdentifier(t *testing.T) {
 	require.Nil(t, err)
 
 	go func() {
-		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
+		pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet
 		s.publishToSubscribers(pkx)
 	}()
 
@@ -4024,7 +3759,7 @@ func TestServerSubscribeWithRetain(t *testing.T) {
 	subNumber := 1
 	finishCh := make(chan bool, subNumber)
 
-	retained := s.Topics.RetainMessage(*packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
+	retained := s.Topics.RetainMessage(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet)
 	require.Equal(t, int64(1), retained)
 
 	err := s.Subscribe("a/b/c", 1, func(cl *Client, sub packets.Subscription, pk packets.Packet) {
@@ -4044,9 +3779,9 @@ func TestServerSubscribeWithRetainDifferentFilter(t *testing.T) {
 	subNumber := 2
 	finishCh := make(chan bool, subNumber)
 
-	retained := s.Topics.RetainMessage(*packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
+	retained := s.Topics.RetainMessage(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet)
 	require.Equal(t, int64(1), retained)
-	retained = s.Topics.RetainMessage(*packets.TPacketData[packets.Publish].Get(packets.TPublishCopyBasic).Packet)
+	retained = s.Topics.RetainMessage(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishCopyBasic).Packet)
 	require.Equal(t, int64(1), retained)
 
 	err := s.Subscribe("a/b/c", 1, func(cl *Client, sub packets.Subscription, pk packets.Packet) {
@@ -4079,7 +3814,7 @@ func TestServerSubscribeWithRetainDifferentIdentifier(t *testing.T) {
 	subNumber := 2
 	finishCh := make(chan bool, subNumber)
 
-	retained := s.Topics.RetainMessage(*packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
+	retained := s.Topics.RetainMessage(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet)
 	require.Equal(t, int64(1), retained)
 
 	err := s.Subscribe("a/b/c", 1, func(cl *Client, sub packets.Subscription, pk packets.Packet) {

@@ -46,21 +46,28 @@ type InboundTopicAliases struct {
 	maximum uint16
 }
 
-// Set sets a new alias for a specific topic.
-func (a *InboundTopicAliases) Set(id uint16, topic string) string {
+// Set resolves the alias id of a PUBLISH with the given topic: a topic
+// (re)sets the alias to it; an empty topic takes the topic the alias was
+// set to. ok is false for an empty topic and an alias this connection
+// never set.
+//
+// dss: an alias never set resolved to the empty topic, which was then
+// published (and acknowledged) where 3.3.4 makes it a Protocol Error.
+func (a *InboundTopicAliases) Set(id uint16, topic string) (resolved string, ok bool) {
 	a.Lock()
 	defer a.Unlock()
 
 	if a.maximum == 0 {
-		return topic // ?
+		return topic, topic != "" // ?
 	}
 
-	if existing, ok := a.internal[id]; ok && topic == "" {
-		return existing
+	if topic == "" {
+		existing, ok := a.internal[id]
+		return existing, ok
 	}
 
 	a.internal[id] = topic
-	return topic
+	return topic, true
 }
 
 // OutboundTopicAliases contains a map of topic aliases sent from the broker to the client.
@@ -111,13 +118,6 @@ func (a *OutboundTopicAliases) Set(topic string) (uint16, bool) {
 type SharedSubscriptions struct {
 	internal map[string]map[string]packets.Subscription
 	sync.RWMutex
-}
-
-// NewSharedSubscriptions returns a new instance of Subscriptions.
-func NewSharedSubscriptions() *SharedSubscriptions {
-	return &SharedSubscriptions{
-		internal: map[string]map[string]packets.Subscription{},
-	}
 }
 
 // Add creates a new shared subscription for a group and client id pair.
@@ -200,13 +200,6 @@ type InlineSubFn func(cl *Client, sub packets.Subscription, pk packets.Packet)
 type InlineSubscriptions struct {
 	internal map[int]InlineSubscription
 	sync.RWMutex
-}
-
-// NewInlineSubscriptions returns a new instance of InlineSubscriptions.
-func NewInlineSubscriptions() *InlineSubscriptions {
-	return &InlineSubscriptions{
-		internal: map[int]InlineSubscription{},
-	}
 }
 
 // Add adds a new internal subscription for a client id.
@@ -781,8 +774,12 @@ func IsValidFilter(filter string, forPublish bool) bool {
 	}
 
 	wildhash := strings.IndexRune(filter, '#')
-	if wildhash >= 0 && wildhash != len(filter)-1 { // [MQTT-4.7.1-2]
+	if wildhash >= 0 && wildhash != len(filter)-1 { // [MQTT-4.7.1-1]
 		return false
+	}
+
+	if !forPublish && !wildcardsAlone(filter) {
+		return false // [MQTT-4.7.1-1] [MQTT-4.7.1-2]
 	}
 
 	prefix, hasNext := isolateParticle(filter, 0)
@@ -805,6 +802,23 @@ func IsValidFilter(filter string, forPublish bool) bool {
 		}
 	}
 
+	return true
+}
+
+// wildcardsAlone tells whether every wildcard of filter is a level of its
+// own: "a/+/b" and "a/#", not "a+/b" or "a/b#". dss: upstream granted
+// such filters, which match nothing a client can publish.
+func wildcardsAlone(filter string) bool {
+	start := 0
+	for i := 0; i <= len(filter); i++ {
+		if i < len(filter) && filter[i] != '/' {
+			continue
+		}
+		if level := filter[start:i]; len(level) > 1 && strings.ContainsAny(level, "+#") {
+			return false
+		}
+		start = i + 1
+	}
 	return true
 }
 

@@ -17,20 +17,15 @@ const (
 	otherGroup = "other"
 )
 
-func TestNewSharedSubscriptions(t *testing.T) {
-	s := NewSharedSubscriptions()
-	require.NotNil(t, s.internal)
-}
-
 func TestSharedSubscriptionsAdd(t *testing.T) {
-	s := NewSharedSubscriptions()
+	s := new(SharedSubscriptions)
 	s.Add(testGroup, "cl1", packets.Subscription{Filter: "a/b/c"})
 	require.Contains(t, s.internal, testGroup)
 	require.Contains(t, s.internal[testGroup], "cl1")
 }
 
 func TestSharedSubscriptionsGet(t *testing.T) {
-	s := NewSharedSubscriptions()
+	s := new(SharedSubscriptions)
 	s.Add(testGroup, "cl1", packets.Subscription{Qos: 2})
 	s.Add(testGroup, "cl2", packets.Subscription{Qos: 2})
 	require.Contains(t, s.internal, testGroup)
@@ -44,7 +39,7 @@ func TestSharedSubscriptionsGet(t *testing.T) {
 }
 
 func TestSharedSubscriptionsGetAll(t *testing.T) {
-	s := NewSharedSubscriptions()
+	s := new(SharedSubscriptions)
 	s.Add(testGroup, "cl1", packets.Subscription{Qos: 0})
 	s.Add(testGroup, "cl2", packets.Subscription{Qos: 1})
 	s.Add(otherGroup, "cl3", packets.Subscription{Qos: 2})
@@ -62,7 +57,7 @@ func TestSharedSubscriptionsGetAll(t *testing.T) {
 }
 
 func TestSharedSubscriptionsLen(t *testing.T) {
-	s := NewSharedSubscriptions()
+	s := new(SharedSubscriptions)
 	s.Add(testGroup, "cl1", packets.Subscription{Qos: 0})
 	s.Add(testGroup, "cl2", packets.Subscription{Qos: 1})
 	s.Add(otherGroup, "cl2", packets.Subscription{Qos: 1})
@@ -77,7 +72,7 @@ func TestSharedSubscriptionsLen(t *testing.T) {
 }
 
 func TestSharedSubscriptionsDelete(t *testing.T) {
-	s := NewSharedSubscriptions()
+	s := new(SharedSubscriptions)
 	s.Add(testGroup, "cl1", packets.Subscription{Qos: 1})
 	s.Add(testGroup, "cl2", packets.Subscription{Qos: 2})
 	require.Contains(t, s.internal, testGroup)
@@ -767,6 +762,13 @@ func TestIsValid(t *testing.T) {
 	require.False(t, IsValidFilter(SharePrefix+"/#", false))
 	require.False(t, IsValidFilter(SharePrefix+"/#/", false))
 	require.False(t, IsValidFilter("a/#/c", false))
+	// A wildcard is a level of its own [MQTT-4.7.1-1] [MQTT-4.7.1-2].
+	for _, f := range []string{"+", "#", "+/+", "a/+", "+/a/#", "/+/", SharePrefix + "/g/a/+/b"} {
+		require.True(t, IsValidFilter(f, false), f)
+	}
+	for _, f := range []string{"a+/b", "a/+b", "+a", "a/b#", "++", "a/+#", SharePrefix + "/g/a+"} {
+		require.False(t, IsValidFilter(f, false), f)
+	}
 }
 
 func TestIsValidForPublish(t *testing.T) {
@@ -793,18 +795,29 @@ func TestInboundAliasesSet(t *testing.T) {
 	topic := "test"
 	id := uint16(1)
 	a := NewInboundTopicAliases(5)
-	require.Equal(t, topic, a.Set(id, topic))
+	got, ok := a.Set(id, topic)
+	require.True(t, ok)
+	require.Equal(t, topic, got)
 	require.Contains(t, a.internal, id)
 	require.Equal(t, a.internal[id], topic)
 
-	require.Equal(t, topic, a.Set(id, ""))
+	got, ok = a.Set(id, "")
+	require.True(t, ok)
+	require.Equal(t, topic, got)
+
+	// An alias never set, with an empty topic, resolves to nothing.
+	_, ok = a.Set(2, "")
+	require.False(t, ok)
+	require.NotContains(t, a.internal, uint16(2))
 }
 
 func TestInboundAliasesSetMaxZero(t *testing.T) {
 	topic := "test"
 	id := uint16(1)
 	a := NewInboundTopicAliases(0)
-	require.Equal(t, topic, a.Set(id, topic))
+	got, ok := a.Set(id, topic)
+	require.True(t, ok)
+	require.Equal(t, topic, got)
 	require.NotContains(t, a.internal, id)
 }
 
@@ -855,15 +868,8 @@ func TestNewTopicAliases(t *testing.T) {
 	require.Equal(t, uint16(5), a.Outbound.maximum)
 }
 
-func TestNewInlineSubscriptions(t *testing.T) {
-	subscriptions := NewInlineSubscriptions()
-	require.NotNil(t, subscriptions)
-	require.NotNil(t, subscriptions.internal)
-	require.Equal(t, 0, subscriptions.Len())
-}
-
 func TestInlineSubscriptionAdd(t *testing.T) {
-	subscriptions := NewInlineSubscriptions()
+	subscriptions := new(InlineSubscriptions)
 	handler := func(cl *Client, sub packets.Subscription, pk packets.Packet) {
 		// handler logic
 	}
@@ -881,7 +887,7 @@ func TestInlineSubscriptionAdd(t *testing.T) {
 }
 
 func TestInlineSubscriptionGet(t *testing.T) {
-	subscriptions := NewInlineSubscriptions()
+	subscriptions := new(InlineSubscriptions)
 	handler := func(cl *Client, sub packets.Subscription, pk packets.Packet) {
 		// handler logic
 	}
@@ -902,7 +908,7 @@ func TestInlineSubscriptionGet(t *testing.T) {
 }
 
 func TestInlineSubscriptionsGetAll(t *testing.T) {
-	subscriptions := NewInlineSubscriptions()
+	subscriptions := new(InlineSubscriptions)
 
 	subscriptions.Add(InlineSubscription{
 		Subscription: packets.Subscription{Filter: "a/b/c", Identifier: 1},
@@ -925,7 +931,7 @@ func TestInlineSubscriptionsGetAll(t *testing.T) {
 }
 
 func TestInlineSubscriptionDelete(t *testing.T) {
-	subscriptions := NewInlineSubscriptions()
+	subscriptions := new(InlineSubscriptions)
 	handler := func(cl *Client, sub packets.Subscription, pk packets.Packet) {
 		// handler logic
 	}

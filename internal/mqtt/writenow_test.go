@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dssio/dss/internal/mqtt/packets"
-	"github.com/dssio/dss/internal/mqtt/system"
 )
 
 // tcpTestClient returns a client on the server end of a loopback TCP
@@ -28,7 +27,7 @@ func tcpTestClient(t *testing.T) (*Client, *net.TCPConn) {
 	conn, err := ln.Accept()
 	require.NoError(t, err)
 	cl := newClient(conn, &ops{
-		info:  new(system.Info),
+		info:  new(Info),
 		hooks: new(Hooks),
 		log:   logger,
 		options: &Options{
@@ -79,7 +78,8 @@ func TestClientWriteNowWritesWhenTheQueueIsIdle(t *testing.T) {
 	_, err = io.ReadFull(peer, got)
 	require.NoError(t, err)
 	require.Equal(t, want, got, "the acknowledgement, then the publish, in one write")
-	require.Equal(t, int64(2), atomic.LoadInt64(&cl.ops.info.PacketsSent))
+	require.Equal(t, int64(1), atomic.LoadInt64(&cl.ops.info.MessagesSent))
+	require.Equal(t, int64(len(want)), atomic.LoadInt64(&cl.ops.info.BytesSent))
 
 	// Something queued goes first: WriteNow leaves its packets to the
 	// caller.

@@ -50,6 +50,7 @@ func TestSpinHelper(t *testing.T) {
 	if os.Getenv("PROCSTAT_SPIN") == "" {
 		t.Skip("run by TestReadMeasuresAServerProcess")
 	}
+	//lint:ignore SA5002 the helper process spins for the CPU it uses
 	for {
 	}
 }

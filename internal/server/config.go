@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dssio/dss/internal/attach"
 	"github.com/dssio/dss/internal/broker"
 	"github.com/dssio/dss/internal/cluster"
 	"github.com/dssio/dss/internal/journal"
@@ -164,6 +165,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the physical clock; nil means time.Now. Tests move it.
 	Now func() time.Time
+	// Attach, when set, serves the store to the clients of another MQTT
+	// broker as one of its clients (dss attach) instead of running dss's
+	// own broker: the settings of the MQTT listeners and of
+	// authentication do not apply.
+	Attach *attach.Config
 	// Cluster, when its Listen is set, makes this node a member of a
 	// Raft cluster (see docs/cluster.md): writes are replicated before
 	// they are applied, and the state is kept in DataDir/raft instead of

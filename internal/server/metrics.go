@@ -15,9 +15,6 @@ func (s *Server) gauges() []prometheus.Collector {
 			Name: "dss_store_bytes", Help: "Total length of the stored keys and values, in bytes.",
 		}, func() float64 { return float64(s.node.Stats().Bytes) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "dss_clients_connected", Help: "MQTT clients connected.",
-		}, func() float64 { return float64(s.broker.Clients()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "dss_ready", Help: "1 while the server is ready (as /readyz answers 200), 0 otherwise.",
 		}, func() float64 {
 			if s.Ready() != nil {

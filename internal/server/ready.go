@@ -39,8 +39,10 @@ func (s *Server) Ready() error {
 	if err := s.storageErr(); err != nil {
 		return fmt.Errorf("the journal failed: %w", err)
 	}
-	if err := s.broker.Accepting(); err != nil {
-		return err
+	if s.broker != nil {
+		if err := s.broker.Accepting(); err != nil {
+			return err
+		}
 	}
 	for _, c := range s.readiness {
 		if err := c.Ready(); err != nil {

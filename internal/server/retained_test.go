@@ -196,3 +196,24 @@ func readPacketFrom(r *bufio.Reader) (packets.Packet, error) {
 	}
 	return pk, err
 }
+
+// TestARetainedMessagePublishedAfterTheSubscribeComesOnce publishes a
+// message to retain right after a subscription's SUBACK: it reaches the
+// subscriber as it is published, and is not sent again among the
+// retained messages of the subscription.
+func TestARetainedMessagePublishedAfterTheSubscribeComesOnce(t *testing.T) {
+	s := dsstest.StartServer(t, server.Config{})
+	pub := dsstest.DialNoSubscribe(t, s.Addr(), "pub")
+	for i := range 30 {
+		sub := dsstest.DialNoSubscribe(t, s.Addr(), fmt.Sprint("sub-", i))
+		sub.Subscribe(fmt.Sprintf("once/%d/#", i))
+		topic := fmt.Sprintf("once/%d/t", i)
+		if code := pub.PublishCode(&paho.Publish{Topic: topic, QoS: 1, Retain: true, Payload: []byte("v")}); code != 0 {
+			t.Fatalf("PUBACK %#x", code)
+		}
+		if p := sub.Next(); p.Topic != topic {
+			t.Fatalf("round %d: %s, want %s", i, p.Topic, topic)
+		}
+		sub.NoMessage(30 * time.Millisecond)
+	}
+}

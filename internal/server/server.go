@@ -1,6 +1,8 @@
 // Package server wires a dss node together: the engine with its journal,
-// the MQTT broker with the state store bound to it, and the HTTP endpoint
-// for metrics and health. It owns their lifecycle: New, Start, Shutdown.
+// the front end that requests come through (the MQTT broker with the
+// state store bound to it, or with Config.Attach a client of another
+// broker), and the HTTP endpoint for metrics and health. It owns their
+// lifecycle: New, Start, Shutdown.
 package server
 
 import (
@@ -20,25 +22,43 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/dssio/dss/hlc"
+	"github.com/dssio/dss/internal/attach"
 	"github.com/dssio/dss/internal/broker"
 	"github.com/dssio/dss/internal/cluster"
 	"github.com/dssio/dss/internal/console"
 	"github.com/dssio/dss/internal/engine"
 	"github.com/dssio/dss/internal/journal"
+	"github.com/dssio/dss/internal/service"
 	"github.com/dssio/dss/internal/store"
+)
+
+// frontEnd is how requests reach the store: dss's own MQTT broker
+// (*broker.Broker), or a client of another broker (*attach.Attacher).
+type frontEnd interface {
+	Notifier() engine.Notifier
+	Start(store service.Store) error
+	Drain()
+	Close(grace time.Duration) error
+}
+
+var (
+	_ frontEnd = (*broker.Broker)(nil)
+	_ frontEnd = (*attach.Attacher)(nil)
 )
 
 // Server is one dss node.
 type Server struct {
 	cfg     Config
 	log     *slog.Logger
-	broker  *broker.Broker
+	front   frontEnd
+	broker  *broker.Broker   // nil when attached to another broker
+	attach  *attach.Attacher // nil unless attached to another broker
 	node    *engine.Node
 	cluster *cluster.Node    // nil for a single node
 	journal *journal.Journal // nil in memory or in a cluster
 	http    *http.Server
 	httpLn  net.Listener
-	console *console.Console // nil without the HTTP listener
+	console *console.Console // nil without the HTTP listener, or when attached
 	// httpConns bounds the HTTP endpoint's connections.
 	httpConns *httpConns
 	sec       *security
@@ -67,8 +87,6 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := broker.NewMetrics()
-	reg.MustRegister(metrics.Collectors()...)
 	reg.MustRegister(buildInfoMetric())
 	reg.MustRegister(s.gauges()...)
 
@@ -118,63 +136,15 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger.Info("state recovered", "dir", cfg.DataDir, "keys", m.Len(),
 			"took", time.Since(start).Round(time.Millisecond), "fsync", cfg.Fsync, "persistence", cfg.Persistence)
 	}
-	sec, err := cfg.loadSecurity()
-	if err != nil {
-		if s.journal != nil {
-			_ = s.journal.Close()
+	if cfg.Attach != nil {
+		if err := s.newAttacher(reg); err != nil {
+			s.closeStorage()
+			return nil, err
 		}
+	} else if err := s.newBroker(reg); err != nil {
 		return nil, err
 	}
-	s.sec = sec
-	var span broker.Cluster
-	if s.cluster != nil {
-		span = s.cluster
-	}
-	b, err := broker.New(broker.Config{
-		Listen:               cfg.Listen,
-		Listener:             cfg.Listener,
-		Logger:               cfg.Logger,
-		Metrics:              metrics,
-		MaxPacketSize:        cfg.MaxPacketSize,
-		Capabilities:         cfg.Capabilities,
-		ReadLoops:            cfg.ReadLoops,
-		ConnectTimeout:       cfg.ConnectTimeout,
-		PacketReadTimeout:    cfg.PacketReadTimeout,
-		MaxKeySize:           cfg.MaxKeySize,
-		MaxValueSize:         cfg.MaxValueSize,
-		MaxWatchesPerClient:  max(cfg.MaxWatchesPerClient, 0),
-		Auth:                 sec.authority,
-		LoginDelay:           cfg.LoginDelay,
-		TLSListen:            sec.tlsListen(&cfg),
-		TLS:                  sec.tlsConfig(),
-		WSListen:             cfg.WSListen,
-		WSSListen:            cfg.WSSListen,
-		WSOrigins:            cfg.WSOrigins,
-		MaxInflightPerClient: cfg.MaxInflightPerClient,
-		MaxSessionQueueBytes: max(cfg.MaxSessionQueueBytes, 0),
-		MaxQueuedBytes:       max(cfg.MaxQueuedBytes, 0),
-		// SUBACK 0x97 past it.
-		MaxSubscriptionsPerClient: max(cfg.MaxSubscriptionsPerClient, 0),
-		MaxTopicLevels:            cfg.MaxTopicLevels,
-		MaxTopicLength:            cfg.MaxTopicLength,
-		MaxRetained:               max(cfg.MaxRetained, 0),
-		MaxRetainedBytes:          max(cfg.MaxRetainedBytes, 0),
-		// One broker across the cluster's nodes.
-		Cluster: span,
-	})
-	if err != nil {
-		s.closeStorage()
-		return nil, err
-	}
-	s.broker = b
-	if err := cfg.checkListeners(b.Addr(), b.TLSAddr(), b.WSAddr(), b.WSSAddr(), cfg.Logger); err != nil {
-		_ = b.Close(0)
-		if s.journal != nil {
-			_ = s.journal.Close()
-		}
-		return nil, err
-	}
-	ecfg.Notifier = b.Notifier()
+	ecfg.Notifier = s.front.Notifier()
 	if ecfg.Machine == nil {
 		ecfg.Machine = store.New()
 	}
@@ -183,7 +153,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.HTTPListen != "" {
 		ln, err := net.Listen("tcp", cfg.HTTPListen)
 		if err != nil {
-			_ = b.Close(0)
+			_ = s.front.Close(0)
 			s.closeStorage()
 			return nil, fmt.Errorf("server: http listener on %s: %w", cfg.HTTPListen, err)
 		}
@@ -195,16 +165,22 @@ func New(cfg Config) (*Server, error) {
 				http.Error(w, "failing: "+err.Error(), http.StatusServiceUnavailable)
 				return
 			}
-			if err := s.broker.Accepting(); err != nil {
-				http.Error(w, "failing: "+err.Error(), http.StatusServiceUnavailable)
-				return
+			if s.broker != nil {
+				if err := s.broker.Accepting(); err != nil {
+					http.Error(w, "failing: "+err.Error(), http.StatusServiceUnavailable)
+					return
+				}
 			}
 			_, _ = w.Write([]byte("ok\n"))
 		})
 		mux.HandleFunc("GET /readyz", s.serveReady)
 		mux.HandleFunc("GET "+SnapshotPath, s.adminOnly(s.serveSnapshot))
-		s.console = s.newConsole(reg)
-		s.console.Register(mux)
+		if s.broker != nil {
+			// The console's page logs in over dss's own WebSocket
+			// listener: attached to another broker, there is none.
+			s.console = s.newConsole(reg)
+			s.console.Register(mux)
+		}
 		if cfg.Pprof {
 			// The profiles show the server's memory, keys and values
 			// among it: the admin token guards them as it guards
@@ -227,12 +203,23 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Addr returns the address of the MQTT listener.
-func (s *Server) Addr() string { return s.broker.Addr() }
+// Addr returns the address of the MQTT listener, or "" when attached to
+// another broker.
+func (s *Server) Addr() string {
+	if s.broker == nil {
+		return ""
+	}
+	return s.broker.Addr()
+}
 
 // TLSAddr returns the address of the TLS listener, or "" when there is
 // none.
-func (s *Server) TLSAddr() string { return s.broker.TLSAddr() }
+func (s *Server) TLSAddr() string {
+	if s.broker == nil {
+		return ""
+	}
+	return s.broker.TLSAddr()
+}
 
 // HTTPAddr returns the address of the metrics and health endpoint, or ""
 // when it is off.
@@ -246,7 +233,7 @@ func (s *Server) HTTPAddr() string {
 // Start starts serving.
 func (s *Server) Start() error {
 	s.node.Start()
-	var store broker.Store = s.node
+	var store service.Store = s.node
 	if s.cluster != nil {
 		if err := s.cluster.Start(s.node); err != nil {
 			_ = s.cluster.Close()
@@ -255,7 +242,7 @@ func (s *Server) Start() error {
 		}
 		store = s.cluster
 	}
-	if err := s.broker.Start(store); err != nil {
+	if err := s.front.Start(store); err != nil {
 		if s.cluster != nil {
 			_ = s.cluster.Close()
 		}
@@ -274,7 +261,7 @@ func (s *Server) Start() error {
 	}
 	s.started.Store(true)
 	s.logStarted()
-	if !s.cfg.Authenticates() && isLoopback(s.Addr()) {
+	if s.broker != nil && !s.cfg.Authenticates() && isLoopback(s.Addr()) {
 		s.log.Info("no authentication configured: serving this machine only (loopback); configure users or client certificates to serve the network")
 	}
 	if s.cfg.ReloadInterval > 0 && (s.sec.users != nil || s.sec.policy != nil || s.sec.certs != nil) {
@@ -303,7 +290,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 		s.stopReloads()
 		<-s.reloadsDone
 	}
-	s.broker.Drain()
+	s.front.Drain()
 	var clusterErr error
 	if s.cluster != nil {
 		// Writes not yet committed are answered before the engine stops.
@@ -314,7 +301,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 	if d, ok := ctx.Deadline(); ok {
 		grace = time.Until(d)
 	}
-	brokerErr := s.broker.Close(grace)
+	brokerErr := s.front.Close(grace)
 	var journalErr, httpErr error
 	if s.journal != nil {
 		journalErr = s.journal.Close()

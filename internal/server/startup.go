@@ -33,7 +33,12 @@ func dataDir(dir string) (abs string, isNew bool, err error) {
 // listenerAddrs lists every listener of the server by what it serves, for
 // the start-up line. A listener added to the server belongs here.
 func (s *Server) listenerAddrs() []any {
-	attrs := []any{"mqtt", s.Addr()}
+	var attrs []any
+	if s.attach != nil {
+		attrs = append(attrs, "attached_to", s.attach.Broker())
+	} else {
+		attrs = append(attrs, "mqtt", s.Addr())
+	}
 	if a := s.TLSAddr(); a != "" {
 		attrs = append(attrs, "mqtts", a)
 	}
@@ -54,7 +59,12 @@ func (s *Server) listenerAddrs() []any {
 
 // authentication says how clients are authenticated, for the start-up
 // line: "none" while no users or client certificates are configured.
-func (s *Server) authentication() string { return s.sec.describe(&s.cfg) }
+func (s *Server) authentication() string {
+	if s.attach != nil {
+		return "the broker's"
+	}
+	return s.sec.describe(&s.cfg)
+}
 
 // logStarted writes the start-up line: which build serves, where the state
 // is, every listener and whether clients are authenticated.

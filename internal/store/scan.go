@@ -107,7 +107,7 @@ func (x *index) segmentFrom(from uint64, out []scanEntry) (ents []scanEntry, end
 	last = end == 0
 	for _, sl := range s.slots {
 		if sl.hash >= from && sl.hash != 0 {
-			out = append(out, scanEntry{sl.hash, sl.at})
+			out = append(out, scanEntry(sl))
 		}
 	}
 	for key, at := range x.overflow {

@@ -48,6 +48,12 @@ var (
 	// keys are ordered by another hash (a single node that restarted
 	// since, another cluster). The scan must start again without a token.
 	ErrBadScanToken = &Error{"the SCAN continuation token is not valid here; start the scan again without a token"}
+
+	// ErrUnknownRequester is not in the vendor's table: dss attach, which
+	// serves the store from outside another broker, learns a requester's
+	// client id from the request alone (__srcId, or the response topic),
+	// and KEYNOTIFY needs it to name the notification topic.
+	ErrUnknownRequester = &Error{"the requester's client id is unknown: send it in the user property __srcId"}
 )
 
 // Errors lists every protocol error.
@@ -56,6 +62,7 @@ var Errors = []*Error{
 	ErrQuotaExceeded, ErrSyntax, ErrNotAuthorized, ErrUnknownCommand,
 	ErrWrongArgs, ErrMissingTimestamp, ErrMalformedTimestamp, ErrEmptyKey,
 	ErrUnavailable, ErrBusy, ErrKeyTooLong, ErrValueTooLong, ErrBadScanToken,
+	ErrUnknownRequester,
 }
 
 // ErrorByText returns the protocol error with the given text, or nil when

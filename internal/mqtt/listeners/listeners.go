@@ -14,7 +14,6 @@ import (
 
 // Config contains configuration values for a listener.
 type Config struct {
-	Type    string
 	ID      string
 	Address string
 	// TLSConfig is a tls.Config configuration to be used with the listener. See examples folder for basic and mutual-tls use.

@@ -91,6 +91,11 @@ var (
 	ErrProtocolViolationDupNoQos              = Code{Code: 0x82, Reason: "protocol violation: dup true with no qos"}
 	ErrProtocolViolationUnsupportedProperty   = Code{Code: 0x82, Reason: "protocol violation: unsupported property"}
 	ErrProtocolViolationNoTopic               = Code{Code: 0x82, Reason: "protocol violation: no topic or alias"}
+	ErrProtocolViolationDuplicateProperty     = Code{Code: 0x82, Reason: "protocol violation: a property more than once"}
+	ErrProtocolViolationReceiveMaximumZero    = Code{Code: 0x82, Reason: "protocol violation: receive maximum 0"}
+	ErrProtocolViolationMaximumPacketSizeZero = Code{Code: 0x82, Reason: "protocol violation: maximum packet size 0"}
+	ErrProtocolViolationUnexpectedAuth        = Code{Code: 0x82, Reason: "protocol violation: AUTH without an authentication method in CONNECT"}
+	ErrProtocolViolationUnknownTopicAlias     = Code{Code: 0x82, Reason: "protocol violation: empty topic and a topic alias not set on this connection"}
 	ErrProtocolViolationSubIDZero             = Code{Code: 0x82, Reason: "protocol violation: subscription identifier 0"}
 	ErrProtocolViolationRetainHandling        = Code{Code: 0x82, Reason: "protocol violation: retain handling 3"}
 	ErrMalformedSubscriptionOptions           = Code{Code: 0x81, Reason: "malformed packet: subscription options"}

@@ -4,6 +4,7 @@
 // The decoders are fuzzed (fuzz_test.go; the seed corpora are in
 // testdata/fuzz).
 //
-// tpackets.go holds the table of encoded packets and their decoded form
-// that the tests of this package and of the core share.
+// The table of encoded packets and their decoded form that the tests of
+// this package and of the core share is package packettest, which only
+// tests import.
 package packets

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 
-package packets
+package packets_test
 
 import (
 	"bytes"
@@ -12,6 +12,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/dssio/dss/internal/mqtt/packets"
+	"github.com/dssio/dss/internal/mqtt/packets/packettest"
 )
 
 // dss: one fuzz target per packet decoder. Each is seeded with the valid
@@ -23,43 +26,43 @@ import (
 // decodeBody decodes body as the body of a packet of type typ with the
 // header byte's flags, from a client of protocol version, as
 // Client.ReadPacket does: the body is exactly the packet's remaining bytes.
-func decodeBody(typ, header, version byte, body []byte) (Packet, error) {
-	pk := Packet{ProtocolVersion: version}
+func decodeBody(typ, header, version byte, body []byte) (packets.Packet, error) {
+	pk := packets.Packet{ProtocolVersion: version}
 	if err := pk.FixedHeader.Decode(typ<<4 | header&0x0f); err != nil {
 		return pk, err
 	}
 	pk.FixedHeader.Remaining = len(body)
 	var err error
 	switch typ {
-	case Connect:
+	case packets.Connect:
 		err = pk.ConnectDecode(body)
-	case Connack:
+	case packets.Connack:
 		err = pk.ConnackDecode(body)
-	case Publish:
+	case packets.Publish:
 		err = pk.PublishDecode(body)
-	case Puback:
+	case packets.Puback:
 		err = pk.PubackDecode(body)
-	case Pubrec:
+	case packets.Pubrec:
 		err = pk.PubrecDecode(body)
-	case Pubrel:
+	case packets.Pubrel:
 		err = pk.PubrelDecode(body)
-	case Pubcomp:
+	case packets.Pubcomp:
 		err = pk.PubcompDecode(body)
-	case Subscribe:
+	case packets.Subscribe:
 		err = pk.SubscribeDecode(body)
-	case Suback:
+	case packets.Suback:
 		err = pk.SubackDecode(body)
-	case Unsubscribe:
+	case packets.Unsubscribe:
 		err = pk.UnsubscribeDecode(body)
-	case Unsuback:
+	case packets.Unsuback:
 		err = pk.UnsubackDecode(body)
-	case Pingreq:
+	case packets.Pingreq:
 		err = pk.PingreqDecode(body)
-	case Pingresp:
+	case packets.Pingresp:
 		err = pk.PingrespDecode(body)
-	case Disconnect:
+	case packets.Disconnect:
 		err = pk.DisconnectDecode(body)
-	case Auth:
+	case packets.Auth:
 		err = pk.AuthDecode(body)
 	}
 	return pk, err
@@ -68,12 +71,12 @@ func decodeBody(typ, header, version byte, body []byte) (Packet, error) {
 // seedPackets adds every case of TPacketData of type typ to f, split into
 // header byte, protocol version and body.
 func seedPackets(f *testing.F, typ byte) {
-	for _, tc := range TPacketData[typ] {
+	for _, tc := range packettest.TPacketData[typ] {
 		raw := tc.RawBytes
 		if len(raw) < 2 {
 			continue
 		}
-		_, bu, err := decodeLengthBytes(raw[1:])
+		_, bu, err := packets.DecodeLengthBytes(raw[1:])
 		if err != nil || 1+bu > len(raw) {
 			continue
 		}
@@ -92,92 +95,92 @@ func fuzzDecoder(f *testing.F, typ byte) {
 		version = []byte{3, 4, 5}[version%3]
 		pk, err := decodeBody(typ, header, version, body)
 		if err != nil {
-			var code Code
+			var code packets.Code
 			if !errors.As(err, &code) {
 				t.Fatalf("decode error %v is not a reason code", err)
 			}
-			if code.Code < ErrUnspecifiedError.Code {
+			if code.Code < packets.ErrUnspecifiedError.Code {
 				t.Fatalf("decode error %v has reason code %#x, not a failure", err, code.Code)
 			}
 			return
 		}
 		// What was accepted is validated and encoded again without a panic.
 		switch typ {
-		case Connect:
+		case packets.Connect:
 			pk.ConnectValidate()
-		case Publish:
+		case packets.Publish:
 			pk.PublishValidate(65535)
-		case Subscribe:
+		case packets.Subscribe:
 			pk.SubscribeValidate()
-		case Unsubscribe:
+		case packets.Unsubscribe:
 			pk.UnsubscribeValidate()
-		case Auth:
+		case packets.Auth:
 			pk.AuthValidate()
 		}
 		pk.ReasonCodeValid()
 		var buf bytes.Buffer
 		switch typ {
-		case Connect:
+		case packets.Connect:
 			_ = pk.ConnectEncode(&buf)
-		case Connack:
+		case packets.Connack:
 			_ = pk.ConnackEncode(&buf)
-		case Publish:
+		case packets.Publish:
 			_ = pk.PublishEncode(&buf)
-		case Puback, Pubrec, Pubrel, Pubcomp:
-			_ = pk.encodePubAckRelRecComp(&buf)
-		case Subscribe:
+		case packets.Puback, packets.Pubrec, packets.Pubrel, packets.Pubcomp:
+			_ = pk.PubackEncode(&buf) // the four acknowledgements share one encoder
+		case packets.Subscribe:
 			_ = pk.SubscribeEncode(&buf)
-		case Suback:
+		case packets.Suback:
 			_ = pk.SubackEncode(&buf)
-		case Unsubscribe:
+		case packets.Unsubscribe:
 			_ = pk.UnsubscribeEncode(&buf)
-		case Unsuback:
+		case packets.Unsuback:
 			_ = pk.UnsubackEncode(&buf)
-		case Disconnect:
+		case packets.Disconnect:
 			_ = pk.DisconnectEncode(&buf)
-		case Auth:
+		case packets.Auth:
 			_ = pk.AuthEncode(&buf)
 		}
 	})
 }
 
-func FuzzConnectDecode(f *testing.F)     { fuzzDecoder(f, Connect) }
-func FuzzConnackDecode(f *testing.F)     { fuzzDecoder(f, Connack) }
-func FuzzPublishDecode(f *testing.F)     { fuzzDecoder(f, Publish) }
-func FuzzPubackDecode(f *testing.F)      { fuzzDecoder(f, Puback) }
-func FuzzPubrecDecode(f *testing.F)      { fuzzDecoder(f, Pubrec) }
-func FuzzPubrelDecode(f *testing.F)      { fuzzDecoder(f, Pubrel) }
-func FuzzPubcompDecode(f *testing.F)     { fuzzDecoder(f, Pubcomp) }
-func FuzzSubscribeDecode(f *testing.F)   { fuzzDecoder(f, Subscribe) }
-func FuzzSubackDecode(f *testing.F)      { fuzzDecoder(f, Suback) }
-func FuzzUnsubscribeDecode(f *testing.F) { fuzzDecoder(f, Unsubscribe) }
-func FuzzUnsubackDecode(f *testing.F)    { fuzzDecoder(f, Unsuback) }
-func FuzzDisconnectDecode(f *testing.F)  { fuzzDecoder(f, Disconnect) }
-func FuzzAuthDecode(f *testing.F)        { fuzzDecoder(f, Auth) }
+func FuzzConnectDecode(f *testing.F)     { fuzzDecoder(f, packets.Connect) }
+func FuzzConnackDecode(f *testing.F)     { fuzzDecoder(f, packets.Connack) }
+func FuzzPublishDecode(f *testing.F)     { fuzzDecoder(f, packets.Publish) }
+func FuzzPubackDecode(f *testing.F)      { fuzzDecoder(f, packets.Puback) }
+func FuzzPubrecDecode(f *testing.F)      { fuzzDecoder(f, packets.Pubrec) }
+func FuzzPubrelDecode(f *testing.F)      { fuzzDecoder(f, packets.Pubrel) }
+func FuzzPubcompDecode(f *testing.F)     { fuzzDecoder(f, packets.Pubcomp) }
+func FuzzSubscribeDecode(f *testing.F)   { fuzzDecoder(f, packets.Subscribe) }
+func FuzzSubackDecode(f *testing.F)      { fuzzDecoder(f, packets.Suback) }
+func FuzzUnsubscribeDecode(f *testing.F) { fuzzDecoder(f, packets.Unsubscribe) }
+func FuzzUnsubackDecode(f *testing.F)    { fuzzDecoder(f, packets.Unsuback) }
+func FuzzDisconnectDecode(f *testing.F)  { fuzzDecoder(f, packets.Disconnect) }
+func FuzzAuthDecode(f *testing.F)        { fuzzDecoder(f, packets.Auth) }
 
 // FuzzPropertiesDecode decodes properties as every packet type that has
 // them.
 func FuzzPropertiesDecode(f *testing.F) {
-	f.Add(Publish, propertiesBytes)
-	f.Add(Connect, []byte{5, PropUser, 0, 1, 'k', 0})
-	f.Add(Subscribe, []byte{2, PropSubscriptionIdentifier, 7})
+	f.Add(packets.Publish, packets.PropertiesBytes)
+	f.Add(packets.Connect, []byte{5, packets.PropUser, 0, 1, 'k', 0})
+	f.Add(packets.Subscribe, []byte{2, packets.PropSubscriptionIdentifier, 7})
 	f.Fuzz(func(t *testing.T, typ byte, b []byte) {
-		var p Properties
+		var p packets.Properties
 		n, err := p.Decode(typ, bytes.NewBuffer(b))
 		if err == nil && n > len(b) {
 			t.Fatalf("properties of %d bytes decoded from %d", n, len(b))
 		}
 		if err == nil {
 			var out bytes.Buffer
-			p.Encode(typ, Mods{AllowResponseInfo: true}, &out, 0)
+			p.Encode(typ, packets.Mods{AllowResponseInfo: true}, &out, 0)
 		}
 	})
 }
 
 // FuzzFixedHeaderDecode decodes a fixed header and its remaining length.
 func FuzzFixedHeaderDecode(f *testing.F) {
-	for typ := range TPacketData {
-		for _, tc := range TPacketData[typ] {
+	for typ := range packettest.TPacketData {
+		for _, tc := range packettest.TPacketData[typ] {
 			if len(tc.RawBytes) > 0 {
 				f.Add(tc.RawBytes[:min(len(tc.RawBytes), 5)])
 			}
@@ -187,9 +190,9 @@ func FuzzFixedHeaderDecode(f *testing.F) {
 		if len(b) == 0 {
 			return
 		}
-		var fh FixedHeader
+		var fh packets.FixedHeader
 		_ = fh.Decode(b[0])
-		n, bu, err := decodeLengthBytes(b[1:])
+		n, bu, err := packets.DecodeLengthBytes(b[1:])
 		if err == nil && (n < 0 || n > 268435455 || bu > 4) {
 			t.Fatalf("remaining length %d in %d bytes", n, bu)
 		}
@@ -201,46 +204,46 @@ func FuzzFixedHeaderDecode(f *testing.F) {
 
 func TestSubscribeDecodeWithoutOptionsByteIsMalformed(t *testing.T) {
 	body := []byte{0, 1, 0, 0, 1, 'a'} // packet id 1, no properties, filter "a", no options
-	_, err := decodeBody(Subscribe, 0x02, 5, body)
-	if !errors.Is(err, ErrMalformedSubscriptionOptions) {
-		t.Fatalf("error %v, want %v", err, ErrMalformedSubscriptionOptions)
+	_, err := decodeBody(packets.Subscribe, 0x02, 5, body)
+	if !errors.Is(err, packets.ErrMalformedSubscriptionOptions) {
+		t.Fatalf("error %v, want %v", err, packets.ErrMalformedSubscriptionOptions)
 	}
 }
 
 func TestSubscribeDecodeFlippedLengthIsMalformed(t *testing.T) {
 	valid := []byte{0, 1, 0, 0, 1, 'a', 1}
-	if _, err := decodeBody(Subscribe, 0x02, 5, valid); err != nil {
+	if _, err := decodeBody(packets.Subscribe, 0x02, 5, valid); err != nil {
 		t.Fatalf("the valid packet: %v", err)
 	}
 	for i := range valid {
 		for bit := 0; bit < 8; bit++ {
 			b := bytes.Clone(valid)
 			b[i] ^= 1 << bit
-			_, _ = decodeBody(Subscribe, 0x02, 5, b) // must not panic
-			_, _ = decodeBody(Subscribe, 0x02, 5, b[:i])
+			_, _ = decodeBody(packets.Subscribe, 0x02, 5, b) // must not panic
+			_, _ = decodeBody(packets.Subscribe, 0x02, 5, b[:i])
 		}
 	}
 	flipped := []byte{0, 1, 0x40, 0, 1, 'a', 1} // properties claim 64 bytes
-	if _, err := decodeBody(Subscribe, 0x02, 5, flipped); !errors.Is(err, ErrMalformedProperties) {
-		t.Fatalf("error %v, want %v", err, ErrMalformedProperties)
+	if _, err := decodeBody(packets.Subscribe, 0x02, 5, flipped); !errors.Is(err, packets.ErrMalformedProperties) {
+		t.Fatalf("error %v, want %v", err, packets.ErrMalformedProperties)
 	}
 }
 
 func TestPublishDecodePropertiesPastTheEndAreMalformed(t *testing.T) {
-	body := []byte{0, 1, 'a', 0, 1, 0x7f, PropContentType} // properties claim 127 bytes
-	if _, err := decodeBody(Publish, 0x02, 5, body); !errors.Is(err, ErrMalformedProperties) {
-		t.Fatalf("error %v, want %v", err, ErrMalformedProperties)
+	body := []byte{0, 1, 'a', 0, 1, 0x7f, packets.PropContentType} // properties claim 127 bytes
+	if _, err := decodeBody(packets.Publish, 0x02, 5, body); !errors.Is(err, packets.ErrMalformedProperties) {
+		t.Fatalf("error %v, want %v", err, packets.ErrMalformedProperties)
 	}
 }
 
 func TestSubscribeDecodeReservedOptionBits(t *testing.T) {
 	body := []byte{0, 1, 0, 0, 1, 'a', 0x40}
-	if _, err := decodeBody(Subscribe, 0x02, 5, body); !errors.Is(err, ErrMalformedSubscriptionOptions) {
-		t.Fatalf("error %v, want %v", err, ErrMalformedSubscriptionOptions)
+	if _, err := decodeBody(packets.Subscribe, 0x02, 5, body); !errors.Is(err, packets.ErrMalformedSubscriptionOptions) {
+		t.Fatalf("error %v, want %v", err, packets.ErrMalformedSubscriptionOptions)
 	}
 	body[len(body)-1] = 0x30 // retain handling 3
-	if _, err := decodeBody(Subscribe, 0x02, 5, body); !errors.Is(err, ErrProtocolViolationRetainHandling) {
-		t.Fatalf("error %v, want %v", err, ErrProtocolViolationRetainHandling)
+	if _, err := decodeBody(packets.Subscribe, 0x02, 5, body); !errors.Is(err, packets.ErrProtocolViolationRetainHandling) {
+		t.Fatalf("error %v, want %v", err, packets.ErrProtocolViolationRetainHandling)
 	}
 }
 
@@ -248,13 +251,13 @@ func TestSubscribeDecodeReservedOptionBits(t *testing.T) {
 // TPacketData through its decoder cut at every length and with every bit
 // flipped: the decoders return errors, never panic.
 func TestEveryDecoderSurvivesTruncationAndBitFlips(t *testing.T) {
-	for typ, cases := range TPacketData {
+	for typ, cases := range packettest.TPacketData {
 		for _, tc := range cases {
 			raw := tc.RawBytes
 			if len(raw) < 2 || raw[0]>>4 != typ {
 				continue
 			}
-			_, bu, err := decodeLengthBytes(raw[1:])
+			_, bu, err := packets.DecodeLengthBytes(raw[1:])
 			if err != nil || 1+bu > len(raw) {
 				continue
 			}
@@ -283,23 +286,23 @@ func TestWriteFuzzSeedCorpus(t *testing.T) {
 		t.Skip("set DSS_WRITE_CORPUS=1 to write the seed corpus")
 	}
 	targets := map[byte]string{
-		Connect: "FuzzConnectDecode", Connack: "FuzzConnackDecode", Publish: "FuzzPublishDecode",
-		Puback: "FuzzPubackDecode", Pubrec: "FuzzPubrecDecode", Pubrel: "FuzzPubrelDecode",
-		Pubcomp: "FuzzPubcompDecode", Subscribe: "FuzzSubscribeDecode", Suback: "FuzzSubackDecode",
-		Unsubscribe: "FuzzUnsubscribeDecode", Unsuback: "FuzzUnsubackDecode",
-		Disconnect: "FuzzDisconnectDecode", Auth: "FuzzAuthDecode",
+		packets.Connect: "FuzzConnectDecode", packets.Connack: "FuzzConnackDecode", packets.Publish: "FuzzPublishDecode",
+		packets.Puback: "FuzzPubackDecode", packets.Pubrec: "FuzzPubrecDecode", packets.Pubrel: "FuzzPubrelDecode",
+		packets.Pubcomp: "FuzzPubcompDecode", packets.Subscribe: "FuzzSubscribeDecode", packets.Suback: "FuzzSubackDecode",
+		packets.Unsubscribe: "FuzzUnsubscribeDecode", packets.Unsuback: "FuzzUnsubackDecode",
+		packets.Disconnect: "FuzzDisconnectDecode", packets.Auth: "FuzzAuthDecode",
 	}
 	for typ, name := range targets {
 		dir := filepath.Join("testdata", "fuzz", name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		for _, tc := range TPacketData[typ] {
+		for _, tc := range packettest.TPacketData[typ] {
 			raw := tc.RawBytes
 			if len(raw) < 2 {
 				continue
 			}
-			_, bu, err := decodeLengthBytes(raw[1:])
+			_, bu, err := packets.DecodeLengthBytes(raw[1:])
 			if err != nil || 1+bu > len(raw) {
 				continue
 			}
@@ -314,7 +317,7 @@ func TestWriteFuzzSeedCorpus(t *testing.T) {
 			}
 		}
 	}
-	props := map[string][]byte{"publish": append([]byte{Publish}, propertiesBytes...)}
+	props := map[string][]byte{"publish": append([]byte{packets.Publish}, packets.PropertiesBytes...)}
 	dir := filepath.Join("testdata", "fuzz", "FuzzPropertiesDecode")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -329,25 +332,25 @@ func TestWriteFuzzSeedCorpus(t *testing.T) {
 
 func TestATopicLongerThanItsLengthFieldIsNeverEncoded(t *testing.T) {
 	long := string(bytes.Repeat([]byte{'t'}, 65536))
-	for name, pk := range map[string]Packet{
-		"topic":         {FixedHeader: FixedHeader{Type: Publish}, TopicName: long},
-		"user property": {FixedHeader: FixedHeader{Type: Publish}, TopicName: "t", ProtocolVersion: 5, Properties: Properties{User: []UserProperty{{Key: "k", Val: long}}}},
-		"response topic": {FixedHeader: FixedHeader{Type: Publish}, TopicName: "t", ProtocolVersion: 5,
-			Properties: Properties{ResponseTopic: long}, Mods: Mods{AllowResponseInfo: true}},
-		"filter": {FixedHeader: FixedHeader{Type: Subscribe, Qos: 1}, PacketID: 1, Filters: Subscriptions{{Filter: long}}},
+	for name, pk := range map[string]packets.Packet{
+		"topic":         {FixedHeader: packets.FixedHeader{Type: packets.Publish}, TopicName: long},
+		"user property": {FixedHeader: packets.FixedHeader{Type: packets.Publish}, TopicName: "t", ProtocolVersion: 5, Properties: packets.Properties{User: []packets.UserProperty{{Key: "k", Val: long}}}},
+		"response topic": {FixedHeader: packets.FixedHeader{Type: packets.Publish}, TopicName: "t", ProtocolVersion: 5,
+			Properties: packets.Properties{ResponseTopic: long}, Mods: packets.Mods{AllowResponseInfo: true}},
+		"filter": {FixedHeader: packets.FixedHeader{Type: packets.Subscribe, Qos: 1}, PacketID: 1, Filters: packets.Subscriptions{{Filter: long}}},
 	} {
 		var buf bytes.Buffer
 		var err error
-		if pk.FixedHeader.Type == Publish {
+		if pk.FixedHeader.Type == packets.Publish {
 			err = pk.PublishEncode(&buf)
 		} else {
 			err = pk.SubscribeEncode(&buf)
 		}
-		if !errors.Is(err, ErrFieldTooLong) || buf.Len() != 0 {
-			t.Fatalf("%s: error %v with %d bytes written, want %v and nothing", name, err, buf.Len(), ErrFieldTooLong)
+		if !errors.Is(err, packets.ErrFieldTooLong) || buf.Len() != 0 {
+			t.Fatalf("%s: error %v with %d bytes written, want %v and nothing", name, err, buf.Len(), packets.ErrFieldTooLong)
 		}
 	}
-	fits := Packet{FixedHeader: FixedHeader{Type: Publish}, TopicName: long[:65535]}
+	fits := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish}, TopicName: long[:65535]}
 	var buf bytes.Buffer
 	if err := fits.PublishEncode(&buf); err != nil {
 		t.Fatalf("a topic of 65,535 bytes: %v", err)

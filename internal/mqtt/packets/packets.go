@@ -360,8 +360,7 @@ func (pk *Packet) ConnectEncode(buf *bytes.Buffer) error {
 			pk.Connect.WillQos<<3 |
 			encodeBool(pk.Connect.WillRetain)<<5 |
 			encodeBool(pk.Connect.PasswordFlag)<<6 |
-			encodeBool(pk.Connect.UsernameFlag)<<7 |
-			0, // [MQTT-2.1.3-1]
+			encodeBool(pk.Connect.UsernameFlag)<<7, // bit 0 reserved, 0 [MQTT-2.1.3-1]
 	)
 
 	nb.Write(encodeUint16(pk.Connect.Keepalive))
@@ -416,6 +415,12 @@ func (pk *Packet) ConnectDecode(buf []byte) error {
 	if err != nil {
 		return ErrMalformedProtocolVersion
 	}
+	if pk.ProtocolVersion < 3 || pk.ProtocolVersion > 5 {
+		// dss: what follows is in a format this decoder does not know
+		// [MQTT-3.1.2-2]; upstream decoded it as MQTT 3.1.1 and refused
+		// what it made of it as a Protocol Error.
+		return ErrUnsupportedProtocolVersion
+	}
 
 	flags, offset, err := decodeByte(buf, offset)
 	if err != nil {
@@ -438,7 +443,7 @@ func (pk *Packet) ConnectDecode(buf []byte) error {
 	if pk.ProtocolVersion == 5 {
 		n, err := pk.Properties.Decode(pk.FixedHeader.Type, bytes.NewBuffer(buf[offset:]))
 		if err != nil {
-			return fmt.Errorf("%s: %w", err, ErrMalformedProperties)
+			return propertiesError(err)
 		}
 		offset += n
 	}
@@ -451,6 +456,9 @@ func (pk *Packet) ConnectDecode(buf []byte) error {
 	if pk.Connect.WillFlag { // [MQTT-3.1.2-7]
 		if pk.ProtocolVersion == 5 {
 			n, err := pk.Connect.WillProperties.Decode(WillProperties, bytes.NewBuffer(buf[offset:]))
+			if isPropertyProtocolError(err) {
+				return err // dss: a Protocol Error (3.1.3.2)
+			}
 			if err != nil {
 				return ErrMalformedWillProperties
 			}
@@ -477,6 +485,12 @@ func (pk *Packet) ConnectDecode(buf []byte) error {
 		if err != nil {
 			return ErrMalformedUsername
 		}
+		if !validUTF8(pk.Connect.Username) {
+			// dss: a UTF-8 Encoded String [MQTT-3.1.3-12] [MQTT-1.5.4-1]
+			// [MQTT-1.5.4-2]; upstream took any bytes, and refused them at
+			// authentication (0x86) if at all.
+			return ErrMalformedUsername
+		}
 	}
 
 	if pk.Connect.PasswordFlag {
@@ -497,7 +511,7 @@ func (pk *Packet) ConnectValidate() Code {
 
 	if (bytes.Equal(pk.Connect.ProtocolName, []byte{'M', 'Q', 'I', 's', 'd', 'p'}) && pk.ProtocolVersion != 3) ||
 		(bytes.Equal(pk.Connect.ProtocolName, []byte{'M', 'Q', 'T', 'T'}) && pk.ProtocolVersion != 4 && pk.ProtocolVersion != 5) {
-		return ErrProtocolViolationProtocolVersion // [MQTT-3.1.2-2]
+		return ErrUnsupportedProtocolVersion // [MQTT-3.1.2-2] dss: was a Protocol Error (0x82)
 	}
 
 	if pk.ReservedBit != 0 {
@@ -587,7 +601,7 @@ func (pk *Packet) ConnackDecode(buf []byte) error {
 	if pk.ProtocolVersion == 5 {
 		_, err := pk.Properties.Decode(pk.FixedHeader.Type, bytes.NewBuffer(buf[offset:]))
 		if err != nil {
-			return fmt.Errorf("%s: %w", err, ErrMalformedProperties)
+			return propertiesError(err)
 		}
 	}
 
@@ -631,7 +645,7 @@ func (pk *Packet) DisconnectDecode(buf []byte) error {
 		if pk.FixedHeader.Remaining > 2 {
 			_, err = pk.Properties.Decode(pk.FixedHeader.Type, bytes.NewBuffer(buf[offset:]))
 			if err != nil {
-				return fmt.Errorf("%s: %w", err, ErrMalformedProperties)
+				return propertiesError(err)
 			}
 		}
 	}
@@ -713,7 +727,7 @@ func (pk *Packet) PublishDecode(buf []byte) error {
 	if pk.ProtocolVersion == 5 {
 		n, err := pk.Properties.Decode(pk.FixedHeader.Type, bytes.NewBuffer(buf[offset:]))
 		if err != nil {
-			return fmt.Errorf("%s: %w", err, ErrMalformedProperties)
+			return propertiesError(err)
 		}
 
 		offset += n
@@ -803,7 +817,7 @@ func (pk *Packet) decodePubAckRelRecComp(buf []byte) error {
 		if pk.FixedHeader.Remaining > 3 {
 			_, err = pk.Properties.Decode(pk.FixedHeader.Type, bytes.NewBuffer(buf[offset:]))
 			if err != nil {
-				return fmt.Errorf("%s: %w", err, ErrMalformedProperties)
+				return propertiesError(err)
 			}
 		}
 	}
@@ -941,7 +955,7 @@ func (pk *Packet) SubackDecode(buf []byte) error {
 	if pk.ProtocolVersion == 5 {
 		n, err := pk.Properties.Decode(pk.FixedHeader.Type, bytes.NewBuffer(buf[offset:]))
 		if err != nil {
-			return fmt.Errorf("%s: %w", err, ErrMalformedProperties)
+			return propertiesError(err)
 		}
 		offset += n
 	}
@@ -1004,7 +1018,7 @@ func (pk *Packet) SubscribeDecode(buf []byte) error {
 	if pk.ProtocolVersion == 5 {
 		n, err := pk.Properties.Decode(pk.FixedHeader.Type, bytes.NewBuffer(buf[offset:]))
 		if err != nil {
-			return fmt.Errorf("%s: %w", err, ErrMalformedProperties)
+			return propertiesError(err)
 		}
 		offset += n
 	}
@@ -1114,7 +1128,7 @@ func (pk *Packet) UnsubackDecode(buf []byte) error {
 	if pk.ProtocolVersion == 5 {
 		n, err := pk.Properties.Decode(pk.FixedHeader.Type, bytes.NewBuffer(buf[offset:]))
 		if err != nil {
-			return fmt.Errorf("%s: %w", err, ErrMalformedProperties)
+			return propertiesError(err)
 		}
 
 		offset += n
@@ -1173,7 +1187,7 @@ func (pk *Packet) UnsubscribeDecode(buf []byte) error {
 	if pk.ProtocolVersion == 5 {
 		n, err := pk.Properties.Decode(pk.FixedHeader.Type, bytes.NewBuffer(buf[offset:]))
 		if err != nil {
-			return fmt.Errorf("%s: %w", err, ErrMalformedProperties)
+			return propertiesError(err)
 		}
 		offset += n
 	}
@@ -1236,7 +1250,7 @@ func (pk *Packet) AuthDecode(buf []byte) error {
 
 	_, err = pk.Properties.Decode(pk.FixedHeader.Type, bytes.NewBuffer(buf[offset:]))
 	if err != nil {
-		return fmt.Errorf("%s: %w", err, ErrMalformedProperties)
+		return propertiesError(err)
 	}
 
 	return nil

@@ -2,7 +2,7 @@
 // SPDX-FileCopyrightText: 2023 mochi-mqtt, mochi-co
 // SPDX-FileContributor: mochi-co
 
-package packets
+package packets_test
 
 import (
 	"bytes"
@@ -11,68 +11,71 @@ import (
 
 	"github.com/jinzhu/copier"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dssio/dss/internal/mqtt/packets"
+	"github.com/dssio/dss/internal/mqtt/packets/packettest"
 )
 
 const pkInfo = "packet type %v, %s"
 
 var packetList = []byte{
-	Connect,
-	Connack,
-	Publish,
-	Puback,
-	Pubrec,
-	Pubrel,
-	Pubcomp,
-	Subscribe,
-	Suback,
-	Unsubscribe,
-	Unsuback,
-	Pingreq,
-	Pingresp,
-	Disconnect,
-	Auth,
+	packets.Connect,
+	packets.Connack,
+	packets.Publish,
+	packets.Puback,
+	packets.Pubrec,
+	packets.Pubrel,
+	packets.Pubcomp,
+	packets.Subscribe,
+	packets.Suback,
+	packets.Unsubscribe,
+	packets.Unsuback,
+	packets.Pingreq,
+	packets.Pingresp,
+	packets.Disconnect,
+	packets.Auth,
 }
 
-var pkTable = []TPacketCase{
-	TPacketData[Connect].Get(TConnectMqtt311),
-	TPacketData[Connect].Get(TConnectMqtt5),
-	TPacketData[Connect].Get(TConnectUserPassLWT),
-	TPacketData[Connack].Get(TConnackAcceptedMqtt5),
-	TPacketData[Connack].Get(TConnackAcceptedNoSession),
-	TPacketData[Publish].Get(TPublishBasic),
-	TPacketData[Publish].Get(TPublishMqtt5),
-	TPacketData[Puback].Get(TPuback),
-	TPacketData[Pubrec].Get(TPubrec),
-	TPacketData[Pubrel].Get(TPubrel),
-	TPacketData[Pubcomp].Get(TPubcomp),
-	TPacketData[Subscribe].Get(TSubscribe),
-	TPacketData[Subscribe].Get(TSubscribeMqtt5),
-	TPacketData[Suback].Get(TSuback),
-	TPacketData[Unsubscribe].Get(TUnsubscribe),
-	TPacketData[Unsubscribe].Get(TUnsubscribeMqtt5),
-	TPacketData[Pingreq].Get(TPingreq),
-	TPacketData[Pingresp].Get(TPingresp),
-	TPacketData[Disconnect].Get(TDisconnect),
-	TPacketData[Disconnect].Get(TDisconnectMqtt5),
+var pkTable = []packettest.TPacketCase{
+	packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt311),
+	packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt5),
+	packettest.TPacketData[packets.Connect].Get(packettest.TConnectUserPassLWT),
+	packettest.TPacketData[packets.Connack].Get(packettest.TConnackAcceptedMqtt5),
+	packettest.TPacketData[packets.Connack].Get(packettest.TConnackAcceptedNoSession),
+	packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic),
+	packettest.TPacketData[packets.Publish].Get(packettest.TPublishMqtt5),
+	packettest.TPacketData[packets.Puback].Get(packettest.TPuback),
+	packettest.TPacketData[packets.Pubrec].Get(packettest.TPubrec),
+	packettest.TPacketData[packets.Pubrel].Get(packettest.TPubrel),
+	packettest.TPacketData[packets.Pubcomp].Get(packettest.TPubcomp),
+	packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribe),
+	packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeMqtt5),
+	packettest.TPacketData[packets.Suback].Get(packettest.TSuback),
+	packettest.TPacketData[packets.Unsubscribe].Get(packettest.TUnsubscribe),
+	packettest.TPacketData[packets.Unsubscribe].Get(packettest.TUnsubscribeMqtt5),
+	packettest.TPacketData[packets.Pingreq].Get(packettest.TPingreq),
+	packettest.TPacketData[packets.Pingresp].Get(packettest.TPingresp),
+	packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnect),
+	packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnectMqtt5),
 }
 
 func TestNewPackets(t *testing.T) {
-	s := NewPackets()
-	require.NotNil(t, s.internal)
+	s := packets.NewPackets()
+	require.Equal(t, 0, s.Len())
 }
 
 func TestPacketsAdd(t *testing.T) {
-	s := NewPackets()
-	s.Add("cl1", Packet{})
-	require.Contains(t, s.internal, "cl1")
+	s := packets.NewPackets()
+	s.Add("cl1", packets.Packet{})
+	require.True(t, s.Has("cl1"))
 }
 
 func TestPacketsGet(t *testing.T) {
-	s := NewPackets()
-	s.Add("cl1", Packet{TopicName: "a1"})
-	s.Add("cl2", Packet{TopicName: "a2"})
-	require.Contains(t, s.internal, "cl1")
-	require.Contains(t, s.internal, "cl2")
+	s := packets.NewPackets()
+	s.Add("cl1", packets.Packet{TopicName: "a1"})
+	s.Add("cl2", packets.Packet{TopicName: "a2"})
+	require.True(t, s.Has("cl1"))
+	require.True(t, s.Has("cl2"))
 
 	pk, ok := s.Get("cl1")
 	require.True(t, ok)
@@ -80,31 +83,31 @@ func TestPacketsGet(t *testing.T) {
 }
 
 func TestPacketsGetAll(t *testing.T) {
-	s := NewPackets()
-	s.Add("cl1", Packet{TopicName: "a1"})
-	s.Add("cl2", Packet{TopicName: "a2"})
-	s.Add("cl3", Packet{TopicName: "a3"})
-	require.Contains(t, s.internal, "cl1")
-	require.Contains(t, s.internal, "cl2")
-	require.Contains(t, s.internal, "cl3")
+	s := packets.NewPackets()
+	s.Add("cl1", packets.Packet{TopicName: "a1"})
+	s.Add("cl2", packets.Packet{TopicName: "a2"})
+	s.Add("cl3", packets.Packet{TopicName: "a3"})
+	require.True(t, s.Has("cl1"))
+	require.True(t, s.Has("cl2"))
+	require.True(t, s.Has("cl3"))
 
 	subs := s.GetAll()
 	require.Len(t, subs, 3)
 }
 
 func TestPacketsLen(t *testing.T) {
-	s := NewPackets()
-	s.Add("cl1", Packet{TopicName: "a1"})
-	s.Add("cl2", Packet{TopicName: "a2"})
-	require.Contains(t, s.internal, "cl1")
-	require.Contains(t, s.internal, "cl2")
+	s := packets.NewPackets()
+	s.Add("cl1", packets.Packet{TopicName: "a1"})
+	s.Add("cl2", packets.Packet{TopicName: "a2"})
+	require.True(t, s.Has("cl1"))
+	require.True(t, s.Has("cl2"))
 	require.Equal(t, 2, s.Len())
 }
 
 func TestSPacketsDelete(t *testing.T) {
-	s := NewPackets()
-	s.Add("cl1", Packet{TopicName: "a1"})
-	require.Contains(t, s.internal, "cl1")
+	s := packets.NewPackets()
+	s.Add("cl1", packets.Packet{TopicName: "a1"})
+	require.True(t, s.Has("cl1"))
 
 	s.Delete("cl1")
 	_, ok := s.Get("cl1")
@@ -113,43 +116,21 @@ func TestSPacketsDelete(t *testing.T) {
 
 func TestFormatPacketID(t *testing.T) {
 	for _, id := range []uint16{0, 7, 0x100, 0xffff} {
-		packet := &Packet{PacketID: id}
+		packet := &packets.Packet{PacketID: id}
 		require.Equal(t, fmt.Sprint(id), packet.FormatID())
 	}
 }
 
-func TestSubscriptionOptionsEncodeDecode(t *testing.T) {
-	p := &Subscription{
-		Qos:               2,
-		NoLocal:           true,
-		RetainAsPublished: true,
-		RetainHandling:    2,
-	}
-	x := new(Subscription)
-	x.decode(p.encode())
-	require.Equal(t, *p, *x)
-
-	p = &Subscription{
-		Qos:               1,
-		NoLocal:           false,
-		RetainAsPublished: false,
-		RetainHandling:    1,
-	}
-	x = new(Subscription)
-	x.decode(p.encode())
-	require.Equal(t, *p, *x)
-}
-
 func TestPacketEncode(t *testing.T) {
 	for _, pkt := range packetList {
-		require.Contains(t, TPacketData, pkt)
-		for _, wanted := range TPacketData[pkt] {
-			t.Run(fmt.Sprintf("%s %s", PacketNames[pkt], wanted.Desc), func(t *testing.T) {
+		require.Contains(t, packettest.TPacketData, pkt)
+		for _, wanted := range packettest.TPacketData[pkt] {
+			t.Run(fmt.Sprintf("%s %s", packets.PacketNames[pkt], wanted.Desc), func(t *testing.T) {
 				if !encodeTestOK(wanted) {
 					return
 				}
 
-				pk := new(Packet)
+				pk := new(packets.Packet)
 				_ = copier.Copy(pk, wanted.Packet)
 				require.Equal(t, pkt, pk.FixedHeader.Type, pkInfo, pkt, wanted.Desc)
 
@@ -158,35 +139,35 @@ func TestPacketEncode(t *testing.T) {
 				buf := new(bytes.Buffer)
 				var err error
 				switch pkt {
-				case Connect:
+				case packets.Connect:
 					err = pk.ConnectEncode(buf)
-				case Connack:
+				case packets.Connack:
 					err = pk.ConnackEncode(buf)
-				case Publish:
+				case packets.Publish:
 					err = pk.PublishEncode(buf)
-				case Puback:
+				case packets.Puback:
 					err = pk.PubackEncode(buf)
-				case Pubrec:
+				case packets.Pubrec:
 					err = pk.PubrecEncode(buf)
-				case Pubrel:
+				case packets.Pubrel:
 					err = pk.PubrelEncode(buf)
-				case Pubcomp:
+				case packets.Pubcomp:
 					err = pk.PubcompEncode(buf)
-				case Subscribe:
+				case packets.Subscribe:
 					err = pk.SubscribeEncode(buf)
-				case Suback:
+				case packets.Suback:
 					err = pk.SubackEncode(buf)
-				case Unsubscribe:
+				case packets.Unsubscribe:
 					err = pk.UnsubscribeEncode(buf)
-				case Unsuback:
+				case packets.Unsuback:
 					err = pk.UnsubackEncode(buf)
-				case Pingreq:
+				case packets.Pingreq:
 					err = pk.PingreqEncode(buf)
-				case Pingresp:
+				case packets.Pingresp:
 					err = pk.PingrespEncode(buf)
-				case Disconnect:
+				case packets.Disconnect:
 					err = pk.DisconnectEncode(buf)
-				case Auth:
+				case packets.Auth:
 					err = pk.AuthEncode(buf)
 				}
 				if wanted.Expect != nil {
@@ -209,14 +190,14 @@ func TestPacketEncode(t *testing.T) {
 
 func TestPacketDecode(t *testing.T) {
 	for _, pkt := range packetList {
-		require.Contains(t, TPacketData, pkt)
-		for _, wanted := range TPacketData[pkt] {
-			t.Run(fmt.Sprintf("%s %s", PacketNames[pkt], wanted.Desc), func(t *testing.T) {
+		require.Contains(t, packettest.TPacketData, pkt)
+		for _, wanted := range packettest.TPacketData[pkt] {
+			t.Run(fmt.Sprintf("%s %s", packets.PacketNames[pkt], wanted.Desc), func(t *testing.T) {
 				if !decodeTestOK(wanted) {
 					return
 				}
 
-				pk := &Packet{FixedHeader: FixedHeader{Type: pkt}}
+				pk := &packets.Packet{FixedHeader: packets.FixedHeader{Type: pkt}}
 				pk.Mods.AllowResponseInfo = true
 				_ = pk.FixedHeader.Decode(wanted.RawBytes[0])
 				if len(wanted.RawBytes) > 0 {
@@ -230,35 +211,35 @@ func TestPacketDecode(t *testing.T) {
 				buf := wanted.RawBytes[2:]
 				var err error
 				switch pkt {
-				case Connect:
+				case packets.Connect:
 					err = pk.ConnectDecode(buf)
-				case Connack:
+				case packets.Connack:
 					err = pk.ConnackDecode(buf)
-				case Publish:
+				case packets.Publish:
 					err = pk.PublishDecode(buf)
-				case Puback:
+				case packets.Puback:
 					err = pk.PubackDecode(buf)
-				case Pubrec:
+				case packets.Pubrec:
 					err = pk.PubrecDecode(buf)
-				case Pubrel:
+				case packets.Pubrel:
 					err = pk.PubrelDecode(buf)
-				case Pubcomp:
+				case packets.Pubcomp:
 					err = pk.PubcompDecode(buf)
-				case Subscribe:
+				case packets.Subscribe:
 					err = pk.SubscribeDecode(buf)
-				case Suback:
+				case packets.Suback:
 					err = pk.SubackDecode(buf)
-				case Unsubscribe:
+				case packets.Unsubscribe:
 					err = pk.UnsubscribeDecode(buf)
-				case Unsuback:
+				case packets.Unsuback:
 					err = pk.UnsubackDecode(buf)
-				case Pingreq:
+				case packets.Pingreq:
 					err = pk.PingreqDecode(buf)
-				case Pingresp:
+				case packets.Pingresp:
 					err = pk.PingrespDecode(buf)
-				case Disconnect:
+				case packets.Disconnect:
 					err = pk.DisconnectDecode(buf)
-				case Auth:
+				case packets.Auth:
 					err = pk.AuthDecode(buf)
 				}
 
@@ -277,7 +258,7 @@ func TestPacketDecode(t *testing.T) {
 				require.Equal(t, wanted.Packet.FixedHeader.Qos, pk.FixedHeader.Qos, pkInfo, pkt, wanted.Desc)
 				require.Equal(t, wanted.Packet.FixedHeader.Retain, pk.FixedHeader.Retain, pkInfo, pkt, wanted.Desc)
 
-				if pkt == Connect {
+				if pkt == packets.Connect {
 					// we use ProtocolVersion for controlling packet encoding, but we don't need to test
 					// against it unless it's a connect packet.
 					require.Equal(t, wanted.Packet.ProtocolVersion, pk.ProtocolVersion, pkInfo, pkt, wanted.Desc)
@@ -312,22 +293,22 @@ func TestPacketDecode(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	for _, pkt := range packetList {
-		require.Contains(t, TPacketData, pkt)
-		for _, wanted := range TPacketData[pkt] {
-			t.Run(fmt.Sprintf("%s %s", PacketNames[pkt], wanted.Desc), func(t *testing.T) {
+		require.Contains(t, packettest.TPacketData, pkt)
+		for _, wanted := range packettest.TPacketData[pkt] {
+			t.Run(fmt.Sprintf("%s %s", packets.PacketNames[pkt], wanted.Desc), func(t *testing.T) {
 				if wanted.Group == "validate" || wanted.Primary {
 					pk := wanted.Packet
 					var err error
 					switch pkt {
-					case Connect:
+					case packets.Connect:
 						err = pk.ConnectValidate()
-					case Publish:
+					case packets.Publish:
 						err = pk.PublishValidate(1024)
-					case Subscribe:
+					case packets.Subscribe:
 						err = pk.SubscribeValidate()
-					case Unsubscribe:
+					case packets.Unsubscribe:
 						err = pk.UnsubscribeValidate()
-					case Auth:
+					case packets.Auth:
 						err = pk.AuthValidate()
 					}
 
@@ -343,90 +324,90 @@ func TestValidate(t *testing.T) {
 
 func TestAckValidatePubrec(t *testing.T) {
 	for _, b := range []byte{
-		CodeSuccess.Code,
-		CodeNoMatchingSubscribers.Code,
-		ErrUnspecifiedError.Code,
-		ErrImplementationSpecificError.Code,
-		ErrNotAuthorized.Code,
-		ErrTopicNameInvalid.Code,
-		ErrPacketIdentifierInUse.Code,
-		ErrQuotaExceeded.Code,
-		ErrPayloadFormatInvalid.Code,
+		packets.CodeSuccess.Code,
+		packets.CodeNoMatchingSubscribers.Code,
+		packets.ErrUnspecifiedError.Code,
+		packets.ErrImplementationSpecificError.Code,
+		packets.ErrNotAuthorized.Code,
+		packets.ErrTopicNameInvalid.Code,
+		packets.ErrPacketIdentifierInUse.Code,
+		packets.ErrQuotaExceeded.Code,
+		packets.ErrPayloadFormatInvalid.Code,
 	} {
-		pk := Packet{FixedHeader: FixedHeader{Type: Pubrec}, ReasonCode: b}
+		pk := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Pubrec}, ReasonCode: b}
 		require.True(t, pk.ReasonCodeValid())
 	}
-	pk := Packet{FixedHeader: FixedHeader{Type: Pubrec}, ReasonCode: ErrClientIdentifierTooLong.Code}
+	pk := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Pubrec}, ReasonCode: packets.ErrClientIdentifierTooLong.Code}
 	require.False(t, pk.ReasonCodeValid())
 }
 
 func TestAckValidatePubrel(t *testing.T) {
 	for _, b := range []byte{
-		CodeSuccess.Code,
-		ErrPacketIdentifierNotFound.Code,
+		packets.CodeSuccess.Code,
+		packets.ErrPacketIdentifierNotFound.Code,
 	} {
-		pk := Packet{FixedHeader: FixedHeader{Type: Pubrel}, ReasonCode: b}
+		pk := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Pubrel}, ReasonCode: b}
 		require.True(t, pk.ReasonCodeValid())
 	}
-	pk := Packet{FixedHeader: FixedHeader{Type: Pubrel}, ReasonCode: ErrClientIdentifierTooLong.Code}
+	pk := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Pubrel}, ReasonCode: packets.ErrClientIdentifierTooLong.Code}
 	require.False(t, pk.ReasonCodeValid())
 }
 
 func TestAckValidatePubcomp(t *testing.T) {
 	for _, b := range []byte{
-		CodeSuccess.Code,
-		ErrPacketIdentifierNotFound.Code,
+		packets.CodeSuccess.Code,
+		packets.ErrPacketIdentifierNotFound.Code,
 	} {
-		pk := Packet{FixedHeader: FixedHeader{Type: Pubcomp}, ReasonCode: b}
+		pk := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Pubcomp}, ReasonCode: b}
 		require.True(t, pk.ReasonCodeValid())
 	}
-	pk := Packet{FixedHeader: FixedHeader{Type: Pubrel}, ReasonCode: ErrClientIdentifierTooLong.Code}
+	pk := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Pubrel}, ReasonCode: packets.ErrClientIdentifierTooLong.Code}
 	require.False(t, pk.ReasonCodeValid())
 }
 
 func TestAckValidateSuback(t *testing.T) {
 	for _, b := range []byte{
-		CodeGrantedQos0.Code,
-		CodeGrantedQos1.Code,
-		CodeGrantedQos2.Code,
-		ErrUnspecifiedError.Code,
-		ErrImplementationSpecificError.Code,
-		ErrNotAuthorized.Code,
-		ErrTopicFilterInvalid.Code,
-		ErrPacketIdentifierInUse.Code,
-		ErrQuotaExceeded.Code,
-		ErrSharedSubscriptionsNotSupported.Code,
-		ErrSubscriptionIdentifiersNotSupported.Code,
-		ErrWildcardSubscriptionsNotSupported.Code,
+		packets.CodeGrantedQos0.Code,
+		packets.CodeGrantedQos1.Code,
+		packets.CodeGrantedQos2.Code,
+		packets.ErrUnspecifiedError.Code,
+		packets.ErrImplementationSpecificError.Code,
+		packets.ErrNotAuthorized.Code,
+		packets.ErrTopicFilterInvalid.Code,
+		packets.ErrPacketIdentifierInUse.Code,
+		packets.ErrQuotaExceeded.Code,
+		packets.ErrSharedSubscriptionsNotSupported.Code,
+		packets.ErrSubscriptionIdentifiersNotSupported.Code,
+		packets.ErrWildcardSubscriptionsNotSupported.Code,
 	} {
-		pk := Packet{FixedHeader: FixedHeader{Type: Suback}, ReasonCode: b}
+		pk := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Suback}, ReasonCode: b}
 		require.True(t, pk.ReasonCodeValid())
 	}
 
-	pk := Packet{FixedHeader: FixedHeader{Type: Suback}, ReasonCode: ErrClientIdentifierTooLong.Code}
+	pk := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Suback}, ReasonCode: packets.ErrClientIdentifierTooLong.Code}
 	require.False(t, pk.ReasonCodeValid())
 }
 
 func TestAckValidateUnsuback(t *testing.T) {
 	for _, b := range []byte{
-		CodeSuccess.Code,
-		CodeNoSubscriptionExisted.Code,
-		ErrUnspecifiedError.Code,
-		ErrImplementationSpecificError.Code,
-		ErrNotAuthorized.Code,
-		ErrTopicFilterInvalid.Code,
-		ErrPacketIdentifierInUse.Code,
+		packets.CodeSuccess.Code,
+		packets.CodeNoSubscriptionExisted.Code,
+		packets.ErrUnspecifiedError.Code,
+		packets.ErrImplementationSpecificError.Code,
+		packets.ErrNotAuthorized.Code,
+		packets.ErrTopicFilterInvalid.Code,
+		packets.ErrPacketIdentifierInUse.Code,
 	} {
-		pk := Packet{FixedHeader: FixedHeader{Type: Unsuback}, ReasonCode: b}
+		pk := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Unsuback}, ReasonCode: b}
 		require.True(t, pk.ReasonCodeValid())
 	}
 
-	pk := Packet{FixedHeader: FixedHeader{Type: Unsuback}, ReasonCode: ErrClientIdentifierTooLong.Code}
+	pk := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Unsuback}, ReasonCode: packets.ErrClientIdentifierTooLong.Code}
 	require.False(t, pk.ReasonCodeValid())
 }
 
 func TestReasonCodeValidMisc(t *testing.T) {
-	pk := Packet{FixedHeader: FixedHeader{Type: Connack}, ReasonCode: CodeSuccess.Code}
+	pk := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Connack}, ReasonCode: packets.CodeSuccess.Code}
 	require.True(t, pk.ReasonCodeValid())
 }
 
@@ -471,7 +452,7 @@ func TestCopy(t *testing.T) {
 }
 
 func TestMergeSubscription(t *testing.T) {
-	sub := Subscription{
+	sub := packets.Subscription{
 		Filter:            "a/b/c",
 		RetainHandling:    0,
 		Qos:               0,
@@ -480,7 +461,7 @@ func TestMergeSubscription(t *testing.T) {
 		Identifier:        1,
 	}
 
-	sub2 := Subscription{
+	sub2 := packets.Subscription{
 		Filter:            "a/b/d",
 		RetainHandling:    0,
 		Qos:               2,
@@ -489,7 +470,7 @@ func TestMergeSubscription(t *testing.T) {
 		Identifier:        2,
 	}
 
-	expect := Subscription{
+	expect := packets.Subscription{
 		Filter:            "a/b/c",
 		RetainHandling:    0,
 		Qos:               2,
@@ -502,4 +483,21 @@ func TestMergeSubscription(t *testing.T) {
 		},
 	}
 	require.Equal(t, expect, sub.Merge(sub2))
+}
+
+func encodeTestOK(wanted packettest.TPacketCase) bool {
+	if wanted.RawBytes == nil {
+		return false
+	}
+	if wanted.Group != "" && wanted.Group != "encode" {
+		return false
+	}
+	return true
+}
+
+func decodeTestOK(wanted packettest.TPacketCase) bool {
+	if wanted.Group != "" && wanted.Group != "decode" {
+		return false
+	}
+	return true
 }

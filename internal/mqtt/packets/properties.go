@@ -6,6 +6,7 @@ package packets
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -412,6 +413,7 @@ func (p *Properties) Decode(pkt byte, b *bytes.Buffer) (n int, err error) {
 	}
 	bt := b.Bytes()[bu : bu+n]
 	var k byte
+	var seen uint64 // the ids of the properties read (all are below 64)
 	for offset := 0; offset < n; {
 		k, offset, err = decodeByte(bt, offset)
 		if err != nil {
@@ -421,6 +423,15 @@ func (p *Properties) Decode(pkt byte, b *bytes.Buffer) (n int, err error) {
 		if !p.canEncode(pkt, k) {
 			return n + bu, fmt.Errorf("property type %v not valid for packet type %v: %w", k, pkt, ErrProtocolViolationUnsupportedProperty)
 		}
+
+		// dss: a property is there at most once, but for User Property and
+		// the Subscription Identifiers of a PUBLISH (2.2.2.2; each
+		// property's section says "It is a Protocol Error to include ...
+		// more than once"): the second value overwrote the first.
+		if seen&(1<<k) != 0 && k != PropUser && (k != PropSubscriptionIdentifier || pkt != Publish) {
+			return n + bu, fmt.Errorf("property type %v more than once: %w", k, ErrProtocolViolationDuplicateProperty)
+		}
+		seen |= 1 << k
 
 		switch k {
 		case PropPayloadFormat:
@@ -475,6 +486,9 @@ func (p *Properties) Decode(pkt byte, b *bytes.Buffer) (n int, err error) {
 			p.ReasonString, offset, err = decodeString(bt, offset)
 		case PropReceiveMaximum:
 			p.ReceiveMaximum, offset, err = decodeUint16(bt, offset)
+			if err == nil && p.ReceiveMaximum == 0 {
+				err = ErrProtocolViolationReceiveMaximumZero // dss: 3.1.2.11.3, 3.2.2.3.3
+			}
 		case PropTopicAliasMaximum:
 			p.TopicAliasMaximum, offset, err = decodeUint16(bt, offset)
 		case PropTopicAlias:
@@ -501,6 +515,9 @@ func (p *Properties) Decode(pkt byte, b *bytes.Buffer) (n int, err error) {
 			p.User = append(p.User, UserProperty{Key: k, Val: v})
 		case PropMaximumPacketSize:
 			p.MaximumPacketSize, offset, err = decodeUint32(bt, offset)
+			if err == nil && p.MaximumPacketSize == 0 {
+				err = ErrProtocolViolationMaximumPacketSizeZero // dss: 3.1.2.11.4, 3.2.2.3.6
+			}
 		case PropWildcardSubAvailable:
 			p.WildcardSubAvailable, offset, err = decodeByte(bt, offset)
 			p.WildcardSubAvailableFlag = true
@@ -539,4 +556,23 @@ func countUserProperties(bt []byte, offset int) int {
 		count++
 	}
 	return count
+}
+
+// propertiesError is the error of a packet whose properties did not
+// decode: a Malformed Packet (2.2.2.2), but for a property there twice
+// and a Receive Maximum or Maximum Packet Size of 0, which are Protocol
+// Errors. dss: every error was a Malformed Packet.
+func propertiesError(err error) error {
+	if isPropertyProtocolError(err) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", err, ErrMalformedProperties)
+}
+
+// isPropertyProtocolError tells whether err, from Properties.Decode, is a
+// Protocol Error rather than a Malformed Packet.
+func isPropertyProtocolError(err error) bool {
+	return errors.Is(err, ErrProtocolViolationDuplicateProperty) ||
+		errors.Is(err, ErrProtocolViolationReceiveMaximumZero) ||
+		errors.Is(err, ErrProtocolViolationMaximumPacketSizeZero)
 }

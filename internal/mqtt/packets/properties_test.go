@@ -374,3 +374,32 @@ func TestCountUserProperties(t *testing.T) {
 		}
 	}
 }
+
+// A property is there at most once, but for User Property and the
+// Subscription Identifiers of a PUBLISH; a second one is a Protocol
+// Error, not a Malformed Packet. So is a Receive Maximum or Maximum
+// Packet Size of 0.
+func TestPropertiesDecodeDuplicates(t *testing.T) {
+	decode := func(pkt byte, props ...byte) error {
+		var p Properties
+		_, err := p.Decode(pkt, bytes.NewBuffer(append([]byte{byte(len(props))}, props...)))
+		return err
+	}
+	user := []byte{PropUser, 0, 1, 'k', 0, 1, 'v'}
+	require.NoError(t, decode(Publish, append(append([]byte{}, user...), user...)...))
+	require.NoError(t, decode(Publish, PropSubscriptionIdentifier, 1, PropSubscriptionIdentifier, 2))
+	require.ErrorIs(t, decode(Subscribe, PropSubscriptionIdentifier, 1, PropSubscriptionIdentifier, 2), ErrProtocolViolationDuplicateProperty)
+	require.ErrorIs(t, decode(Publish, PropContentType, 0, 1, 'a', PropContentType, 0, 1, 'b'), ErrProtocolViolationDuplicateProperty)
+	require.ErrorIs(t, decode(Connect, PropSessionExpiryInterval, 0, 0, 0, 0, PropSessionExpiryInterval, 0, 0, 0, 1), ErrProtocolViolationDuplicateProperty)
+
+	require.ErrorIs(t, decode(Connect, PropReceiveMaximum, 0, 0), ErrProtocolViolationReceiveMaximumZero)
+	require.ErrorIs(t, decode(Connack, PropMaximumPacketSize, 0, 0, 0, 0), ErrProtocolViolationMaximumPacketSizeZero)
+	require.NoError(t, decode(Connect, PropReceiveMaximum, 0, 1, PropMaximumPacketSize, 0, 0, 0, 1))
+
+	var pk Packet
+	pk.ProtocolVersion = 5
+	pk.FixedHeader.Type = Publish
+	err := pk.PublishDecode([]byte{0, 1, 'a', 4, PropPayloadFormat, 1, PropPayloadFormat, 0})
+	require.ErrorIs(t, err, ErrProtocolViolationDuplicateProperty)
+	require.NotErrorIs(t, err, ErrMalformedProperties)
+}

@@ -2,22 +2,28 @@
 // SPDX-FileCopyrightText: 2022 mochi-mqtt, mochi-co
 // SPDX-FileContributor: mochi-co
 
-package packets
+// Package packettest holds the packets that the tests of the MQTT core
+// encode, decode and send: each case a packet, its bytes and what decoding
+// them must give. Only tests import it, so that none of it is linked into
+// dss.
+package packettest
+
+import "github.com/dssio/dss/internal/mqtt/packets"
 
 // TPacketCase contains data for cross-checking the encoding and decoding
 // of packets and expected scenarios.
 type TPacketCase struct {
-	RawBytes     []byte  // the bytes that make the packet
-	ActualBytes  []byte  // the actual byte array that is created in the event of a byte mutation
-	Group        string  // a group that should run the test, blank for all
-	Desc         string  // a description of the test
-	FailFirst    error   // expected fail result to be run immediately after the method is called
-	Packet       *Packet // the packet that is Expected
-	ActualPacket *Packet // the actual packet after mutations
-	Expect       error   // generic Expected fail result to be checked
-	Isolate      bool    // isolate can be used to isolate a test
-	Primary      bool    // primary is a test that should be run using readPackets
-	Case         byte    // the identifying byte of the case
+	RawBytes     []byte          // the bytes that make the packet
+	ActualBytes  []byte          // the actual byte array that is created in the event of a byte mutation
+	Group        string          // a group that should run the test, blank for all
+	Desc         string          // a description of the test
+	FailFirst    error           // expected fail result to be run immediately after the method is called
+	Packet       *packets.Packet // the packet that is Expected
+	ActualPacket *packets.Packet // the actual packet after mutations
+	Expect       error           // generic Expected fail result to be checked
+	Isolate      bool            // isolate can be used to isolate a test
+	Primary      bool            // primary is a test that should be run using readPackets
+	Case         byte            // the identifying byte of the case
 }
 
 // TPacketCases is a slice of TPacketCase.
@@ -218,13 +224,13 @@ const (
 
 // TPacketData contains individual encoding and decoding scenarios for each packet type.
 var TPacketData = map[byte]TPacketCases{
-	Connect: {
+	packets.Connect: {
 		{
 			Case:    TConnectMqtt31,
 			Desc:    "mqtt v3.1",
 			Primary: true,
 			RawBytes: []byte{
-				Connect << 4, 17, // Fixed header
+				packets.Connect << 4, 17, // Fixed header
 				0, 6, // Protocol Name - MSB+LSB
 				'M', 'Q', 'I', 's', 'd', 'p', // Protocol Name
 				3,     // Protocol Version
@@ -233,13 +239,13 @@ var TPacketData = map[byte]TPacketCases{
 				0, 3, // Client ID - MSB+LSB
 				'z', 'e', 'n', // Client ID "zen"
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Connect,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Connect,
 					Remaining: 17,
 				},
 				ProtocolVersion: 3,
-				Connect: ConnectParams{
+				Connect: packets.ConnectParams{
 					ProtocolName:     []byte("MQIsdp"),
 					Clean:            false,
 					Keepalive:        30,
@@ -252,7 +258,7 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "mqtt v3.1.1",
 			Primary: true,
 			RawBytes: []byte{
-				Connect << 4, 15, // Fixed header
+				packets.Connect << 4, 15, // Fixed header
 				0, 4, // Protocol Name - MSB+LSB
 				'M', 'Q', 'T', 'T', // Protocol Name
 				4,     // Protocol Version
@@ -261,13 +267,13 @@ var TPacketData = map[byte]TPacketCases{
 				0, 3, // Client ID - MSB+LSB
 				'z', 'e', 'n', // Client ID "zen"
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Connect,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Connect,
 					Remaining: 15,
 				},
 				ProtocolVersion: 4,
-				Connect: ConnectParams{
+				Connect: packets.ConnectParams{
 					ProtocolName:     []byte("MQTT"),
 					Clean:            false,
 					Keepalive:        60,
@@ -280,7 +286,7 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "mqtt v5",
 			Primary: true,
 			RawBytes: []byte{
-				Connect << 4, 87, // Fixed header
+				packets.Connect << 4, 87, // Fixed header
 				0, 4, // Protocol Name - MSB+LSB
 				'M', 'Q', 'T', 'T', // Protocol Name
 				5,     // Protocol Version
@@ -307,19 +313,19 @@ var TPacketData = map[byte]TPacketCases{
 				0, 3, // Client ID - MSB+LSB
 				'z', 'e', 'n', // Client ID "zen"
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Connect,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Connect,
 					Remaining: 87,
 				},
 				ProtocolVersion: 5,
-				Connect: ConnectParams{
+				Connect: packets.ConnectParams{
 					ProtocolName:     []byte("MQTT"),
 					Clean:            false,
 					Keepalive:        30,
 					ClientIdentifier: "zen",
 				},
-				Properties: Properties{
+				Properties: packets.Properties{
 					SessionExpiryInterval:     uint32(120),
 					SessionExpiryIntervalFlag: true,
 					AuthenticationMethod:      "SHA-1",
@@ -329,7 +335,7 @@ var TPacketData = map[byte]TPacketCases{
 					RequestResponseInfo:       byte(1),
 					ReceiveMaximum:            uint16(500),
 					TopicAliasMaximum:         uint16(999),
-					User: []UserProperty{
+					User: []packets.UserProperty{
 						{
 							Key: "hello",
 							Val: "世界",
@@ -347,7 +353,7 @@ var TPacketData = map[byte]TPacketCases{
 			Case: TConnectClean,
 			Desc: "mqtt 3.1.1, clean session",
 			RawBytes: []byte{
-				Connect << 4, 15, // Fixed header
+				packets.Connect << 4, 15, // Fixed header
 				0, 4, // Protocol Name - MSB+LSB
 				'M', 'Q', 'T', 'T', // Protocol Name
 				4,     // Protocol Version
@@ -356,13 +362,13 @@ var TPacketData = map[byte]TPacketCases{
 				0, 3, // Client ID - MSB+LSB
 				'z', 'e', 'n', // Client ID "zen"
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Connect,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Connect,
 					Remaining: 15,
 				},
 				ProtocolVersion: 4,
-				Connect: ConnectParams{
+				Connect: packets.ConnectParams{
 					ProtocolName:     []byte("MQTT"),
 					Clean:            true,
 					Keepalive:        45,
@@ -374,7 +380,7 @@ var TPacketData = map[byte]TPacketCases{
 			Case: TConnectMqtt5LWT,
 			Desc: "mqtt 5 clean session, lwt",
 			RawBytes: []byte{
-				Connect << 4, 47, // Fixed header
+				packets.Connect << 4, 47, // Fixed header
 				0, 4, // Protocol Name - MSB+LSB
 				'M', 'Q', 'T', 'T', // Protocol Name
 				5,     // Protocol Version
@@ -395,13 +401,13 @@ var TPacketData = map[byte]TPacketCases{
 				0, 8, // Will Message MSB+LSB
 				'n', 'o', 't', 'a', 'g', 'a', 'i', 'n',
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Connect,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Connect,
 					Remaining: 42,
 				},
-				Connect: ConnectParams{
+				Connect: packets.ConnectParams{
 					ProtocolName:     []byte("MQTT"),
 					Clean:            true,
 					Keepalive:        30,
@@ -410,11 +416,11 @@ var TPacketData = map[byte]TPacketCases{
 					WillTopic:        "lwt",
 					WillPayload:      []byte("notagain"),
 					WillQos:          1,
-					WillProperties: Properties{
+					WillProperties: packets.Properties{
 						WillDelayInterval: uint32(600),
 					},
 				},
-				Properties: Properties{
+				Properties: packets.Properties{
 					SessionExpiryInterval:     uint32(120),
 					SessionExpiryIntervalFlag: true,
 					MaximumPacketSize:         uint32(32000),
@@ -425,7 +431,7 @@ var TPacketData = map[byte]TPacketCases{
 			Case: TConnectUserPass,
 			Desc: "mqtt 3.1.1, username, password",
 			RawBytes: []byte{
-				Connect << 4, 28, // Fixed header
+				packets.Connect << 4, 28, // Fixed header
 				0, 4, // Protocol Name - MSB+LSB
 				'M', 'Q', 'T', 'T', // Protocol Name
 				4,               // Protocol Version
@@ -438,13 +444,13 @@ var TPacketData = map[byte]TPacketCases{
 				0, 4, // Password MSB+LSB
 				',', '.', '/', ';',
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Connect,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Connect,
 					Remaining: 28,
 				},
 				ProtocolVersion: 4,
-				Connect: ConnectParams{
+				Connect: packets.ConnectParams{
 					ProtocolName:     []byte("MQTT"),
 					Clean:            false,
 					Keepalive:        20,
@@ -461,7 +467,7 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "mqtt 3.1.1, username, password, lwt",
 			Primary: true,
 			RawBytes: []byte{
-				Connect << 4, 44, // Fixed header
+				packets.Connect << 4, 44, // Fixed header
 				0, 4, // Protocol Name - MSB+LSB
 				'M', 'Q', 'T', 'T', // Protocol Name
 				4,      // Protocol Version
@@ -478,13 +484,13 @@ var TPacketData = map[byte]TPacketCases{
 				0, 4, // Password MSB+LSB
 				',', '.', '/', ';',
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Connect,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Connect,
 					Remaining: 44,
 				},
 				ProtocolVersion: 4,
-				Connect: ConnectParams{
+				Connect: packets.ConnectParams{
 					ProtocolName:     []byte("MQTT"),
 					Clean:            true,
 					Keepalive:        120,
@@ -505,7 +511,7 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:  "username flag but 0 byte username",
 			Group: "decode",
 			RawBytes: []byte{
-				Connect << 4, 23, // Fixed header
+				packets.Connect << 4, 23, // Fixed header
 				0, 4, // Protocol Name - MSB+LSB
 				'M', 'Q', 'T', 'T', // Protocol Name
 				5,     // Protocol Version
@@ -517,13 +523,13 @@ var TPacketData = map[byte]TPacketCases{
 				'z', 'e', 'n', // Client ID "zen"
 				0, 0, // Username MSB+LSB
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Connect,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Connect,
 					Remaining: 23,
 				},
 				ProtocolVersion: 5,
-				Connect: ConnectParams{
+				Connect: packets.ConnectParams{
 					ProtocolName:     []byte("MQTT"),
 					Clean:            true,
 					Keepalive:        30,
@@ -531,7 +537,7 @@ var TPacketData = map[byte]TPacketCases{
 					Username:         []byte{},
 					UsernameFlag:     true,
 				},
-				Properties: Properties{
+				Properties: packets.Properties{
 					SessionExpiryInterval:     uint32(120),
 					SessionExpiryIntervalFlag: true,
 				},
@@ -543,9 +549,9 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TConnectMalProtocolName,
 			Desc:      "malformed protocol name",
 			Group:     "decode",
-			FailFirst: ErrMalformedProtocolName,
+			FailFirst: packets.ErrMalformedProtocolName,
 			RawBytes: []byte{
-				Connect << 4, 0, // Fixed header
+				packets.Connect << 4, 0, // Fixed header
 				0, 7, // Protocol Name - MSB+LSB
 				'M', 'Q', 'I', 's', 'd', // Protocol Name
 			},
@@ -554,9 +560,9 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TConnectMalProtocolVersion,
 			Desc:      "malformed protocol version",
 			Group:     "decode",
-			FailFirst: ErrMalformedProtocolVersion,
+			FailFirst: packets.ErrMalformedProtocolVersion,
 			RawBytes: []byte{
-				Connect << 4, 0, // Fixed header
+				packets.Connect << 4, 0, // Fixed header
 				0, 4, // Protocol Name - MSB+LSB
 				'M', 'Q', 'T', 'T', // Protocol Name
 			},
@@ -565,9 +571,9 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TConnectMalFlags,
 			Desc:      "malformed flags",
 			Group:     "decode",
-			FailFirst: ErrMalformedFlags,
+			FailFirst: packets.ErrMalformedFlags,
 			RawBytes: []byte{
-				Connect << 4, 0, // Fixed header
+				packets.Connect << 4, 0, // Fixed header
 				0, 4, // Protocol Name - MSB+LSB
 				'M', 'Q', 'T', 'T', // Protocol Name
 				4, // Protocol Version
@@ -578,9 +584,9 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TConnectMalKeepalive,
 			Desc:      "malformed keepalive",
 			Group:     "decode",
-			FailFirst: ErrMalformedKeepalive,
+			FailFirst: packets.ErrMalformedKeepalive,
 			RawBytes: []byte{
-				Connect << 4, 0, // Fixed header
+				packets.Connect << 4, 0, // Fixed header
 				0, 4, // Protocol Name - MSB+LSB
 				'M', 'Q', 'T', 'T', // Protocol Name
 				4, // Protocol Version
@@ -591,9 +597,9 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TConnectMalClientID,
 			Desc:      "malformed client id",
 			Group:     "decode",
-			FailFirst: ErrClientIdentifierNotValid,
+			FailFirst: packets.ErrClientIdentifierNotValid,
 			RawBytes: []byte{
-				Connect << 4, 0, // Fixed header
+				packets.Connect << 4, 0, // Fixed header
 				0, 4, // Protocol Name - MSB+LSB
 				'M', 'Q', 'T', 'T', // Protocol Name
 				4,     // Protocol Version
@@ -607,9 +613,9 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TConnectMalWillTopic,
 			Desc:      "malformed will topic",
 			Group:     "decode",
-			FailFirst: ErrMalformedWillTopic,
+			FailFirst: packets.ErrMalformedWillTopic,
 			RawBytes: []byte{
-				Connect << 4, 0, // Fixed header
+				packets.Connect << 4, 0, // Fixed header
 				0, 4, // Protocol Name - MSB+LSB
 				'M', 'Q', 'T', 'T', // Protocol Name
 				4,     // Protocol Version
@@ -625,9 +631,9 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TConnectMalWillFlag,
 			Desc:      "malformed will flag",
 			Group:     "decode",
-			FailFirst: ErrMalformedWillPayload,
+			FailFirst: packets.ErrMalformedWillPayload,
 			RawBytes: []byte{
-				Connect << 4, 0, // Fixed header
+				packets.Connect << 4, 0, // Fixed header
 				0, 4, // Protocol Name - MSB+LSB
 				'M', 'Q', 'T', 'T', // Protocol Name
 				4,     // Protocol Version
@@ -645,9 +651,9 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TConnectMalUsername,
 			Desc:      "malformed username",
 			Group:     "decode",
-			FailFirst: ErrMalformedUsername,
+			FailFirst: packets.ErrMalformedUsername,
 			RawBytes: []byte{
-				Connect << 4, 0, // Fixed header
+				packets.Connect << 4, 0, // Fixed header
 				0, 4, // Protocol Name - MSB+LSB
 				'M', 'Q', 'T', 'T', // Protocol Name
 				4,     // Protocol Version
@@ -668,9 +674,9 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TConnectInvalidFlagNoUsername,
 			Desc:      "username flag with no username bytes",
 			Group:     "decode",
-			FailFirst: ErrProtocolViolationFlagNoUsername,
+			FailFirst: packets.ErrProtocolViolationFlagNoUsername,
 			RawBytes: []byte{
-				Connect << 4, 17, // Fixed header
+				packets.Connect << 4, 17, // Fixed header
 				0, 4, // Protocol Name - MSB+LSB
 				'M', 'Q', 'T', 'T', // Protocol Name
 				5,     // Protocol Version
@@ -685,9 +691,9 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TConnectMalPassword,
 			Desc:      "malformed password",
 			Group:     "decode",
-			FailFirst: ErrMalformedPassword,
+			FailFirst: packets.ErrMalformedPassword,
 			RawBytes: []byte{
-				Connect << 4, 0, // Fixed header
+				packets.Connect << 4, 0, // Fixed header
 				0, 4, // Protocol Name - MSB+LSB
 				'M', 'Q', 'T', 'T', // Protocol Name
 				4,     // Protocol Version
@@ -709,18 +715,18 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TConnectMalFixedHeader,
 			Desc:      "malformed fixedheader oversize",
 			Group:     "decode",
-			FailFirst: ErrMalformedProtocolName, // packet test doesn't test fixedheader oversize
+			FailFirst: packets.ErrMalformedProtocolName, // packet test doesn't test fixedheader oversize
 			RawBytes: []byte{
-				Connect << 4, 255, 255, 255, 255, 255, // Fixed header
+				packets.Connect << 4, 255, 255, 255, 255, 255, // Fixed header
 			},
 		},
 		{
 			Case:      TConnectMalReservedBit,
 			Desc:      "reserved bit not 0",
 			Group:     "nodecode",
-			FailFirst: ErrProtocolViolation,
+			FailFirst: packets.ErrProtocolViolation,
 			RawBytes: []byte{
-				Connect << 4, 15, // Fixed header
+				packets.Connect << 4, 15, // Fixed header
 				0, 4, // Protocol Name - MSB+LSB
 				'M', 'Q', 'T', 'T', // Protocol Name
 				4,     // Protocol Version
@@ -734,9 +740,9 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TConnectMalProperties,
 			Desc:      "malformed properties",
 			Group:     "decode",
-			FailFirst: ErrMalformedProperties,
+			FailFirst: packets.ErrMalformedProperties,
 			RawBytes: []byte{
-				Connect << 4, 47, // Fixed header
+				packets.Connect << 4, 47, // Fixed header
 				0, 4, // Protocol Name - MSB+LSB
 				'M', 'Q', 'T', 'T', // Protocol Name
 				5,     // Protocol Version
@@ -744,7 +750,7 @@ var TPacketData = map[byte]TPacketCases{
 				0, 30, // Keepalive
 				10,
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
 			},
 		},
@@ -752,9 +758,9 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TConnectMalWillProperties,
 			Desc:      "malformed will properties",
 			Group:     "decode",
-			FailFirst: ErrMalformedWillProperties,
+			FailFirst: packets.ErrMalformedWillProperties,
 			RawBytes: []byte{
-				Connect << 4, 47, // Fixed header
+				packets.Connect << 4, 47, // Fixed header
 				0, 4, // Protocol Name - MSB+LSB
 				'M', 'Q', 'T', 'T', // Protocol Name
 				5,     // Protocol Version
@@ -767,7 +773,7 @@ var TPacketData = map[byte]TPacketCases{
 				'z', 'e', 'n', // Client ID "zen"
 				5, // will properties length
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
 			},
 		},
@@ -777,10 +783,10 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TConnectInvalidProtocolName,
 			Desc:   "invalid protocol name",
 			Group:  "validate",
-			Expect: ErrProtocolViolationProtocolName,
-			Packet: &Packet{
-				FixedHeader: FixedHeader{Type: Connect},
-				Connect: ConnectParams{
+			Expect: packets.ErrProtocolViolationProtocolName,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{Type: packets.Connect},
+				Connect: packets.ConnectParams{
 					ProtocolName: []byte("stuff"),
 				},
 			},
@@ -789,11 +795,11 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TConnectInvalidProtocolVersion,
 			Desc:   "invalid protocol version",
 			Group:  "validate",
-			Expect: ErrProtocolViolationProtocolVersion,
-			Packet: &Packet{
-				FixedHeader:     FixedHeader{Type: Connect},
+			Expect: packets.ErrUnsupportedProtocolVersion,
+			Packet: &packets.Packet{
+				FixedHeader:     packets.FixedHeader{Type: packets.Connect},
 				ProtocolVersion: 2,
-				Connect: ConnectParams{
+				Connect: packets.ConnectParams{
 					ProtocolName: []byte("MQTT"),
 				},
 			},
@@ -802,11 +808,11 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TConnectInvalidProtocolVersion2,
 			Desc:   "invalid protocol version",
 			Group:  "validate",
-			Expect: ErrProtocolViolationProtocolVersion,
-			Packet: &Packet{
-				FixedHeader:     FixedHeader{Type: Connect},
+			Expect: packets.ErrUnsupportedProtocolVersion,
+			Packet: &packets.Packet{
+				FixedHeader:     packets.FixedHeader{Type: packets.Connect},
 				ProtocolVersion: 2,
-				Connect: ConnectParams{
+				Connect: packets.ConnectParams{
 					ProtocolName: []byte("MQIsdp"),
 				},
 			},
@@ -815,11 +821,11 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TConnectInvalidReservedBit,
 			Desc:   "reserved bit not 0",
 			Group:  "validate",
-			Expect: ErrProtocolViolationReservedBit,
-			Packet: &Packet{
-				FixedHeader:     FixedHeader{Type: Connect},
+			Expect: packets.ErrProtocolViolationReservedBit,
+			Packet: &packets.Packet{
+				FixedHeader:     packets.FixedHeader{Type: packets.Connect},
 				ProtocolVersion: 4,
-				Connect: ConnectParams{
+				Connect: packets.ConnectParams{
 					ProtocolName: []byte("MQTT"),
 				},
 				ReservedBit: 1,
@@ -829,11 +835,11 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TConnectInvalidClientIDTooLong,
 			Desc:   "client id too long",
 			Group:  "validate",
-			Expect: ErrClientIdentifierNotValid,
-			Packet: &Packet{
-				FixedHeader:     FixedHeader{Type: Connect},
+			Expect: packets.ErrClientIdentifierNotValid,
+			Packet: &packets.Packet{
+				FixedHeader:     packets.FixedHeader{Type: packets.Connect},
 				ProtocolVersion: 4,
-				Connect: ConnectParams{
+				Connect: packets.ConnectParams{
 					ProtocolName: []byte("MQTT"),
 					ClientIdentifier: func() string {
 						return string(make([]byte, 65536))
@@ -845,11 +851,11 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TConnectInvalidUsernameNoFlag,
 			Desc:   "has username but no flag",
 			Group:  "validate",
-			Expect: ErrProtocolViolationUsernameNoFlag,
-			Packet: &Packet{
-				FixedHeader:     FixedHeader{Type: Connect},
+			Expect: packets.ErrProtocolViolationUsernameNoFlag,
+			Packet: &packets.Packet{
+				FixedHeader:     packets.FixedHeader{Type: packets.Connect},
 				ProtocolVersion: 4,
-				Connect: ConnectParams{
+				Connect: packets.ConnectParams{
 					ProtocolName: []byte("MQTT"),
 					Username:     []byte("username"),
 				},
@@ -859,11 +865,11 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TConnectInvalidFlagNoPassword,
 			Desc:   "has password flag but no password",
 			Group:  "validate",
-			Expect: ErrProtocolViolationFlagNoPassword,
-			Packet: &Packet{
-				FixedHeader:     FixedHeader{Type: Connect},
+			Expect: packets.ErrProtocolViolationFlagNoPassword,
+			Packet: &packets.Packet{
+				FixedHeader:     packets.FixedHeader{Type: packets.Connect},
 				ProtocolVersion: 4,
-				Connect: ConnectParams{
+				Connect: packets.ConnectParams{
 					ProtocolName: []byte("MQTT"),
 					PasswordFlag: true,
 				},
@@ -873,11 +879,11 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TConnectInvalidPasswordNoFlag,
 			Desc:   "has password flag but no password",
 			Group:  "validate",
-			Expect: ErrProtocolViolationPasswordNoFlag,
-			Packet: &Packet{
-				FixedHeader:     FixedHeader{Type: Connect},
+			Expect: packets.ErrProtocolViolationPasswordNoFlag,
+			Packet: &packets.Packet{
+				FixedHeader:     packets.FixedHeader{Type: packets.Connect},
 				ProtocolVersion: 4,
-				Connect: ConnectParams{
+				Connect: packets.ConnectParams{
 					ProtocolName: []byte("MQTT"),
 					Password:     []byte("password"),
 				},
@@ -887,11 +893,11 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TConnectInvalidUsernameTooLong,
 			Desc:   "username too long",
 			Group:  "validate",
-			Expect: ErrProtocolViolationUsernameTooLong,
-			Packet: &Packet{
-				FixedHeader:     FixedHeader{Type: Connect},
+			Expect: packets.ErrProtocolViolationUsernameTooLong,
+			Packet: &packets.Packet{
+				FixedHeader:     packets.FixedHeader{Type: packets.Connect},
 				ProtocolVersion: 4,
-				Connect: ConnectParams{
+				Connect: packets.ConnectParams{
 					ProtocolName: []byte("MQTT"),
 					UsernameFlag: true,
 					Username: func() []byte {
@@ -904,11 +910,11 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TConnectInvalidPasswordTooLong,
 			Desc:   "password too long",
 			Group:  "validate",
-			Expect: ErrProtocolViolationPasswordTooLong,
-			Packet: &Packet{
-				FixedHeader:     FixedHeader{Type: Connect},
+			Expect: packets.ErrProtocolViolationPasswordTooLong,
+			Packet: &packets.Packet{
+				FixedHeader:     packets.FixedHeader{Type: packets.Connect},
 				ProtocolVersion: 4,
-				Connect: ConnectParams{
+				Connect: packets.ConnectParams{
 					ProtocolName: []byte("MQTT"),
 					UsernameFlag: true,
 					Username:     []byte{},
@@ -923,11 +929,11 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TConnectInvalidWillFlagNoPayload,
 			Desc:   "will flag no payload",
 			Group:  "validate",
-			Expect: ErrProtocolViolationWillFlagNoPayload,
-			Packet: &Packet{
-				FixedHeader:     FixedHeader{Type: Connect},
+			Expect: packets.ErrProtocolViolationWillFlagNoPayload,
+			Packet: &packets.Packet{
+				FixedHeader:     packets.FixedHeader{Type: packets.Connect},
 				ProtocolVersion: 4,
-				Connect: ConnectParams{
+				Connect: packets.ConnectParams{
 					ProtocolName: []byte("MQTT"),
 					WillFlag:     true,
 				},
@@ -937,11 +943,11 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TConnectInvalidWillFlagQosOutOfRange,
 			Desc:   "will flag no payload",
 			Group:  "validate",
-			Expect: ErrProtocolViolationQosOutOfRange,
-			Packet: &Packet{
-				FixedHeader:     FixedHeader{Type: Connect},
+			Expect: packets.ErrProtocolViolationQosOutOfRange,
+			Packet: &packets.Packet{
+				FixedHeader:     packets.FixedHeader{Type: packets.Connect},
 				ProtocolVersion: 4,
-				Connect: ConnectParams{
+				Connect: packets.ConnectParams{
 					ProtocolName: []byte("MQTT"),
 					WillFlag:     true,
 					WillTopic:    "a/b/c",
@@ -954,11 +960,11 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TConnectInvalidWillSurplusRetain,
 			Desc:   "no will flag surplus retain",
 			Group:  "validate",
-			Expect: ErrProtocolViolationWillFlagSurplusRetain,
-			Packet: &Packet{
-				FixedHeader:     FixedHeader{Type: Connect},
+			Expect: packets.ErrProtocolViolationWillFlagSurplusRetain,
+			Packet: &packets.Packet{
+				FixedHeader:     packets.FixedHeader{Type: packets.Connect},
 				ProtocolVersion: 4,
-				Connect: ConnectParams{
+				Connect: packets.ConnectParams{
 					ProtocolName: []byte("MQTT"),
 					WillRetain:   true,
 				},
@@ -970,9 +976,9 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TConnectSpecInvalidUTF8D800,
 			Desc:      "invalid utf8 string (a) - code point U+D800",
 			Group:     "decode",
-			FailFirst: ErrClientIdentifierNotValid,
+			FailFirst: packets.ErrClientIdentifierNotValid,
 			RawBytes: []byte{
-				Connect << 4, 0, // Fixed header
+				packets.Connect << 4, 0, // Fixed header
 				0, 4, // Protocol Name - MSB+LSB
 				'M', 'Q', 'T', 'T', // Protocol Name
 				4,     // Protocol Version
@@ -986,9 +992,9 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TConnectSpecInvalidUTF8DFFF,
 			Desc:      "invalid utf8 string (b) - code point U+DFFF",
 			Group:     "decode",
-			FailFirst: ErrClientIdentifierNotValid,
+			FailFirst: packets.ErrClientIdentifierNotValid,
 			RawBytes: []byte{
-				Connect << 4, 0, // Fixed header
+				packets.Connect << 4, 0, // Fixed header
 				0, 4, // Protocol Name - MSB+LSB
 				'M', 'Q', 'T', 'T', // Protocol Name
 				4,     // Protocol Version
@@ -1003,9 +1009,9 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TConnectSpecInvalidUTF80000,
 			Desc:      "invalid utf8 string (c) - code point U+0000",
 			Group:     "decode",
-			FailFirst: ErrClientIdentifierNotValid,
+			FailFirst: packets.ErrClientIdentifierNotValid,
 			RawBytes: []byte{
-				Connect << 4, 0, // Fixed header
+				packets.Connect << 4, 0, // Fixed header
 				0, 4, // Protocol Name - MSB+LSB
 				'M', 'Q', 'T', 'T', // Protocol Name
 				4,     // Protocol Version
@@ -1022,7 +1028,7 @@ var TPacketData = map[byte]TPacketCases{
 			//Group: "decode",
 			//FailFirst: ErrMalformedClientID,
 			RawBytes: []byte{
-				Connect << 4, 18, // Fixed header
+				packets.Connect << 4, 18, // Fixed header
 				0, 4, // Protocol Name - MSB+LSB
 				'M', 'Q', 'T', 'T', // Protocol Name
 				4,     // Protocol Version
@@ -1031,13 +1037,13 @@ var TPacketData = map[byte]TPacketCases{
 				0, 6, // Client ID - MSB+LSB
 				'e', 'b', 0xEF, 0xBB, 0xBF, 'd', // Client id bearing U+FEFF
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Connect,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Connect,
 					Remaining: 16,
 				},
 				ProtocolVersion: 4,
-				Connect: ConnectParams{
+				Connect: packets.ConnectParams{
 					ProtocolName:     []byte("MQTT"),
 					Keepalive:        20,
 					ClientIdentifier: string([]byte{'e', 'b', 0xEF, 0xBB, 0xBF, 'd'}),
@@ -1045,23 +1051,23 @@ var TPacketData = map[byte]TPacketCases{
 			},
 		},
 	},
-	Connack: {
+	packets.Connack: {
 		{
 			Case:    TConnackAcceptedNoSession,
 			Desc:    "accepted, no session",
 			Primary: true,
 			RawBytes: []byte{
-				Connack << 4, 2, // fixed header
+				packets.Connack << 4, 2, // fixed header
 				0, // No existing session
-				CodeSuccess.Code,
+				packets.CodeSuccess.Code,
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Connack,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Connack,
 					Remaining: 2,
 				},
 				SessionPresent: false,
-				ReasonCode:     CodeSuccess.Code,
+				ReasonCode:     packets.CodeSuccess.Code,
 			},
 		},
 		{
@@ -1069,17 +1075,17 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "accepted, session exists",
 			Primary: true,
 			RawBytes: []byte{
-				Connack << 4, 2, // fixed header
+				packets.Connack << 4, 2, // fixed header
 				1, // Session present
-				CodeSuccess.Code,
+				packets.CodeSuccess.Code,
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Connack,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Connack,
 					Remaining: 2,
 				},
 				SessionPresent: true,
-				ReasonCode:     CodeSuccess.Code,
+				ReasonCode:     packets.CodeSuccess.Code,
 			},
 		},
 		{
@@ -1087,20 +1093,20 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "accepted, no session, adjusted expiry interval mqtt5",
 			Primary: true,
 			RawBytes: []byte{
-				Connack << 4, 8, // fixed header
+				packets.Connack << 4, 8, // fixed header
 				0, // Session present
-				CodeSuccess.Code,
+				packets.CodeSuccess.Code,
 				5,                // length
 				17, 0, 0, 0, 120, // Session Expiry Interval (17)
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Connack,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Connack,
 					Remaining: 8,
 				},
-				ReasonCode: CodeSuccess.Code,
-				Properties: Properties{
+				ReasonCode: packets.CodeSuccess.Code,
+				Properties: packets.Properties{
 					SessionExpiryInterval:     uint32(120),
 					SessionExpiryIntervalFlag: true,
 				},
@@ -1111,9 +1117,9 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "accepted no session mqtt5",
 			Primary: true,
 			RawBytes: []byte{
-				Connack << 4, 124, // fixed header
+				packets.Connack << 4, 124, // fixed header
 				0, // No existing session
-				CodeSuccess.Code,
+				packets.CodeSuccess.Code,
 				// Properties
 				121,              // length
 				17, 0, 0, 0, 120, // Session Expiry Interval (17)
@@ -1139,15 +1145,15 @@ var TPacketData = map[byte]TPacketCases{
 				41, 1, // Subscription ID Available (41)
 				42, 1, // Shared Subscriptions Available (42)
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Connack,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Connack,
 					Remaining: 124,
 				},
 				SessionPresent: false,
-				ReasonCode:     CodeSuccess.Code,
-				Properties: Properties{
+				ReasonCode:     packets.CodeSuccess.Code,
+				Properties: packets.Properties{
 					SessionExpiryInterval:     uint32(120),
 					SessionExpiryIntervalFlag: true,
 					AssignedClientID:          "mochi-v5",
@@ -1164,7 +1170,7 @@ var TPacketData = map[byte]TPacketCases{
 					MaximumQosFlag:            true,
 					RetainAvailable:           byte(1),
 					RetainAvailableFlag:       true,
-					User: []UserProperty{
+					User: []packets.UserProperty{
 						{
 							Key: "hello",
 							Val: "世界",
@@ -1189,22 +1195,22 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "accepted min properties mqtt5",
 			Primary: true,
 			RawBytes: []byte{
-				Connack << 4, 13, // fixed header
+				packets.Connack << 4, 13, // fixed header
 				1, // existing session
-				CodeSuccess.Code,
+				packets.CodeSuccess.Code,
 				10,                                // Properties length
 				18, 0, 5, 'm', 'o', 'c', 'h', 'i', // Assigned Client ID (18)
 				36, 1, // Maximum Qos (36)
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Connack,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Connack,
 					Remaining: 13,
 				},
 				SessionPresent: true,
-				ReasonCode:     CodeSuccess.Code,
-				Properties: Properties{
+				ReasonCode:     packets.CodeSuccess.Code,
+				Properties: packets.Properties{
 					AssignedClientID: "mochi",
 					MaximumQos:       byte(1),
 					MaximumQosFlag:   true,
@@ -1216,19 +1222,19 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "accepted min properties mqtt5b",
 			Primary: true,
 			RawBytes: []byte{
-				Connack << 4, 3, // fixed header
+				packets.Connack << 4, 3, // fixed header
 				0, // existing session
-				CodeSuccess.Code,
+				packets.CodeSuccess.Code,
 				0, // Properties length
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Connack,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Connack,
 					Remaining: 16,
 				},
 				SessionPresent: false,
-				ReasonCode:     CodeSuccess.Code,
+				ReasonCode:     packets.CodeSuccess.Code,
 			},
 		},
 		{
@@ -1236,21 +1242,21 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "server set keepalive",
 			Primary: true,
 			RawBytes: []byte{
-				Connack << 4, 6, // fixed header
+				packets.Connack << 4, 6, // fixed header
 				1, // existing session
-				CodeSuccess.Code,
+				packets.CodeSuccess.Code,
 				3,         // Properties length
 				19, 0, 10, // server keepalive
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Connack,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Connack,
 					Remaining: 6,
 				},
 				SessionPresent: true,
-				ReasonCode:     CodeSuccess.Code,
-				Properties: Properties{
+				ReasonCode:     packets.CodeSuccess.Code,
+				Properties: packets.Properties{
 					ServerKeepAlive:     uint16(10),
 					ServerKeepAliveFlag: true,
 				},
@@ -1261,23 +1267,23 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "failure min properties mqtt5",
 			Primary: true,
 			RawBytes: append([]byte{
-				Connack << 4, 23, // fixed header
+				packets.Connack << 4, 23, // fixed header
 				0, // No existing session
-				ErrUnspecifiedError.Code,
+				packets.ErrUnspecifiedError.Code,
 				// Properties
 				20,        // length
 				31, 0, 17, // Reason String (31)
-			}, []byte(ErrUnspecifiedError.Reason)...),
-			Packet: &Packet{
+			}, []byte(packets.ErrUnspecifiedError.Reason)...),
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Connack,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Connack,
 					Remaining: 23,
 				},
 				SessionPresent: false,
-				ReasonCode:     ErrUnspecifiedError.Code,
-				Properties: Properties{
-					ReasonString: ErrUnspecifiedError.Reason,
+				ReasonCode:     packets.ErrUnspecifiedError.Code,
+				Properties: packets.Properties{
+					ReasonString: packets.ErrUnspecifiedError.Reason,
 				},
 			},
 		},
@@ -1286,118 +1292,118 @@ var TPacketData = map[byte]TPacketCases{
 			Case: TConnackProtocolViolationNoSession,
 			Desc: "miscellaneous protocol violation",
 			RawBytes: []byte{
-				Connack << 4, 2, // fixed header
+				packets.Connack << 4, 2, // fixed header
 				0, // Session present
-				ErrProtocolViolation.Code,
+				packets.ErrProtocolViolation.Code,
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Connack,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Connack,
 					Remaining: 2,
 				},
-				ReasonCode: ErrProtocolViolation.Code,
+				ReasonCode: packets.ErrProtocolViolation.Code,
 			},
 		},
 		{
 			Case: TConnackBadProtocolVersion,
 			Desc: "bad protocol version",
 			RawBytes: []byte{
-				Connack << 4, 2, // fixed header
+				packets.Connack << 4, 2, // fixed header
 				1, // Session present
-				ErrProtocolViolationProtocolVersion.Code,
+				packets.ErrProtocolViolationProtocolVersion.Code,
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Connack,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Connack,
 					Remaining: 2,
 				},
 				SessionPresent: true,
-				ReasonCode:     ErrProtocolViolationProtocolVersion.Code,
+				ReasonCode:     packets.ErrProtocolViolationProtocolVersion.Code,
 			},
 		},
 		{
 			Case: TConnackBadClientID,
 			Desc: "bad client id",
 			RawBytes: []byte{
-				Connack << 4, 2, // fixed header
+				packets.Connack << 4, 2, // fixed header
 				1, // Session present
-				ErrClientIdentifierNotValid.Code,
+				packets.ErrClientIdentifierNotValid.Code,
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Connack,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Connack,
 					Remaining: 2,
 				},
 				SessionPresent: true,
-				ReasonCode:     ErrClientIdentifierNotValid.Code,
+				ReasonCode:     packets.ErrClientIdentifierNotValid.Code,
 			},
 		},
 		{
 			Case: TConnackServerUnavailable,
 			Desc: "server unavailable",
 			RawBytes: []byte{
-				Connack << 4, 2, // fixed header
+				packets.Connack << 4, 2, // fixed header
 				1, // Session present
-				ErrServerUnavailable.Code,
+				packets.ErrServerUnavailable.Code,
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Connack,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Connack,
 					Remaining: 2,
 				},
 				SessionPresent: true,
-				ReasonCode:     ErrServerUnavailable.Code,
+				ReasonCode:     packets.ErrServerUnavailable.Code,
 			},
 		},
 		{
 			Case: TConnackBadUsernamePassword,
 			Desc: "bad username or password",
 			RawBytes: []byte{
-				Connack << 4, 2, // fixed header
+				packets.Connack << 4, 2, // fixed header
 				1, // Session present
-				ErrBadUsernameOrPassword.Code,
+				packets.ErrBadUsernameOrPassword.Code,
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Connack,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Connack,
 					Remaining: 2,
 				},
 				SessionPresent: true,
-				ReasonCode:     ErrBadUsernameOrPassword.Code,
+				ReasonCode:     packets.ErrBadUsernameOrPassword.Code,
 			},
 		},
 		{
 			Case: TConnackBadUsernamePasswordNoSession,
 			Desc: "bad username or password no session",
 			RawBytes: []byte{
-				Connack << 4, 2, // fixed header
-				0,                      // No session present
-				Err3NotAuthorized.Code, // use v3 remapping
+				packets.Connack << 4, 2, // fixed header
+				0,                              // No session present
+				packets.Err3NotAuthorized.Code, // use v3 remapping
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Connack,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Connack,
 					Remaining: 2,
 				},
-				ReasonCode: Err3NotAuthorized.Code,
+				ReasonCode: packets.Err3NotAuthorized.Code,
 			},
 		},
 		{
 			Case: TConnackMqtt5BadUsernamePasswordNoSession,
 			Desc: "mqtt5 bad username or password no session",
 			RawBytes: []byte{
-				Connack << 4, 3, // fixed header
+				packets.Connack << 4, 3, // fixed header
 				0, // No session present
-				ErrBadUsernameOrPassword.Code,
+				packets.ErrBadUsernameOrPassword.Code,
 				0,
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Connack,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Connack,
 					Remaining: 2,
 				},
-				ReasonCode: ErrBadUsernameOrPassword.Code,
+				ReasonCode: packets.ErrBadUsernameOrPassword.Code,
 			},
 		},
 
@@ -1405,17 +1411,17 @@ var TPacketData = map[byte]TPacketCases{
 			Case: TConnackNotAuthorised,
 			Desc: "not authorised",
 			RawBytes: []byte{
-				Connack << 4, 2, // fixed header
+				packets.Connack << 4, 2, // fixed header
 				1, // Session present
-				ErrNotAuthorized.Code,
+				packets.ErrNotAuthorized.Code,
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Connack,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Connack,
 					Remaining: 2,
 				},
 				SessionPresent: true,
-				ReasonCode:     ErrNotAuthorized.Code,
+				ReasonCode:     packets.ErrNotAuthorized.Code,
 			},
 		},
 		{
@@ -1423,9 +1429,9 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:  "drop oversize properties",
 			Group: "encode",
 			RawBytes: []byte{
-				Connack << 4, 40, // fixed header
+				packets.Connack << 4, 40, // fixed header
 				0, // No existing session
-				CodeSuccess.Code,
+				packets.CodeSuccess.Code,
 				19,                                          // length
 				28, 0, 7, 'm', 'o', 'c', 'h', 'i', '-', '2', // Server Reference (28)
 				31, 0, 6, 'r', 'e', 'a', 's', 'o', 'n', // Reason String (31)
@@ -1434,26 +1440,26 @@ var TPacketData = map[byte]TPacketCases{
 				0, 6, 228, 184, 150, 231, 149, 140,
 			},
 			ActualBytes: []byte{
-				Connack << 4, 13, // fixed header
+				packets.Connack << 4, 13, // fixed header
 				0, // No existing session
-				CodeSuccess.Code,
+				packets.CodeSuccess.Code,
 				10,                                          // length
 				28, 0, 7, 'm', 'o', 'c', 'h', 'i', '-', '2', // Server Reference (28)
 			},
-			Packet: &Packet{
-				Mods: Mods{
+			Packet: &packets.Packet{
+				Mods: packets.Mods{
 					MaxSize: 5,
 				},
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Connack,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Connack,
 					Remaining: 40,
 				},
-				ReasonCode: CodeSuccess.Code,
-				Properties: Properties{
+				ReasonCode: packets.CodeSuccess.Code,
+				Properties: packets.Properties{
 					ReasonString:    "reason",
 					ServerReference: "mochi-2",
-					User: []UserProperty{
+					User: []packets.UserProperty{
 						{
 							Key: "hello",
 							Val: "世界",
@@ -1467,9 +1473,9 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:  "drop oversize properties partial",
 			Group: "encode",
 			RawBytes: []byte{
-				Connack << 4, 40, // fixed header
+				packets.Connack << 4, 40, // fixed header
 				0, // No existing session
-				CodeSuccess.Code,
+				packets.CodeSuccess.Code,
 				19,                                          // length
 				28, 0, 7, 'm', 'o', 'c', 'h', 'i', '-', '2', // Server Reference (28)
 				31, 0, 6, 'r', 'e', 'a', 's', 'o', 'n', // Reason String (31)
@@ -1478,27 +1484,27 @@ var TPacketData = map[byte]TPacketCases{
 				0, 6, 228, 184, 150, 231, 149, 140,
 			},
 			ActualBytes: []byte{
-				Connack << 4, 22, // fixed header
+				packets.Connack << 4, 22, // fixed header
 				0, // No existing session
-				CodeSuccess.Code,
+				packets.CodeSuccess.Code,
 				19,                                          // length
 				28, 0, 7, 'm', 'o', 'c', 'h', 'i', '-', '2', // Server Reference (28)
 				31, 0, 6, 'r', 'e', 'a', 's', 'o', 'n', // Reason String (31)
 			},
-			Packet: &Packet{
-				Mods: Mods{
+			Packet: &packets.Packet{
+				Mods: packets.Mods{
 					MaxSize: 18,
 				},
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Connack,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Connack,
 					Remaining: 40,
 				},
-				ReasonCode: CodeSuccess.Code,
-				Properties: Properties{
+				ReasonCode: packets.CodeSuccess.Code,
+				Properties: packets.Properties{
 					ReasonString:    "reason",
 					ServerReference: "mochi-2",
-					User: []UserProperty{
+					User: []packets.UserProperty{
 						{
 							Key: "hello",
 							Val: "世界",
@@ -1512,9 +1518,9 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TConnackMalSessionPresent,
 			Desc:      "malformed session present",
 			Group:     "decode",
-			FailFirst: ErrMalformedSessionPresent,
+			FailFirst: packets.ErrMalformedSessionPresent,
 			RawBytes: []byte{
-				Connect << 4, 2, // Fixed header
+				packets.Connect << 4, 2, // Fixed header
 			},
 		},
 		{
@@ -1522,9 +1528,9 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:  "malformed bad return Code",
 			Group: "decode",
 			//Primary:   true,
-			FailFirst: ErrMalformedReasonCode,
+			FailFirst: packets.ErrMalformedReasonCode,
 			RawBytes: []byte{
-				Connect << 4, 2, // Fixed header
+				packets.Connect << 4, 2, // Fixed header
 				0,
 			},
 		},
@@ -1532,32 +1538,32 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TConnackMalProperties,
 			Desc:      "malformed properties",
 			Group:     "decode",
-			FailFirst: ErrMalformedProperties,
+			FailFirst: packets.ErrMalformedProperties,
 			RawBytes: []byte{
-				Connack << 4, 40, // fixed header
+				packets.Connack << 4, 40, // fixed header
 				0, // No existing session
-				CodeSuccess.Code,
+				packets.CodeSuccess.Code,
 				19, // length
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
 			},
 		},
 	},
 
-	Publish: {
+	packets.Publish: {
 		{
 			Case:    TPublishNoPayload,
 			Desc:    "no payload",
 			Primary: true,
 			RawBytes: []byte{
-				Publish << 4, 7, // Fixed header
+				packets.Publish << 4, 7, // Fixed header
 				0, 5, // Topic Name - LSB+MSB
 				'a', '/', 'b', '/', 'c', // Topic Name
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Publish,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Publish,
 					Remaining: 7,
 				},
 				TopicName: "a/b/c",
@@ -1569,14 +1575,14 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "basic",
 			Primary: true,
 			RawBytes: []byte{
-				Publish << 4, 18, // Fixed header
+				packets.Publish << 4, 18, // Fixed header
 				0, 5, // Topic Name - LSB+MSB
 				'a', '/', 'b', '/', 'c', // Topic Name
 				'h', 'e', 'l', 'l', 'o', ' ', 'm', 'o', 'c', 'h', 'i', // Payload
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Publish,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Publish,
 					Remaining: 18,
 				},
 				TopicName: "a/b/c",
@@ -1589,7 +1595,7 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "mqtt v5",
 			Primary: true,
 			RawBytes: []byte{
-				Publish << 4, 77, // Fixed header
+				packets.Publish << 4, 77, // Fixed header
 				0, 5, // Topic Name - LSB+MSB
 				'a', '/', 'b', '/', 'c', // Topic Name
 				58,   // length
@@ -1605,14 +1611,14 @@ var TPacketData = map[byte]TPacketCases{
 				0, 6, 228, 184, 150, 231, 149, 140,
 				'h', 'e', 'l', 'l', 'o', ' ', 'm', 'o', 'c', 'h', 'i', // Payload
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Publish,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Publish,
 					Remaining: 77,
 				},
 				TopicName: "a/b/c",
-				Properties: Properties{
+				Properties: packets.Properties{
 					PayloadFormat:          byte(1), // UTF-8 Format
 					PayloadFormatFlag:      true,
 					MessageExpiryInterval:  uint32(2),
@@ -1622,7 +1628,7 @@ var TPacketData = map[byte]TPacketCases{
 					SubscriptionIdentifier: []int{322122},
 					TopicAlias:             uint16(3),
 					TopicAliasFlag:         true,
-					User: []UserProperty{
+					User: []packets.UserProperty{
 						{
 							Key: "hello",
 							Val: "世界",
@@ -1637,19 +1643,19 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "mqtt v5 topic alias only",
 			Primary: true,
 			RawBytes: []byte{
-				Publish << 4, 17, // Fixed header
+				packets.Publish << 4, 17, // Fixed header
 				0, 0, // Topic Name - LSB+MSB
 				3,        // length
 				35, 0, 1, // Topic Alias (35)
 				'h', 'e', 'l', 'l', 'o', ' ', 'm', 'o', 'c', 'h', 'i', // Payload
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Publish,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Publish,
 					Remaining: 17,
 				},
-				Properties: Properties{
+				Properties: packets.Properties{
 					TopicAlias:     1,
 					TopicAliasFlag: true,
 				},
@@ -1661,21 +1667,21 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "mqtt basic v5",
 			Primary: true,
 			RawBytes: []byte{
-				Publish << 4, 22, // Fixed header
+				packets.Publish << 4, 22, // Fixed header
 				0, 5, // Topic Name - LSB+MSB
 				'a', '/', 'b', '/', 'c', // Topic Name
 				3,        // length
 				35, 0, 1, // Topic Alias (35)
 				'h', 'e', 'l', 'l', 'o', ' ', 'm', 'o', 'c', 'h', 'i', // Payload
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Publish,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Publish,
 					Remaining: 22,
 				},
 				TopicName: "a/b/c",
-				Properties: Properties{
+				Properties: packets.Properties{
 					TopicAlias:     uint16(1),
 					TopicAliasFlag: true,
 				},
@@ -1688,15 +1694,15 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "qos:1, packet id",
 			Primary: true,
 			RawBytes: []byte{
-				Publish<<4 | 1<<1, 20, // Fixed header
+				packets.Publish<<4 | 1<<1, 20, // Fixed header
 				0, 5, // Topic Name - LSB+MSB
 				'a', '/', 'b', '/', 'c', // Topic Name
 				0, 7, // Packet ID - LSB+MSB
 				'h', 'e', 'l', 'l', 'o', ' ', 'm', 'o', 'c', 'h', 'i', // Payload
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Publish,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Publish,
 					Qos:       1,
 					Remaining: 20,
 				},
@@ -1710,7 +1716,7 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "mqtt v5",
 			Primary: true,
 			RawBytes: []byte{
-				Publish<<4 | 1<<1, 37, // Fixed header
+				packets.Publish<<4 | 1<<1, 37, // Fixed header
 				0, 5, // Topic Name - LSB+MSB
 				'a', '/', 'b', '/', 'c', // Topic Name
 				0, 7, // Packet ID - LSB+MSB
@@ -1721,17 +1727,17 @@ var TPacketData = map[byte]TPacketCases{
 				0, 6, 228, 184, 150, 231, 149, 140,
 				'h', 'e', 'l', 'l', 'o', ' ', 'm', 'o', 'c', 'h', 'i', // Payload
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Publish,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Publish,
 					Remaining: 37,
 					Qos:       1,
 				},
 				PacketID:  7,
 				TopicName: "a/b/c",
-				Properties: Properties{
-					User: []UserProperty{
+				Properties: packets.Properties{
+					User: []packets.UserProperty{
 						{
 							Key: "hello",
 							Val: "世界",
@@ -1747,15 +1753,15 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "qos:1, dup:true, packet id",
 			Primary: true,
 			RawBytes: []byte{
-				Publish<<4 | 2 | 8, 20, // Fixed header
+				packets.Publish<<4 | 2 | 8, 20, // Fixed header
 				0, 5, // Topic Name - LSB+MSB
 				'a', '/', 'b', '/', 'c', // Topic Name
 				0, 7, // Packet ID - LSB+MSB
 				'h', 'e', 'l', 'l', 'o', ' ', 'm', 'o', 'c', 'h', 'i', // Payload
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Publish,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Publish,
 					Qos:       1,
 					Remaining: 20,
 					Dup:       true,
@@ -1770,14 +1776,14 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "qos:1, packet id, no payload",
 			Primary: true,
 			RawBytes: []byte{
-				Publish<<4 | 2, 9, // Fixed header
+				packets.Publish<<4 | 2, 9, // Fixed header
 				0, 5, // Topic Name - LSB+MSB
 				'y', '/', 'u', '/', 'i', // Topic Name
 				0, 7, // Packet ID - LSB+MSB
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Publish,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Publish,
 					Qos:       1,
 					Remaining: 9,
 				},
@@ -1791,15 +1797,15 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "qos:2, packet id",
 			Primary: true,
 			RawBytes: []byte{
-				Publish<<4 | 2<<1, 14, // Fixed header
+				packets.Publish<<4 | 2<<1, 14, // Fixed header
 				0, 5, // Topic Name - LSB+MSB
 				'a', '/', 'b', '/', 'c', // Topic Name
 				0, 7, // Packet ID - LSB+MSB
 				'h', 'e', 'l', 'l', 'o', // Payload
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Publish,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Publish,
 					Qos:       2,
 					Remaining: 14,
 				},
@@ -1813,7 +1819,7 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "mqtt v5",
 			Primary: true,
 			RawBytes: []byte{
-				Publish<<4 | 2<<1, 37, // Fixed header
+				packets.Publish<<4 | 2<<1, 37, // Fixed header
 				0, 5, // Topic Name - LSB+MSB
 				'a', '/', 'b', '/', 'c', // Topic Name
 				0, 7, // Packet ID - LSB+MSB
@@ -1824,17 +1830,17 @@ var TPacketData = map[byte]TPacketCases{
 				0, 6, 228, 184, 150, 231, 149, 140,
 				'h', 'e', 'l', 'l', 'o', ' ', 'm', 'o', 'c', 'h', 'i', // Payload
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Publish,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Publish,
 					Remaining: 37,
 					Qos:       2,
 				},
 				PacketID:  7,
 				TopicName: "a/b/c",
-				Properties: Properties{
-					User: []UserProperty{
+				Properties: packets.Properties{
+					User: []packets.UserProperty{
 						{
 							Key: "hello",
 							Val: "世界",
@@ -1849,7 +1855,7 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "subscription identifiers",
 			Primary: true,
 			RawBytes: []byte{
-				Publish << 4, 23, // Fixed header
+				packets.Publish << 4, 23, // Fixed header
 				0, 5, // Topic Name - LSB+MSB
 				'a', '/', 'b', '/', 'c', // Topic Name
 				4,     // properties length
@@ -1857,14 +1863,14 @@ var TPacketData = map[byte]TPacketCases{
 				11, 3, // Subscription Identifier (11)
 				'h', 'e', 'l', 'l', 'o', ' ', 'm', 'o', 'c', 'h', 'i', // Payload
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Publish,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Publish,
 					Remaining: 23,
 				},
 				TopicName: "a/b/c",
-				Properties: Properties{
+				Properties: packets.Properties{
 					SubscriptionIdentifier: []int{2, 3},
 				},
 				Payload: []byte("hello mochi"),
@@ -1876,15 +1882,15 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "qos:2, upgraded from publish to qos2 sub",
 			Primary: true,
 			RawBytes: []byte{
-				Publish<<4 | 2<<1, 20, // Fixed header
+				packets.Publish<<4 | 2<<1, 20, // Fixed header
 				0, 5, // Topic Name - LSB+MSB
 				'a', '/', 'b', '/', 'c', // Topic Name
 				0, 1, // Packet ID - LSB+MSB
 				'h', 'e', 'l', 'l', 'o', ' ', 'm', 'o', 'c', 'h', 'i', // Payload
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Publish,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Publish,
 					Qos:       2,
 					Remaining: 18,
 				},
@@ -1897,14 +1903,14 @@ var TPacketData = map[byte]TPacketCases{
 			Case: TPublishRetain,
 			Desc: "retain",
 			RawBytes: []byte{
-				Publish<<4 | 1<<0, 18, // Fixed header
+				packets.Publish<<4 | 1<<0, 18, // Fixed header
 				0, 5, // Topic Name - LSB+MSB
 				'a', '/', 'b', '/', 'c', // Topic Name
 				'h', 'e', 'l', 'l', 'o', ' ', 'm', 'o', 'c', 'h', 'i', // Payload
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:   Publish,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:   packets.Publish,
 					Retain: true,
 				},
 				TopicName: "a/b/c",
@@ -1915,21 +1921,21 @@ var TPacketData = map[byte]TPacketCases{
 			Case: TPublishRetainMqtt5,
 			Desc: "retain mqtt5",
 			RawBytes: []byte{
-				Publish<<4 | 1<<0, 19, // Fixed header
+				packets.Publish<<4 | 1<<0, 19, // Fixed header
 				0, 5, // Topic Name - LSB+MSB
 				'a', '/', 'b', '/', 'c', // Topic Name
 				0,                                                     // properties length
 				'h', 'e', 'l', 'l', 'o', ' ', 'm', 'o', 'c', 'h', 'i', // Payload
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Publish,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Publish,
 					Retain:    true,
 					Remaining: 19,
 				},
 				TopicName:  "a/b/c",
-				Properties: Properties{},
+				Properties: packets.Properties{},
 				Payload:    []byte("hello mochi"),
 			},
 		},
@@ -1937,14 +1943,14 @@ var TPacketData = map[byte]TPacketCases{
 			Case: TPublishDup,
 			Desc: "dup",
 			RawBytes: []byte{
-				Publish<<4 | 8, 10, // Fixed header
+				packets.Publish<<4 | 8, 10, // Fixed header
 				0, 3, // Topic Name - LSB+MSB
 				'a', '/', 'b', // Topic Name
 				'h', 'e', 'l', 'l', 'o', // Payload
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type: Publish,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type: packets.Publish,
 					Dup:  true,
 				},
 				TopicName: "a/b",
@@ -1957,9 +1963,9 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TPublishMalTopicName,
 			Desc:      "malformed topic name",
 			Group:     "decode",
-			FailFirst: ErrMalformedTopic,
+			FailFirst: packets.ErrMalformedTopic,
 			RawBytes: []byte{
-				Publish << 4, 7, // Fixed header
+				packets.Publish << 4, 7, // Fixed header
 				0, 5, // Topic Name - LSB+MSB
 				'a', '/',
 				0, 11, // Packet ID - LSB+MSB
@@ -1969,9 +1975,9 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TPublishMalPacketID,
 			Desc:      "malformed packet id",
 			Group:     "decode",
-			FailFirst: ErrMalformedPacketID,
+			FailFirst: packets.ErrMalformedPacketID,
 			RawBytes: []byte{
-				Publish<<4 | 2, 7, // Fixed header
+				packets.Publish<<4 | 2, 7, // Fixed header
 				0, 5, // Topic Name - LSB+MSB
 				'x', '/', 'y', '/', 'z', // Topic Name
 				0, // Packet ID - LSB+MSB
@@ -1981,14 +1987,14 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TPublishMalProperties,
 			Desc:      "malformed properties",
 			Group:     "decode",
-			FailFirst: ErrMalformedProperties,
+			FailFirst: packets.ErrMalformedProperties,
 			RawBytes: []byte{
-				Publish << 4, 35, // Fixed header
+				packets.Publish << 4, 35, // Fixed header
 				0, 5, // Topic Name - LSB+MSB
 				'a', '/', 'b', '/', 'c', // Topic Name
 				16,
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
 			},
 		},
@@ -1999,14 +2005,14 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:  "basic copyable",
 			Group: "copy",
 			RawBytes: []byte{
-				Publish << 4, 18, // Fixed header
+				packets.Publish << 4, 18, // Fixed header
 				0, 5, // Topic Name - LSB+MSB
 				'z', '/', 'e', '/', 'n', // Topic Name
 				'm', 'o', 'c', 'h', 'i', ' ', 'm', 'o', 'c', 'h', 'i', // Payload
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:   Publish,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:   packets.Publish,
 					Dup:    true,
 					Retain: true,
 					Qos:    1,
@@ -2025,22 +2031,22 @@ var TPacketData = map[byte]TPacketCases{
 			// this does not check if -incoming- Packets are parsed as correct,
 			// it is impossible for the parser to determine if the payload start is incorrect.
 			RawBytes: []byte{
-				Publish << 4, 12, // Fixed header
+				packets.Publish << 4, 12, // Fixed header
 				0, 5, // Topic Name - LSB+MSB
 				'a', '/', 'b', '/', 'c', // Topic Name
 				0, 3, // Packet ID - LSB+MSB
 				'h', 'e', 'l', 'l', 'o', // Payload
 			},
 			ActualBytes: []byte{
-				Publish << 4, 12, // Fixed header
+				packets.Publish << 4, 12, // Fixed header
 				0, 5, // Topic Name - LSB+MSB
 				'a', '/', 'b', '/', 'c', // Topic Name
 				// Packet ID is removed.
 				'h', 'e', 'l', 'l', 'o', // Payload
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Publish,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Publish,
 					Remaining: 12,
 				},
 				TopicName: "a/b/c",
@@ -2051,17 +2057,17 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TPublishSpecQosMustPacketID,
 			Desc:   "no packet id with qos > 0",
 			Group:  "encode",
-			Expect: ErrProtocolViolationNoPacketID,
+			Expect: packets.ErrProtocolViolationNoPacketID,
 			RawBytes: []byte{
-				Publish<<4 | 2, 14, // Fixed header
+				packets.Publish<<4 | 2, 14, // Fixed header
 				0, 5, // Topic Name - LSB+MSB
 				'a', '/', 'b', '/', 'c', // Topic Name
 				0, 0, // Packet ID - LSB+MSB
 				'h', 'e', 'l', 'l', 'o', // Payload
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type: Publish,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type: packets.Publish,
 					Qos:  1,
 				},
 				TopicName: "a/b/c",
@@ -2073,19 +2079,19 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TPublishDropOversize,
 			Desc:      "drop oversized publish packet",
 			Group:     "encode",
-			FailFirst: ErrPacketTooLarge,
+			FailFirst: packets.ErrPacketTooLarge,
 			RawBytes: []byte{
-				Publish << 4, 10, // Fixed header
+				packets.Publish << 4, 10, // Fixed header
 				0, 3, // Topic Name - LSB+MSB
 				'a', '/', 'b', // Topic Name
 				'h', 'e', 'l', 'l', 'o', // Payload
 			},
-			Packet: &Packet{
-				Mods: Mods{
+			Packet: &packets.Packet{
+				Mods: packets.Mods{
 					MaxSize: 2,
 				},
-				FixedHeader: FixedHeader{
-					Type: Publish,
+				FixedHeader: packets.FixedHeader{
+					Type: packets.Publish,
 				},
 				TopicName: "a/b",
 				Payload:   []byte("hello"),
@@ -2097,10 +2103,10 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TPublishInvalidQos0NoPacketID,
 			Desc:   "packet id must be 0 if qos is 0 (b)",
 			Group:  "validate",
-			Expect: ErrProtocolViolationSurplusPacketID,
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Publish,
+			Expect: packets.ErrProtocolViolationSurplusPacketID,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Publish,
 					Remaining: 12,
 					Qos:       0,
 				},
@@ -2113,10 +2119,10 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TPublishInvalidQosMustPacketID,
 			Desc:   "no packet id with qos > 0",
 			Group:  "validate",
-			Expect: ErrProtocolViolationNoPacketID,
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type: Publish,
+			Expect: packets.ErrProtocolViolationNoPacketID,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type: packets.Publish,
 					Qos:  1,
 				},
 				PacketID: 0,
@@ -2126,12 +2132,12 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TPublishInvalidSurplusSubID,
 			Desc:   "surplus subscription identifier",
 			Group:  "validate",
-			Expect: ErrProtocolViolationSurplusSubID,
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type: Publish,
+			Expect: packets.ErrProtocolViolationSurplusSubID,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type: packets.Publish,
 				},
-				Properties: Properties{
+				Properties: packets.Properties{
 					SubscriptionIdentifier: []int{1},
 				},
 				TopicName: "a/b",
@@ -2141,10 +2147,10 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TPublishInvalidSurplusWildcard,
 			Desc:   "topic contains wildcards",
 			Group:  "validate",
-			Expect: ErrProtocolViolationSurplusWildcard,
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type: Publish,
+			Expect: packets.ErrProtocolViolationSurplusWildcard,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type: packets.Publish,
 				},
 				TopicName: "a/+",
 			},
@@ -2153,10 +2159,10 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TPublishInvalidSurplusWildcard2,
 			Desc:   "topic contains wildcards 2",
 			Group:  "validate",
-			Expect: ErrProtocolViolationSurplusWildcard,
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type: Publish,
+			Expect: packets.ErrProtocolViolationSurplusWildcard,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type: packets.Publish,
 				},
 				TopicName: "a/#",
 			},
@@ -2165,10 +2171,10 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TPublishInvalidNoTopic,
 			Desc:   "no topic or alias specified",
 			Group:  "validate",
-			Expect: ErrProtocolViolationNoTopic,
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type: Publish,
+			Expect: packets.ErrProtocolViolationNoTopic,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type: packets.Publish,
 				},
 			},
 		},
@@ -2176,12 +2182,12 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TPublishInvalidExcessTopicAlias,
 			Desc:   "topic alias over maximum",
 			Group:  "validate",
-			Expect: ErrTopicAliasInvalid,
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type: Publish,
+			Expect: packets.ErrTopicAliasInvalid,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type: packets.Publish,
 				},
-				Properties: Properties{
+				Properties: packets.Properties{
 					TopicAlias: 1025,
 				},
 				TopicName: "a/b",
@@ -2191,12 +2197,12 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TPublishInvalidTopicAlias,
 			Desc:   "topic alias flag and no alias",
 			Group:  "validate",
-			Expect: ErrTopicAliasInvalid,
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type: Publish,
+			Expect: packets.ErrTopicAliasInvalid,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type: packets.Publish,
 				},
-				Properties: Properties{
+				Properties: packets.Properties{
 					TopicAliasFlag: true,
 					TopicAlias:     0,
 				},
@@ -2207,16 +2213,16 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TPublishSpecDenySysTopic,
 			Desc:   "deny publishing to $SYS topics",
 			Group:  "validate",
-			Expect: CodeSuccess,
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type: Publish,
+			Expect: packets.CodeSuccess,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type: packets.Publish,
 				},
 				TopicName: "$SYS/any",
 				Payload:   []byte("y"),
 			},
 			RawBytes: []byte{
-				Publish << 4, 11, // Fixed header
+				packets.Publish << 4, 11, // Fixed header
 				0, 5, // Topic Name - LSB+MSB
 				'$', 'S', 'Y', 'S', '/', 'a', 'n', 'y', // Topic Name
 				'y', // Payload
@@ -2224,18 +2230,18 @@ var TPacketData = map[byte]TPacketCases{
 		},
 	},
 
-	Puback: {
+	packets.Puback: {
 		{
 			Case:    TPuback,
 			Desc:    "puback",
 			Primary: true,
 			RawBytes: []byte{
-				Puback << 4, 2, // Fixed header
+				packets.Puback << 4, 2, // Fixed header
 				0, 7, // Packet ID - LSB+MSB
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Puback,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Puback,
 					Remaining: 2,
 				},
 				PacketID: 7,
@@ -2246,25 +2252,25 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "mqtt5",
 			Primary: true,
 			RawBytes: []byte{
-				Puback << 4, 20, // Fixed header
+				packets.Puback << 4, 20, // Fixed header
 				0, 7, // Packet ID - LSB+MSB
-				CodeGrantedQos0.Code, // Reason Code
-				16,                   // Properties Length
+				packets.CodeGrantedQos0.Code, // Reason Code
+				16,                           // Properties Length
 				// 31, 0, 6, 'r', 'e', 'a', 's', 'o', 'n', // Reason String (31)
 				38, // User Properties (38)
 				0, 5, 'h', 'e', 'l', 'l', 'o',
 				0, 6, 228, 184, 150, 231, 149, 140,
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Puback,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Puback,
 					Remaining: 20,
 				},
 				PacketID:   7,
-				ReasonCode: CodeGrantedQos0.Code,
-				Properties: Properties{
-					User: []UserProperty{
+				ReasonCode: packets.CodeGrantedQos0.Code,
+				Properties: packets.Properties{
+					User: []packets.UserProperty{
 						{
 							Key: "hello",
 							Val: "世界",
@@ -2278,27 +2284,27 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "QOS 1 publish not authorized mqtt5",
 			Primary: true,
 			RawBytes: []byte{
-				Puback << 4, 37, // Fixed header
+				packets.Puback << 4, 37, // Fixed header
 				0, 7, // Packet ID - LSB+MSB
-				ErrNotAuthorized.Code, // Reason Code
-				33,                    // Properties Length
+				packets.ErrNotAuthorized.Code, // Reason Code
+				33,                            // Properties Length
 				31, 0, 14, 'n', 'o', 't', ' ', 'a', 'u',
 				't', 'h', 'o', 'r', 'i', 'z', 'e', 'd', // Reason String (31)
 				38, // User Properties (38)
 				0, 5, 'h', 'e', 'l', 'l', 'o',
 				0, 6, 228, 184, 150, 231, 149, 140,
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Puback,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Puback,
 					Remaining: 31,
 				},
 				PacketID:   7,
-				ReasonCode: ErrNotAuthorized.Code,
-				Properties: Properties{
-					ReasonString: ErrNotAuthorized.Reason,
-					User: []UserProperty{
+				ReasonCode: packets.ErrNotAuthorized.Code,
+				Properties: packets.Properties{
+					ReasonString: packets.ErrNotAuthorized.Reason,
+					User: []packets.UserProperty{
 						{
 							Key: "hello",
 							Val: "世界",
@@ -2312,24 +2318,24 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:  "unexpected error",
 			Group: "decode",
 			RawBytes: []byte{
-				Puback << 4, 29, // Fixed header
+				packets.Puback << 4, 29, // Fixed header
 				0, 7, // Packet ID - LSB+MSB
-				ErrPayloadFormatInvalid.Code, // Reason Code
-				25,                           // Properties Length
+				packets.ErrPayloadFormatInvalid.Code, // Reason Code
+				25,                                   // Properties Length
 				31, 0, 22, 'p', 'a', 'y', 'l', 'o', 'a', 'd',
 				' ', 'f', 'o', 'r', 'm', 'a', 't',
 				' ', 'i', 'n', 'v', 'a', 'l', 'i', 'd', // Reason String (31)
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Puback,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Puback,
 					Remaining: 28,
 				},
 				PacketID:   7,
-				ReasonCode: ErrPayloadFormatInvalid.Code,
-				Properties: Properties{
-					ReasonString: ErrPayloadFormatInvalid.Reason,
+				ReasonCode: packets.ErrPayloadFormatInvalid.Code,
+				Properties: packets.Properties{
+					ReasonString: packets.ErrPayloadFormatInvalid.Reason,
 				},
 			},
 		},
@@ -2339,9 +2345,9 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TPubackMalPacketID,
 			Desc:      "malformed packet id",
 			Group:     "decode",
-			FailFirst: ErrMalformedPacketID,
+			FailFirst: packets.ErrMalformedPacketID,
 			RawBytes: []byte{
-				Puback << 4, 2, // Fixed header
+				packets.Puback << 4, 2, // Fixed header
 				0, // Packet ID - LSB+MSB
 			},
 		},
@@ -2349,30 +2355,30 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TPubackMalProperties,
 			Desc:      "malformed properties",
 			Group:     "decode",
-			FailFirst: ErrMalformedProperties,
+			FailFirst: packets.ErrMalformedProperties,
 			RawBytes: []byte{
-				Puback << 4, 20, // Fixed header
+				packets.Puback << 4, 20, // Fixed header
 				0, 7, // Packet ID - LSB+MSB
-				CodeGrantedQos0.Code, // Reason Code
+				packets.CodeGrantedQos0.Code, // Reason Code
 				16,
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
 			},
 		},
 	},
-	Pubrec: {
+	packets.Pubrec: {
 		{
 			Case:    TPubrec,
 			Desc:    "pubrec",
 			Primary: true,
 			RawBytes: []byte{
-				Pubrec << 4, 2, // Fixed header
+				packets.Pubrec << 4, 2, // Fixed header
 				0, 7, // Packet ID - LSB+MSB
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Pubrec,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Pubrec,
 					Remaining: 2,
 				},
 				PacketID: 7,
@@ -2383,24 +2389,24 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "pubrec mqtt5",
 			Primary: true,
 			RawBytes: []byte{
-				Pubrec << 4, 20, // Fixed header
+				packets.Pubrec << 4, 20, // Fixed header
 				0, 7, // Packet ID - LSB+MSB
-				CodeSuccess.Code, // Reason Code
-				16,               // Properties Length
-				38,               // User Properties (38)
+				packets.CodeSuccess.Code, // Reason Code
+				16,                       // Properties Length
+				38,                       // User Properties (38)
 				0, 5, 'h', 'e', 'l', 'l', 'o',
 				0, 6, 228, 184, 150, 231, 149, 140,
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Pubrec,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Pubrec,
 					Remaining: 20,
 				},
 				PacketID:   7,
-				ReasonCode: CodeSuccess.Code,
-				Properties: Properties{
-					User: []UserProperty{
+				ReasonCode: packets.CodeSuccess.Code,
+				Properties: packets.Properties{
+					User: []packets.UserProperty{
 						{
 							Key: "hello",
 							Val: "世界",
@@ -2414,10 +2420,10 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "packet id in use mqtt5",
 			Primary: true,
 			RawBytes: []byte{
-				Pubrec << 4, 47, // Fixed header
+				packets.Pubrec << 4, 47, // Fixed header
 				0, 7, // Packet ID - LSB+MSB
-				ErrPacketIdentifierInUse.Code, // Reason Code
-				43,                            // Properties Length
+				packets.ErrPacketIdentifierInUse.Code, // Reason Code
+				43,                                    // Properties Length
 				31, 0, 24, 'p', 'a', 'c', 'k', 'e', 't',
 				' ', 'i', 'd', 'e', 'n', 't', 'i', 'f', 'i', 'e', 'r',
 				' ', 'i', 'n',
@@ -2426,17 +2432,17 @@ var TPacketData = map[byte]TPacketCases{
 				0, 5, 'h', 'e', 'l', 'l', 'o',
 				0, 6, 228, 184, 150, 231, 149, 140,
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Pubrec,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Pubrec,
 					Remaining: 31,
 				},
 				PacketID:   7,
-				ReasonCode: ErrPacketIdentifierInUse.Code,
-				Properties: Properties{
-					ReasonString: ErrPacketIdentifierInUse.Reason,
-					User: []UserProperty{
+				ReasonCode: packets.ErrPacketIdentifierInUse.Code,
+				Properties: packets.Properties{
+					ReasonString: packets.ErrPacketIdentifierInUse.Reason,
+					User: []packets.UserProperty{
 						{
 							Key: "hello",
 							Val: "世界",
@@ -2450,27 +2456,27 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "QOS 2 publish not authorized mqtt5",
 			Primary: true,
 			RawBytes: []byte{
-				Pubrec << 4, 37, // Fixed header
+				packets.Pubrec << 4, 37, // Fixed header
 				0, 7, // Packet ID - LSB+MSB
-				ErrNotAuthorized.Code, // Reason Code
-				33,                    // Properties Length
+				packets.ErrNotAuthorized.Code, // Reason Code
+				33,                            // Properties Length
 				31, 0, 14, 'n', 'o', 't', ' ', 'a', 'u',
 				't', 'h', 'o', 'r', 'i', 'z', 'e', 'd', // Reason String (31)
 				38, // User Properties (38)
 				0, 5, 'h', 'e', 'l', 'l', 'o',
 				0, 6, 228, 184, 150, 231, 149, 140,
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Pubrec,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Pubrec,
 					Remaining: 31,
 				},
 				PacketID:   7,
-				ReasonCode: ErrNotAuthorized.Code,
-				Properties: Properties{
-					ReasonString: ErrNotAuthorized.Reason,
-					User: []UserProperty{
+				ReasonCode: packets.ErrNotAuthorized.Code,
+				Properties: packets.Properties{
+					ReasonString: packets.ErrNotAuthorized.Reason,
+					User: []packets.UserProperty{
 						{
 							Key: "hello",
 							Val: "世界",
@@ -2483,12 +2489,12 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TPubrecMalReasonCode,
 			Desc:      "malformed reason code",
 			Group:     "decode",
-			FailFirst: ErrMalformedReasonCode,
+			FailFirst: packets.ErrMalformedReasonCode,
 			RawBytes: []byte{
-				Pubrec << 4, 31, // Fixed header
+				packets.Pubrec << 4, 31, // Fixed header
 				0, 7, // Packet ID - LSB+MSB
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
 			},
 		},
@@ -2497,13 +2503,13 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TPubrecInvalidReason,
 			Desc:      "invalid reason code",
 			Group:     "validate",
-			FailFirst: ErrProtocolViolationInvalidReason,
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type: Pubrec,
+			FailFirst: packets.ErrProtocolViolationInvalidReason,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type: packets.Pubrec,
 				},
 				PacketID:   7,
-				ReasonCode: ErrConnectionRateExceeded.Code,
+				ReasonCode: packets.ErrConnectionRateExceeded.Code,
 			},
 		},
 		// Fail states
@@ -2511,9 +2517,9 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TPubrecMalPacketID,
 			Desc:      "malformed packet id",
 			Group:     "decode",
-			FailFirst: ErrMalformedPacketID,
+			FailFirst: packets.ErrMalformedPacketID,
 			RawBytes: []byte{
-				Pubrec << 4, 2, // Fixed header
+				packets.Pubrec << 4, 2, // Fixed header
 				0, // Packet ID - LSB+MSB
 			},
 		},
@@ -2521,30 +2527,30 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TPubrecMalProperties,
 			Desc:      "malformed properties",
 			Group:     "decode",
-			FailFirst: ErrMalformedProperties,
+			FailFirst: packets.ErrMalformedProperties,
 			RawBytes: []byte{
-				Pubrec << 4, 31, // Fixed header
+				packets.Pubrec << 4, 31, // Fixed header
 				0, 7, // Packet ID - LSB+MSB
-				ErrPacketIdentifierInUse.Code, // Reason Code
+				packets.ErrPacketIdentifierInUse.Code, // Reason Code
 				27,
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
 			},
 		},
 	},
-	Pubrel: {
+	packets.Pubrel: {
 		{
 			Case:    TPubrel,
 			Desc:    "pubrel",
 			Primary: true,
 			RawBytes: []byte{
-				Pubrel<<4 | 1<<1, 2, // Fixed header
+				packets.Pubrel<<4 | 1<<1, 2, // Fixed header
 				0, 7, // Packet ID - LSB+MSB
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Pubrel,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Pubrel,
 					Remaining: 2,
 					Qos:       1,
 				},
@@ -2556,25 +2562,25 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "pubrel mqtt5",
 			Primary: true,
 			RawBytes: []byte{
-				Pubrel<<4 | 1<<1, 20, // Fixed header
+				packets.Pubrel<<4 | 1<<1, 20, // Fixed header
 				0, 7, // Packet ID - LSB+MSB
-				CodeSuccess.Code, // Reason Code
-				16,               // Properties Length
-				38,               // User Properties (38)
+				packets.CodeSuccess.Code, // Reason Code
+				16,                       // Properties Length
+				38,                       // User Properties (38)
 				0, 5, 'h', 'e', 'l', 'l', 'o',
 				0, 6, 228, 184, 150, 231, 149, 140,
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Pubrel,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Pubrel,
 					Remaining: 20,
 					Qos:       1,
 				},
 				PacketID:   7,
-				ReasonCode: CodeSuccess.Code,
-				Properties: Properties{
-					User: []UserProperty{
+				ReasonCode: packets.CodeSuccess.Code,
+				Properties: packets.Properties{
+					User: []packets.UserProperty{
 						{
 							Key: "hello",
 							Val: "世界",
@@ -2588,23 +2594,23 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "mqtt5 no packet id ack",
 			Primary: true,
 			RawBytes: append([]byte{
-				Pubrel<<4 | 1<<1, 34, // Fixed header
+				packets.Pubrel<<4 | 1<<1, 34, // Fixed header
 				0, 7, // Packet ID - LSB+MSB
-				ErrPacketIdentifierNotFound.Code, // Reason Code
-				30,                               // Properties Length
-				31, 0, byte(len(ErrPacketIdentifierNotFound.Reason)),
-			}, []byte(ErrPacketIdentifierNotFound.Reason)...),
-			Packet: &Packet{
+				packets.ErrPacketIdentifierNotFound.Code, // Reason Code
+				30,                                       // Properties Length
+				31, 0, byte(len(packets.ErrPacketIdentifierNotFound.Reason)),
+			}, []byte(packets.ErrPacketIdentifierNotFound.Reason)...),
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Pubrel,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Pubrel,
 					Remaining: 34,
 					Qos:       1,
 				},
 				PacketID:   7,
-				ReasonCode: ErrPacketIdentifierNotFound.Code,
-				Properties: Properties{
-					ReasonString: ErrPacketIdentifierNotFound.Reason,
+				ReasonCode: packets.ErrPacketIdentifierNotFound.Code,
+				Properties: packets.Properties{
+					ReasonString: packets.ErrPacketIdentifierNotFound.Reason,
 				},
 			},
 		},
@@ -2613,13 +2619,13 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TPubrelInvalidReason,
 			Desc:      "invalid reason code",
 			Group:     "validate",
-			FailFirst: ErrProtocolViolationInvalidReason,
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type: Pubrel,
+			FailFirst: packets.ErrProtocolViolationInvalidReason,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type: packets.Pubrel,
 				},
 				PacketID:   7,
-				ReasonCode: ErrConnectionRateExceeded.Code,
+				ReasonCode: packets.ErrConnectionRateExceeded.Code,
 			},
 		},
 		// Fail states
@@ -2627,9 +2633,9 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TPubrelMalPacketID,
 			Desc:      "malformed packet id",
 			Group:     "decode",
-			FailFirst: ErrMalformedPacketID,
+			FailFirst: packets.ErrMalformedPacketID,
 			RawBytes: []byte{
-				Pubrel << 4, 2, // Fixed header
+				packets.Pubrel << 4, 2, // Fixed header
 				0, // Packet ID - LSB+MSB
 			},
 		},
@@ -2637,30 +2643,30 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TPubrelMalProperties,
 			Desc:      "malformed properties",
 			Group:     "decode",
-			FailFirst: ErrMalformedProperties,
+			FailFirst: packets.ErrMalformedProperties,
 			RawBytes: []byte{
-				Pubrel<<4 | 1<<1, 20, // Fixed header
+				packets.Pubrel<<4 | 1<<1, 20, // Fixed header
 				0, 7, // Packet ID - LSB+MSB
-				CodeSuccess.Code, // Reason Code
+				packets.CodeSuccess.Code, // Reason Code
 				16,
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
 			},
 		},
 	},
-	Pubcomp: {
+	packets.Pubcomp: {
 		{
 			Case:    TPubcomp,
 			Desc:    "pubcomp",
 			Primary: true,
 			RawBytes: []byte{
-				Pubcomp << 4, 2, // Fixed header
+				packets.Pubcomp << 4, 2, // Fixed header
 				0, 7, // Packet ID - LSB+MSB
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Pubcomp,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Pubcomp,
 					Remaining: 2,
 				},
 				PacketID: 7,
@@ -2671,24 +2677,24 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "mqtt5",
 			Primary: true,
 			RawBytes: []byte{
-				Pubcomp << 4, 20, // Fixed header
+				packets.Pubcomp << 4, 20, // Fixed header
 				0, 7, // Packet ID - LSB+MSB
-				CodeSuccess.Code, // Reason Code
-				16,               // Properties Length
-				38,               // User Properties (38)
+				packets.CodeSuccess.Code, // Reason Code
+				16,                       // Properties Length
+				38,                       // User Properties (38)
 				0, 5, 'h', 'e', 'l', 'l', 'o',
 				0, 6, 228, 184, 150, 231, 149, 140,
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Pubcomp,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Pubcomp,
 					Remaining: 20,
 				},
 				PacketID:   7,
-				ReasonCode: CodeSuccess.Code,
-				Properties: Properties{
-					User: []UserProperty{
+				ReasonCode: packets.CodeSuccess.Code,
+				Properties: packets.Properties{
+					User: []packets.UserProperty{
 						{
 							Key: "hello",
 							Val: "世界",
@@ -2702,22 +2708,22 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "mqtt5 no packet id ack",
 			Primary: true,
 			RawBytes: append([]byte{
-				Pubcomp << 4, 34, // Fixed header
+				packets.Pubcomp << 4, 34, // Fixed header
 				0, 7, // Packet ID - LSB+MSB
-				ErrPacketIdentifierNotFound.Code, // Reason Code
-				30,                               // Properties Length
-				31, 0, byte(len(ErrPacketIdentifierNotFound.Reason)),
-			}, []byte(ErrPacketIdentifierNotFound.Reason)...),
-			Packet: &Packet{
+				packets.ErrPacketIdentifierNotFound.Code, // Reason Code
+				30,                                       // Properties Length
+				31, 0, byte(len(packets.ErrPacketIdentifierNotFound.Reason)),
+			}, []byte(packets.ErrPacketIdentifierNotFound.Reason)...),
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Pubcomp,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Pubcomp,
 					Remaining: 34,
 				},
 				PacketID:   7,
-				ReasonCode: ErrPacketIdentifierNotFound.Code,
-				Properties: Properties{
-					ReasonString: ErrPacketIdentifierNotFound.Reason,
+				ReasonCode: packets.ErrPacketIdentifierNotFound.Code,
+				Properties: packets.Properties{
+					ReasonString: packets.ErrPacketIdentifierNotFound.Reason,
 				},
 			},
 		},
@@ -2726,12 +2732,12 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TPubcompInvalidReason,
 			Desc:      "invalid reason code",
 			Group:     "validate",
-			FailFirst: ErrProtocolViolationInvalidReason,
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type: Pubcomp,
+			FailFirst: packets.ErrProtocolViolationInvalidReason,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type: packets.Pubcomp,
 				},
-				ReasonCode: ErrConnectionRateExceeded.Code,
+				ReasonCode: packets.ErrConnectionRateExceeded.Code,
 			},
 		},
 		// Fail states
@@ -2739,9 +2745,9 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TPubcompMalPacketID,
 			Desc:      "malformed packet id",
 			Group:     "decode",
-			FailFirst: ErrMalformedPacketID,
+			FailFirst: packets.ErrMalformedPacketID,
 			RawBytes: []byte{
-				Pubcomp << 4, 2, // Fixed header
+				packets.Pubcomp << 4, 2, // Fixed header
 				0, // Packet ID - LSB+MSB
 			},
 		},
@@ -2749,38 +2755,38 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TPubcompMalProperties,
 			Desc:      "malformed properties",
 			Group:     "decode",
-			FailFirst: ErrMalformedProperties,
+			FailFirst: packets.ErrMalformedProperties,
 			RawBytes: []byte{
-				Pubcomp << 4, 34, // Fixed header
+				packets.Pubcomp << 4, 34, // Fixed header
 				0, 7, // Packet ID - LSB+MSB
-				ErrPacketIdentifierNotFound.Code, // Reason Code
+				packets.ErrPacketIdentifierNotFound.Code, // Reason Code
 				22,
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
 			},
 		},
 	},
-	Subscribe: {
+	packets.Subscribe: {
 		{
 			Case:    TSubscribe,
 			Desc:    "subscribe",
 			Primary: true,
 			RawBytes: []byte{
-				Subscribe<<4 | 1<<1, 10, // Fixed header
+				packets.Subscribe<<4 | 1<<1, 10, // Fixed header
 				0, 15, // Packet ID - LSB+MSB
 				0, 5, // Topic Name - LSB+MSB
 				'a', '/', 'b', '/', 'c', // Topic Name
 				0, // QoS
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Subscribe,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Subscribe,
 					Remaining: 10,
 					Qos:       1,
 				},
 				PacketID: 15,
-				Filters: Subscriptions{
+				Filters: packets.Subscriptions{
 					{Filter: "a/b/c"},
 				},
 			},
@@ -2790,7 +2796,7 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "many",
 			Primary: true,
 			RawBytes: []byte{
-				Subscribe<<4 | 1<<1, 30, // Fixed header
+				packets.Subscribe<<4 | 1<<1, 30, // Fixed header
 				0, 15, // Packet ID - LSB+MSB
 
 				0, 3, // Topic Name - LSB+MSB
@@ -2805,14 +2811,14 @@ var TPacketData = map[byte]TPacketCases{
 				'x', '/', 'y', '/', 'z', // Topic Name
 				2, // QoS
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Subscribe,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Subscribe,
 					Remaining: 30,
 					Qos:       1,
 				},
 				PacketID: 15,
-				Filters: Subscriptions{
+				Filters: packets.Subscriptions{
 					{Filter: "a/b", Qos: 0},
 					{Filter: "d/e/f/g/h/i", Qos: 1},
 					{Filter: "x/y/z", Qos: 2},
@@ -2824,7 +2830,7 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "mqtt5",
 			Primary: true,
 			RawBytes: []byte{
-				Subscribe<<4 | 1<<1, 31, // Fixed header
+				packets.Subscribe<<4 | 1<<1, 31, // Fixed header
 				0, 15, // Packet ID - LSB+MSB
 				20,
 				11, 202, 212, 19, // Subscription Identifier (11)
@@ -2835,15 +2841,15 @@ var TPacketData = map[byte]TPacketCases{
 				0, 5, 'a', '/', 'b', '/', 'c', // Topic Name
 				46, // subscription options
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Subscribe,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Subscribe,
 					Remaining: 31,
 					Qos:       1,
 				},
 				PacketID: 15,
-				Filters: Subscriptions{
+				Filters: packets.Subscriptions{
 					{
 						Filter:            "a/b/c",
 						Qos:               2,
@@ -2853,9 +2859,9 @@ var TPacketData = map[byte]TPacketCases{
 						Identifier:        322122,
 					},
 				},
-				Properties: Properties{
+				Properties: packets.Properties{
 					SubscriptionIdentifier: []int{322122},
-					User: []UserProperty{
+					User: []packets.UserProperty{
 						{
 							Key: "hello",
 							Val: "世界",
@@ -2869,22 +2875,22 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "retain handling 1",
 			Primary: true,
 			RawBytes: []byte{
-				Subscribe<<4 | 1<<1, 11, // Fixed header
+				packets.Subscribe<<4 | 1<<1, 11, // Fixed header
 				0, 15, // Packet ID - LSB+MSB
 				0,    // no properties
 				0, 5, // Topic Name - LSB+MSB
 				'a', '/', 'b', '/', 'c', // Topic Name
 				0 | 1<<4, // subscription options
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Subscribe,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Subscribe,
 					Remaining: 11,
 					Qos:       1,
 				},
 				PacketID: 15,
-				Filters: Subscriptions{
+				Filters: packets.Subscriptions{
 					{
 						Filter:         "a/b/c",
 						RetainHandling: 1,
@@ -2897,22 +2903,22 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "retain handling 2",
 			Primary: true,
 			RawBytes: []byte{
-				Subscribe<<4 | 1<<1, 11, // Fixed header
+				packets.Subscribe<<4 | 1<<1, 11, // Fixed header
 				0, 15, // Packet ID - LSB+MSB
 				0,    // no properties
 				0, 5, // Topic Name - LSB+MSB
 				'a', '/', 'b', '/', 'c', // Topic Name
 				0 | 2<<4, // subscription options
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Subscribe,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Subscribe,
 					Remaining: 11,
 					Qos:       1,
 				},
 				PacketID: 15,
-				Filters: Subscriptions{
+				Filters: packets.Subscriptions{
 					{
 						Filter:         "a/b/c",
 						RetainHandling: 2,
@@ -2925,22 +2931,22 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "retain as published",
 			Primary: true,
 			RawBytes: []byte{
-				Subscribe<<4 | 1<<1, 11, // Fixed header
+				packets.Subscribe<<4 | 1<<1, 11, // Fixed header
 				0, 15, // Packet ID - LSB+MSB
 				0,    // no properties
 				0, 5, // Topic Name - LSB+MSB
 				'a', '/', 'b', '/', 'c', // Topic Name
 				0 | 1<<3, // subscription options
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Subscribe,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Subscribe,
 					Remaining: 11,
 					Qos:       1,
 				},
 				PacketID: 15,
-				Filters: Subscriptions{
+				Filters: packets.Subscriptions{
 					{
 						Filter:            "a/b/c",
 						RetainAsPublished: true,
@@ -2952,13 +2958,13 @@ var TPacketData = map[byte]TPacketCases{
 			Case:  TSubscribeInvalidFilter,
 			Desc:  "invalid filter",
 			Group: "reference",
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type: Subscribe,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type: packets.Subscribe,
 					Qos:  1,
 				},
 				PacketID: 15,
-				Filters: Subscriptions{
+				Filters: packets.Subscriptions{
 					{Filter: "$SHARE/#", Identifier: 5},
 				},
 			},
@@ -2967,13 +2973,13 @@ var TPacketData = map[byte]TPacketCases{
 			Case:  TSubscribeInvalidSharedNoLocal,
 			Desc:  "shared and no local",
 			Group: "reference",
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type: Subscribe,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type: packets.Subscribe,
 					Qos:  1,
 				},
 				PacketID: 15,
-				Filters: Subscriptions{
+				Filters: packets.Subscriptions{
 					{Filter: "$SHARE/tmp/a/b/c", Identifier: 5, NoLocal: true},
 				},
 			},
@@ -2984,9 +2990,9 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TSubscribeMalPacketID,
 			Desc:      "malformed packet id",
 			Group:     "decode",
-			FailFirst: ErrMalformedPacketID,
+			FailFirst: packets.ErrMalformedPacketID,
 			RawBytes: []byte{
-				Subscribe<<4 | 1<<1, 2, // Fixed header
+				packets.Subscribe<<4 | 1<<1, 2, // Fixed header
 				0, // Packet ID - LSB+MSB
 			},
 		},
@@ -2994,9 +3000,9 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TSubscribeMalTopic,
 			Desc:      "malformed topic",
 			Group:     "decode",
-			FailFirst: ErrMalformedTopic,
+			FailFirst: packets.ErrMalformedTopic,
 			RawBytes: []byte{
-				Subscribe<<4 | 1<<1, 2, // Fixed header
+				packets.Subscribe<<4 | 1<<1, 2, // Fixed header
 				0, 21, // Packet ID - LSB+MSB
 
 				0, 3, // Topic Name - LSB+MSB
@@ -3007,9 +3013,9 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TSubscribeMalQos,
 			Desc:      "malformed subscribe - qos",
 			Group:     "decode",
-			FailFirst: ErrMalformedQos,
+			FailFirst: packets.ErrMalformedQos,
 			RawBytes: []byte{
-				Subscribe<<4 | 1<<1, 2, // Fixed header
+				packets.Subscribe<<4 | 1<<1, 2, // Fixed header
 				0, 22, // Packet ID - LSB+MSB
 
 				0, 3, // Topic Name - LSB+MSB
@@ -3021,9 +3027,9 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TSubscribeMalQosRange,
 			Desc:      "malformed qos out of range",
 			Group:     "decode",
-			FailFirst: ErrProtocolViolationQosOutOfRange,
+			FailFirst: packets.ErrProtocolViolationQosOutOfRange,
 			RawBytes: []byte{
-				Subscribe<<4 | 1<<1, 2, // Fixed header
+				packets.Subscribe<<4 | 1<<1, 2, // Fixed header
 				0, 22, // Packet ID - LSB+MSB
 
 				0, 3, // Topic Name - LSB+MSB
@@ -3036,13 +3042,13 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TSubscribeMalProperties,
 			Desc:      "malformed properties",
 			Group:     "decode",
-			FailFirst: ErrMalformedProperties,
+			FailFirst: packets.ErrMalformedProperties,
 			RawBytes: []byte{
-				Subscribe << 4, 11, // Fixed header
+				packets.Subscribe << 4, 11, // Fixed header
 				0, 15, // Packet ID - LSB+MSB
 				4,
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
 			},
 		},
@@ -3052,14 +3058,14 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TSubscribeInvalidQosMustPacketID,
 			Desc:   "no packet id with qos > 0",
 			Group:  "validate",
-			Expect: ErrProtocolViolationNoPacketID,
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type: Subscribe,
+			Expect: packets.ErrProtocolViolationNoPacketID,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type: packets.Subscribe,
 					Qos:  1,
 				},
 				PacketID: 0,
-				Filters: Subscriptions{
+				Filters: packets.Subscriptions{
 					{Filter: "a/b"},
 				},
 			},
@@ -3068,10 +3074,10 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TSubscribeInvalidNoFilters,
 			Desc:   "no filters",
 			Group:  "validate",
-			Expect: ErrProtocolViolationNoFilters,
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type: Subscribe,
+			Expect: packets.ErrProtocolViolationNoFilters,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type: packets.Subscribe,
 					Qos:  1,
 				},
 				PacketID: 2,
@@ -3082,14 +3088,14 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TSubscribeInvalidIdentifierOversize,
 			Desc:   "oversize identifier",
 			Group:  "validate",
-			Expect: ErrProtocolViolationOversizeSubID,
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type: Subscribe,
+			Expect: packets.ErrProtocolViolationOversizeSubID,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type: packets.Subscribe,
 					Qos:  1,
 				},
 				PacketID: 2,
-				Filters: Subscriptions{
+				Filters: packets.Subscriptions{
 					{Filter: "a/b", Identifier: 5},
 					{Filter: "d/f", Identifier: 268435456},
 				},
@@ -3101,40 +3107,40 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TSubscribeSpecQosMustPacketID,
 			Desc:   "no packet id with qos > 0",
 			Group:  "encode",
-			Expect: ErrProtocolViolationNoPacketID,
+			Expect: packets.ErrProtocolViolationNoPacketID,
 			RawBytes: []byte{
-				Subscribe<<4 | 1<<1, 10, // Fixed header
+				packets.Subscribe<<4 | 1<<1, 10, // Fixed header
 				0, 0, // Packet ID - LSB+MSB
 				0, 5, // Topic Name - LSB+MSB
 				'a', '/', 'b', '/', 'c', // Topic Name
 				1, // QoS
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Subscribe,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Subscribe,
 					Qos:       1,
 					Remaining: 10,
 				},
-				Filters: Subscriptions{
+				Filters: packets.Subscriptions{
 					{Filter: "a/b/c", Qos: 1},
 				},
 				PacketID: 0,
 			},
 		},
 	},
-	Suback: {
+	packets.Suback: {
 		{
 			Case:    TSuback,
 			Desc:    "suback",
 			Primary: true,
 			RawBytes: []byte{
-				Suback << 4, 3, // Fixed header
+				packets.Suback << 4, 3, // Fixed header
 				0, 15, // Packet ID - LSB+MSB
 				0, // Return Code QoS 0
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Suback,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Suback,
 					Remaining: 3,
 				},
 				PacketID:    15,
@@ -3146,16 +3152,16 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "many",
 			Primary: true,
 			RawBytes: []byte{
-				Suback << 4, 6, // Fixed header
+				packets.Suback << 4, 6, // Fixed header
 				0, 15, // Packet ID - LSB+MSB
 				0,    // Return Code QoS 0
 				1,    // Return Code QoS 1
 				2,    // Return Code QoS 2
 				0x80, // Return Code fail
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Suback,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Suback,
 					Remaining: 6,
 				},
 				PacketID:    15,
@@ -3167,19 +3173,19 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "deny mqtt5",
 			Primary: true,
 			RawBytes: []byte{
-				Suback << 4, 4, // Fixed header
+				packets.Suback << 4, 4, // Fixed header
 				0, 15, // Packet ID - LSB+MSB
-				0,                     // no properties
-				ErrNotAuthorized.Code, // Return Code QoS 0
+				0,                             // no properties
+				packets.ErrNotAuthorized.Code, // Return Code QoS 0
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Suback,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Suback,
 					Remaining: 4,
 				},
 				PacketID:    15,
-				ReasonCodes: []byte{ErrNotAuthorized.Code},
+				ReasonCodes: []byte{packets.ErrNotAuthorized.Code},
 			},
 		},
 		{
@@ -3187,17 +3193,17 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "unspecified error",
 			Primary: true,
 			RawBytes: []byte{
-				Suback << 4, 3, // Fixed header
+				packets.Suback << 4, 3, // Fixed header
 				0, 15, // Packet ID - LSB+MSB
-				ErrUnspecifiedError.Code, // Return Code QoS 0
+				packets.ErrUnspecifiedError.Code, // Return Code QoS 0
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Suback,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Suback,
 					Remaining: 3,
 				},
 				PacketID:    15,
-				ReasonCodes: []byte{ErrUnspecifiedError.Code},
+				ReasonCodes: []byte{packets.ErrUnspecifiedError.Code},
 			},
 		},
 		{
@@ -3205,19 +3211,19 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "unspecified error mqtt5",
 			Primary: true,
 			RawBytes: []byte{
-				Suback << 4, 4, // Fixed header
+				packets.Suback << 4, 4, // Fixed header
 				0, 15, // Packet ID - LSB+MSB
-				0,                        // no properties
-				ErrUnspecifiedError.Code, // Return Code QoS 0
+				0,                                // no properties
+				packets.ErrUnspecifiedError.Code, // Return Code QoS 0
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Suback,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Suback,
 					Remaining: 4,
 				},
 				PacketID:    15,
-				ReasonCodes: []byte{ErrUnspecifiedError.Code},
+				ReasonCodes: []byte{packets.ErrUnspecifiedError.Code},
 			},
 		},
 		{
@@ -3225,24 +3231,24 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "mqtt5",
 			Primary: true,
 			RawBytes: []byte{
-				Suback << 4, 20, // Fixed header
+				packets.Suback << 4, 20, // Fixed header
 				0, 15, // Packet ID
 				16, // Properties Length
 				38, // User Properties (38)
 				0, 5, 'h', 'e', 'l', 'l', 'o',
 				0, 6, 228, 184, 150, 231, 149, 140,
-				CodeGrantedQos2.Code, // Return Code QoS 0
+				packets.CodeGrantedQos2.Code, // Return Code QoS 0
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Suback,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Suback,
 					Remaining: 20,
 				},
 				PacketID:    15,
-				ReasonCodes: []byte{CodeGrantedQos2.Code},
-				Properties: Properties{
-					User: []UserProperty{
+				ReasonCodes: []byte{packets.CodeGrantedQos2.Code},
+				Properties: packets.Properties{
+					User: []packets.UserProperty{
 						{
 							Key: "hello",
 							Val: "世界",
@@ -3256,7 +3262,7 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "packet id in use",
 			Primary: true,
 			RawBytes: []byte{
-				Suback << 4, 47, // Fixed header
+				packets.Suback << 4, 47, // Fixed header
 				0, 15, // Packet ID
 				43, // Properties Length
 				31, 0, 24, 'p', 'a', 'c', 'k', 'e', 't',
@@ -3266,19 +3272,19 @@ var TPacketData = map[byte]TPacketCases{
 				38, // User Properties (38)
 				0, 5, 'h', 'e', 'l', 'l', 'o',
 				0, 6, 228, 184, 150, 231, 149, 140,
-				ErrPacketIdentifierInUse.Code,
+				packets.ErrPacketIdentifierInUse.Code,
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Suback,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Suback,
 					Remaining: 47,
 				},
 				PacketID:    15,
-				ReasonCodes: []byte{ErrPacketIdentifierInUse.Code},
-				Properties: Properties{
-					ReasonString: ErrPacketIdentifierInUse.Reason,
-					User: []UserProperty{
+				ReasonCodes: []byte{packets.ErrPacketIdentifierInUse.Code},
+				Properties: packets.Properties{
+					ReasonString: packets.ErrPacketIdentifierInUse.Reason,
+					User: []packets.UserProperty{
 						{
 							Key: "hello",
 							Val: "世界",
@@ -3293,9 +3299,9 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TSubackMalPacketID,
 			Desc:      "malformed packet id",
 			Group:     "decode",
-			FailFirst: ErrMalformedPacketID,
+			FailFirst: packets.ErrMalformedPacketID,
 			RawBytes: []byte{
-				Suback << 4, 2, // Fixed header
+				packets.Suback << 4, 2, // Fixed header
 				0, // Packet ID - LSB+MSB
 			},
 		},
@@ -3303,13 +3309,13 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TSubackMalProperties,
 			Desc:      "malformed properties",
 			Group:     "decode",
-			FailFirst: ErrMalformedProperties,
+			FailFirst: packets.ErrMalformedProperties,
 			RawBytes: []byte{
-				Suback << 4, 47,
+				packets.Suback << 4, 47,
 				0, 15,
 				43,
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
 			},
 		},
@@ -3319,12 +3325,12 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:  "malformed packet id",
 			Group: "reference",
 			RawBytes: []byte{
-				Suback << 4, 4,
+				packets.Suback << 4, 4,
 				0, 15,
 				0, // no properties
-				ErrTopicFilterInvalid.Code,
+				packets.ErrTopicFilterInvalid.Code,
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
 			},
 		},
@@ -3333,37 +3339,37 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:  "invalid shared no local",
 			Group: "reference",
 			RawBytes: []byte{
-				Suback << 4, 4,
+				packets.Suback << 4, 4,
 				0, 15,
 				0, // no properties
-				ErrProtocolViolationInvalidSharedNoLocal.Code,
+				packets.ErrProtocolViolationInvalidSharedNoLocal.Code,
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
 			},
 		},
 	},
 
-	Unsubscribe: {
+	packets.Unsubscribe: {
 		{
 			Case:    TUnsubscribe,
 			Desc:    "unsubscribe",
 			Primary: true,
 			RawBytes: []byte{
-				Unsubscribe<<4 | 1<<1, 9, // Fixed header
+				packets.Unsubscribe<<4 | 1<<1, 9, // Fixed header
 				0, 15, // Packet ID - LSB+MSB
 				0, 5, // Topic Name - LSB+MSB
 				'a', '/', 'b', '/', 'c', // Topic Name
 
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Unsubscribe,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Unsubscribe,
 					Remaining: 9,
 					Qos:       1,
 				},
 				PacketID: 15,
-				Filters: Subscriptions{
+				Filters: packets.Subscriptions{
 					{Filter: "a/b/c"},
 				},
 			},
@@ -3373,7 +3379,7 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "unsubscribe many",
 			Primary: true,
 			RawBytes: []byte{
-				Unsubscribe<<4 | 1<<1, 27, // Fixed header
+				packets.Unsubscribe<<4 | 1<<1, 27, // Fixed header
 				0, 35, // Packet ID - LSB+MSB
 
 				0, 3, // Topic Name - LSB+MSB
@@ -3385,14 +3391,14 @@ var TPacketData = map[byte]TPacketCases{
 				0, 5, // Topic Name - LSB+MSB
 				'x', '/', 'y', '/', 'z', // Topic Name
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Unsubscribe,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Unsubscribe,
 					Remaining: 27,
 					Qos:       1,
 				},
 				PacketID: 35,
-				Filters: Subscriptions{
+				Filters: packets.Subscriptions{
 					{Filter: "a/b"},
 					{Filter: "d/e/f/g/h/i"},
 					{Filter: "x/y/z"},
@@ -3404,7 +3410,7 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "mqtt5",
 			Primary: true,
 			RawBytes: []byte{
-				Unsubscribe<<4 | 1<<1, 31, // Fixed header
+				packets.Unsubscribe<<4 | 1<<1, 31, // Fixed header
 				0, 15, // Packet ID - LSB+MSB
 
 				16,
@@ -3418,23 +3424,23 @@ var TPacketData = map[byte]TPacketCases{
 				0, 5, // Topic Name - LSB+MSB
 				'x', '/', 'y', '/', 'w',
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Unsubscribe,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Unsubscribe,
 					Remaining: 31,
 					Qos:       1,
 				},
 				PacketID: 15,
-				Properties: Properties{
-					User: []UserProperty{
+				Properties: packets.Properties{
+					User: []packets.UserProperty{
 						{
 							Key: "hello",
 							Val: "世界",
 						},
 					},
 				},
-				Filters: Subscriptions{
+				Filters: packets.Subscriptions{
 					{Filter: "a/b"},
 					{Filter: "x/y/w"},
 				},
@@ -3446,9 +3452,9 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TUnsubscribeMalPacketID,
 			Desc:      "malformed packet id",
 			Group:     "decode",
-			FailFirst: ErrMalformedPacketID,
+			FailFirst: packets.ErrMalformedPacketID,
 			RawBytes: []byte{
-				Unsubscribe << 4, 2, // Fixed header
+				packets.Unsubscribe << 4, 2, // Fixed header
 				0, // Packet ID - LSB+MSB
 			},
 		},
@@ -3456,9 +3462,9 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TUnsubscribeMalTopicName,
 			Desc:      "malformed topic",
 			Group:     "decode",
-			FailFirst: ErrMalformedTopic,
+			FailFirst: packets.ErrMalformedTopic,
 			RawBytes: []byte{
-				Unsubscribe << 4, 2, // Fixed header
+				packets.Unsubscribe << 4, 2, // Fixed header
 				0, 21, // Packet ID - LSB+MSB
 				0, 3, // Topic Name - LSB+MSB
 				'a', '/',
@@ -3468,13 +3474,13 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TUnsubscribeMalProperties,
 			Desc:      "malformed properties",
 			Group:     "decode",
-			FailFirst: ErrMalformedProperties,
+			FailFirst: packets.ErrMalformedProperties,
 			RawBytes: []byte{
-				Unsubscribe<<4 | 1<<1, 31, // Fixed header
+				packets.Unsubscribe<<4 | 1<<1, 31, // Fixed header
 				0, 15, // Packet ID - LSB+MSB
 				16,
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
 			},
 		},
@@ -3483,15 +3489,15 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TUnsubscribeInvalidQosMustPacketID,
 			Desc:   "no packet id with qos > 0",
 			Group:  "validate",
-			Expect: ErrProtocolViolationNoPacketID,
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type: Unsubscribe,
+			Expect: packets.ErrProtocolViolationNoPacketID,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type: packets.Unsubscribe,
 					Qos:  1,
 				},
 				PacketID: 0,
-				Filters: Subscriptions{
-					Subscription{Filter: "a/b"},
+				Filters: packets.Subscriptions{
+					packets.Subscription{Filter: "a/b"},
 				},
 			},
 		},
@@ -3499,10 +3505,10 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TUnsubscribeInvalidNoFilters,
 			Desc:   "no filters",
 			Group:  "validate",
-			Expect: ErrProtocolViolationNoFilters,
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type: Unsubscribe,
+			Expect: packets.ErrProtocolViolationNoFilters,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type: packets.Unsubscribe,
 					Qos:  1,
 				},
 				PacketID: 2,
@@ -3513,38 +3519,38 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TUnsubscribeSpecQosMustPacketID,
 			Desc:   "no packet id with qos > 0",
 			Group:  "encode",
-			Expect: ErrProtocolViolationNoPacketID,
+			Expect: packets.ErrProtocolViolationNoPacketID,
 			RawBytes: []byte{
-				Unsubscribe<<4 | 1<<1, 9, // Fixed header
+				packets.Unsubscribe<<4 | 1<<1, 9, // Fixed header
 				0, 0, // Packet ID - LSB+MSB
 				0, 5, // Topic Name - LSB+MSB
 				'a', '/', 'b', '/', 'c', // Topic Name
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Unsubscribe,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Unsubscribe,
 					Qos:       1,
 					Remaining: 9,
 				},
 				PacketID: 0,
-				Filters: Subscriptions{
+				Filters: packets.Subscriptions{
 					{Filter: "a/b/c"},
 				},
 			},
 		},
 	},
-	Unsuback: {
+	packets.Unsuback: {
 		{
 			Case:    TUnsuback,
 			Desc:    "unsuback",
 			Primary: true,
 			RawBytes: []byte{
-				Unsuback << 4, 2, // Fixed header
+				packets.Unsuback << 4, 2, // Fixed header
 				0, 15, // Packet ID - LSB+MSB
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Unsuback,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Unsuback,
 					Remaining: 2,
 				},
 				PacketID: 15,
@@ -3555,19 +3561,19 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "unsuback many",
 			Primary: true,
 			RawBytes: []byte{
-				Unsuback << 4, 5, // Fixed header
+				packets.Unsuback << 4, 5, // Fixed header
 				0, 15, // Packet ID - LSB+MSB
 				0,
-				CodeSuccess.Code, CodeSuccess.Code,
+				packets.CodeSuccess.Code, packets.CodeSuccess.Code,
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Unsuback,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Unsuback,
 					Remaining: 5,
 				},
 				PacketID:    15,
-				ReasonCodes: []byte{CodeSuccess.Code, CodeSuccess.Code},
+				ReasonCodes: []byte{packets.CodeSuccess.Code, packets.CodeSuccess.Code},
 			},
 		},
 		{
@@ -3575,24 +3581,24 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "mqtt5",
 			Primary: true,
 			RawBytes: []byte{
-				Unsuback << 4, 21, // Fixed header
+				packets.Unsuback << 4, 21, // Fixed header
 				0, 15, // Packet ID - LSB+MSB
 				16, // Properties Length
 				38, // User Properties (38)
 				0, 5, 'h', 'e', 'l', 'l', 'o',
 				0, 6, 228, 184, 150, 231, 149, 140,
-				CodeSuccess.Code, CodeNoSubscriptionExisted.Code,
+				packets.CodeSuccess.Code, packets.CodeNoSubscriptionExisted.Code,
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Unsuback,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Unsuback,
 					Remaining: 21,
 				},
 				PacketID:    15,
-				ReasonCodes: []byte{CodeSuccess.Code, CodeNoSubscriptionExisted.Code},
-				Properties: Properties{
-					User: []UserProperty{
+				ReasonCodes: []byte{packets.CodeSuccess.Code, packets.CodeNoSubscriptionExisted.Code},
+				Properties: packets.Properties{
+					User: []packets.UserProperty{
 						{
 							Key: "hello",
 							Val: "世界",
@@ -3606,7 +3612,7 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "packet id in use",
 			Primary: true,
 			RawBytes: []byte{
-				Unsuback << 4, 48, // Fixed header
+				packets.Unsuback << 4, 48, // Fixed header
 				0, 15, // Packet ID - LSB+MSB
 				43, // Properties Length
 				31, 0, 24, 'p', 'a', 'c', 'k', 'e', 't',
@@ -3616,19 +3622,19 @@ var TPacketData = map[byte]TPacketCases{
 				38, // User Properties (38)
 				0, 5, 'h', 'e', 'l', 'l', 'o',
 				0, 6, 228, 184, 150, 231, 149, 140,
-				ErrPacketIdentifierInUse.Code, ErrPacketIdentifierInUse.Code,
+				packets.ErrPacketIdentifierInUse.Code, packets.ErrPacketIdentifierInUse.Code,
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Unsuback,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Unsuback,
 					Remaining: 48,
 				},
 				PacketID:    15,
-				ReasonCodes: []byte{ErrPacketIdentifierInUse.Code, ErrPacketIdentifierInUse.Code},
-				Properties: Properties{
-					ReasonString: ErrPacketIdentifierInUse.Reason,
-					User: []UserProperty{
+				ReasonCodes: []byte{packets.ErrPacketIdentifierInUse.Code, packets.ErrPacketIdentifierInUse.Code},
+				Properties: packets.Properties{
+					ReasonString: packets.ErrPacketIdentifierInUse.Reason,
+					User: []packets.UserProperty{
 						{
 							Key: "hello",
 							Val: "世界",
@@ -3643,9 +3649,9 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TUnsubackMalPacketID,
 			Desc:      "malformed packet id",
 			Group:     "decode",
-			FailFirst: ErrMalformedPacketID,
+			FailFirst: packets.ErrMalformedPacketID,
 			RawBytes: []byte{
-				Unsuback << 4, 2, // Fixed header
+				packets.Unsuback << 4, 2, // Fixed header
 				0, // Packet ID - LSB+MSB
 			},
 		},
@@ -3653,62 +3659,62 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TUnsubackMalProperties,
 			Desc:      "malformed properties",
 			Group:     "decode",
-			FailFirst: ErrMalformedProperties,
+			FailFirst: packets.ErrMalformedProperties,
 			RawBytes: []byte{
-				Unsuback << 4, 48, // Fixed header
+				packets.Unsuback << 4, 48, // Fixed header
 				0, 15, // Packet ID - LSB+MSB
 				43,
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
 			},
 		},
 	},
 
-	Pingreq: {
+	packets.Pingreq: {
 		{
 			Case:    TPingreq,
 			Desc:    "ping request",
 			Primary: true,
 			RawBytes: []byte{
-				Pingreq << 4, 0, // fixed header
+				packets.Pingreq << 4, 0, // fixed header
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Pingreq,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Pingreq,
 					Remaining: 0,
 				},
 			},
 		},
 	},
-	Pingresp: {
+	packets.Pingresp: {
 		{
 			Case:    TPingresp,
 			Desc:    "ping response",
 			Primary: true,
 			RawBytes: []byte{
-				Pingresp << 4, 0, // fixed header
+				packets.Pingresp << 4, 0, // fixed header
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Pingresp,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Pingresp,
 					Remaining: 0,
 				},
 			},
 		},
 	},
 
-	Disconnect: {
+	packets.Disconnect: {
 		{
 			Case:    TDisconnect,
 			Desc:    "disconnect",
 			Primary: true,
 			RawBytes: []byte{
-				Disconnect << 4, 0, // fixed header
+				packets.Disconnect << 4, 0, // fixed header
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type:      Disconnect,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Disconnect,
 					Remaining: 0,
 				},
 			},
@@ -3718,20 +3724,20 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "takeover",
 			Primary: true,
 			RawBytes: append([]byte{
-				Disconnect << 4, 21, // fixed header
-				ErrSessionTakenOver.Code, // Reason Code
-				19,                       // Properties Length
-				31, 0, 16,                // Reason String (31)
-			}, []byte(ErrSessionTakenOver.Reason)...),
-			Packet: &Packet{
+				packets.Disconnect << 4, 21, // fixed header
+				packets.ErrSessionTakenOver.Code, // Reason Code
+				19,                               // Properties Length
+				31, 0, 16,                        // Reason String (31)
+			}, []byte(packets.ErrSessionTakenOver.Reason)...),
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Disconnect,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Disconnect,
 					Remaining: 0,
 				},
-				ReasonCode: ErrSessionTakenOver.Code,
-				Properties: Properties{
-					ReasonString: ErrSessionTakenOver.Reason,
+				ReasonCode: packets.ErrSessionTakenOver.Code,
+				Properties: packets.Properties{
+					ReasonString: packets.ErrSessionTakenOver.Reason,
 				},
 			},
 		},
@@ -3740,20 +3746,20 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "shutting down",
 			Primary: true,
 			RawBytes: append([]byte{
-				Disconnect << 4, 25, // fixed header
-				ErrServerShuttingDown.Code, // Reason Code
-				23,                         // Properties Length
-				31, 0, 20,                  // Reason String (31)
-			}, []byte(ErrServerShuttingDown.Reason)...),
-			Packet: &Packet{
+				packets.Disconnect << 4, 25, // fixed header
+				packets.ErrServerShuttingDown.Code, // Reason Code
+				23,                                 // Properties Length
+				31, 0, 20,                          // Reason String (31)
+			}, []byte(packets.ErrServerShuttingDown.Reason)...),
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Disconnect,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Disconnect,
 					Remaining: 0,
 				},
-				ReasonCode: ErrServerShuttingDown.Code,
-				Properties: Properties{
-					ReasonString: ErrServerShuttingDown.Reason,
+				ReasonCode: packets.ErrServerShuttingDown.Code,
+				Properties: packets.Properties{
+					ReasonString: packets.ErrServerShuttingDown.Reason,
 				},
 			},
 		},
@@ -3762,21 +3768,21 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "mqtt5",
 			Primary: true,
 			RawBytes: append([]byte{
-				Disconnect << 4, 22, // fixed header
-				CodeDisconnect.Code, // Reason Code
-				20,                  // Properties Length
-				17, 0, 0, 0, 120,    // Session Expiry Interval (17)
+				packets.Disconnect << 4, 22, // fixed header
+				packets.CodeDisconnect.Code, // Reason Code
+				20,                          // Properties Length
+				17, 0, 0, 0, 120,            // Session Expiry Interval (17)
 				31, 0, 12, // Reason String (31)
-			}, []byte(CodeDisconnect.Reason)...),
-			Packet: &Packet{
+			}, []byte(packets.CodeDisconnect.Reason)...),
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Disconnect,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Disconnect,
 					Remaining: 22,
 				},
-				ReasonCode: CodeDisconnect.Code,
-				Properties: Properties{
-					ReasonString:              CodeDisconnect.Reason,
+				ReasonCode: packets.CodeDisconnect.Code,
+				Properties: packets.Properties{
+					ReasonString:              packets.CodeDisconnect.Reason,
 					SessionExpiryInterval:     120,
 					SessionExpiryIntervalFlag: true,
 				},
@@ -3787,21 +3793,21 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:    "mqtt5 disconnect with will message",
 			Primary: true,
 			RawBytes: append([]byte{
-				Disconnect << 4, 38, // fixed header
-				CodeDisconnectWillMessage.Code, // Reason Code
-				36,                             // Properties Length
-				17, 0, 0, 0, 120,               // Session Expiry Interval (17)
+				packets.Disconnect << 4, 38, // fixed header
+				packets.CodeDisconnectWillMessage.Code, // Reason Code
+				36,                                     // Properties Length
+				17, 0, 0, 0, 120,                       // Session Expiry Interval (17)
 				31, 0, 28, // Reason String (31)
-			}, []byte(CodeDisconnectWillMessage.Reason)...),
-			Packet: &Packet{
+			}, []byte(packets.CodeDisconnectWillMessage.Reason)...),
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Disconnect,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Disconnect,
 					Remaining: 22,
 				},
-				ReasonCode: CodeDisconnectWillMessage.Code,
-				Properties: Properties{
-					ReasonString:              CodeDisconnectWillMessage.Reason,
+				ReasonCode: packets.CodeDisconnectWillMessage.Code,
+				Properties: packets.Properties{
+					ReasonString:              packets.CodeDisconnectWillMessage.Reason,
 					SessionExpiryInterval:     120,
 					SessionExpiryIntervalFlag: true,
 				},
@@ -3811,20 +3817,20 @@ var TPacketData = map[byte]TPacketCases{
 			Case: TDisconnectSecondConnect,
 			Desc: "second connect packet mqtt5",
 			RawBytes: append([]byte{
-				Disconnect << 4, 46, // fixed header
-				ErrProtocolViolationSecondConnect.Code,
+				packets.Disconnect << 4, 46, // fixed header
+				packets.ErrProtocolViolationSecondConnect.Code,
 				44,
 				31, 0, 41, // Reason String (31)
-			}, []byte(ErrProtocolViolationSecondConnect.Reason)...),
-			Packet: &Packet{
+			}, []byte(packets.ErrProtocolViolationSecondConnect.Reason)...),
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Disconnect,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Disconnect,
 					Remaining: 45,
 				},
-				ReasonCode: ErrProtocolViolationSecondConnect.Code,
-				Properties: Properties{
-					ReasonString: ErrProtocolViolationSecondConnect.Reason,
+				ReasonCode: packets.ErrProtocolViolationSecondConnect.Code,
+				Properties: packets.Properties{
+					ReasonString: packets.ErrProtocolViolationSecondConnect.Reason,
 				},
 			},
 		},
@@ -3832,37 +3838,37 @@ var TPacketData = map[byte]TPacketCases{
 			Case: TDisconnectZeroNonZeroExpiry,
 			Desc: "zero non zero expiry",
 			RawBytes: []byte{
-				Disconnect << 4, 2, // fixed header
-				ErrProtocolViolationZeroNonZeroExpiry.Code,
+				packets.Disconnect << 4, 2, // fixed header
+				packets.ErrProtocolViolationZeroNonZeroExpiry.Code,
 				0,
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Disconnect,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Disconnect,
 					Remaining: 2,
 				},
-				ReasonCode: ErrProtocolViolationZeroNonZeroExpiry.Code,
+				ReasonCode: packets.ErrProtocolViolationZeroNonZeroExpiry.Code,
 			},
 		},
 		{
 			Case: TDisconnectReceiveMaximum,
 			Desc: "receive maximum mqtt5",
 			RawBytes: append([]byte{
-				Disconnect << 4, 29, // fixed header
-				ErrReceiveMaximum.Code,
+				packets.Disconnect << 4, 29, // fixed header
+				packets.ErrReceiveMaximum.Code,
 				27,        // Properties Length
 				31, 0, 24, // Reason String (31)
-			}, []byte(ErrReceiveMaximum.Reason)...),
-			Packet: &Packet{
+			}, []byte(packets.ErrReceiveMaximum.Reason)...),
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Disconnect,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Disconnect,
 					Remaining: 29,
 				},
-				ReasonCode: ErrReceiveMaximum.Code,
-				Properties: Properties{
-					ReasonString: ErrReceiveMaximum.Reason,
+				ReasonCode: packets.ErrReceiveMaximum.Code,
+				Properties: packets.Properties{
+					ReasonString: packets.ErrReceiveMaximum.Reason,
 				},
 			},
 		},
@@ -3871,8 +3877,8 @@ var TPacketData = map[byte]TPacketCases{
 			Desc:  "drop oversize properties partial",
 			Group: "encode",
 			RawBytes: []byte{
-				Disconnect << 4, 39, // fixed header
-				CodeDisconnect.Code,
+				packets.Disconnect << 4, 39, // fixed header
+				packets.CodeDisconnect.Code,
 				19,                                          // length
 				28, 0, 7, 'm', 'o', 'c', 'h', 'i', '-', '2', // Server Reference (28)
 				31, 0, 6, 'r', 'e', 'a', 's', 'o', 'n', // Reason String (31)
@@ -3881,25 +3887,25 @@ var TPacketData = map[byte]TPacketCases{
 				0, 6, 228, 184, 150, 231, 149, 140,
 			},
 			ActualBytes: []byte{
-				Disconnect << 4, 12, // fixed header
-				CodeDisconnect.Code,
+				packets.Disconnect << 4, 12, // fixed header
+				packets.CodeDisconnect.Code,
 				10,                                          // length
 				28, 0, 7, 'm', 'o', 'c', 'h', 'i', '-', '2', // Server Reference (28)
 			},
-			Packet: &Packet{
-				Mods: Mods{
+			Packet: &packets.Packet{
+				Mods: packets.Mods{
 					MaxSize: 3,
 				},
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Disconnect,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Disconnect,
 					Remaining: 40,
 				},
-				ReasonCode: CodeSuccess.Code,
-				Properties: Properties{
+				ReasonCode: packets.CodeSuccess.Code,
+				Properties: packets.Properties{
 					ReasonString:    "reason",
 					ServerReference: "mochi-2",
-					User: []UserProperty{
+					User: []packets.UserProperty{
 						{
 							Key: "hello",
 							Val: "世界",
@@ -3913,13 +3919,13 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TDisconnectMalProperties,
 			Desc:      "malformed properties",
 			Group:     "decode",
-			FailFirst: ErrMalformedProperties,
+			FailFirst: packets.ErrMalformedProperties,
 			RawBytes: []byte{
-				Disconnect << 4, 48, // fixed header
-				CodeDisconnect.Code, // Reason Code
+				packets.Disconnect << 4, 48, // fixed header
+				packets.CodeDisconnect.Code, // Reason Code
 				46,
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
 			},
 		},
@@ -3927,23 +3933,23 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TDisconnectMalReasonCode,
 			Desc:      "malformed reason code",
 			Group:     "decode",
-			FailFirst: ErrMalformedReasonCode,
+			FailFirst: packets.ErrMalformedReasonCode,
 			RawBytes: []byte{
-				Disconnect << 4, 48, // fixed header
+				packets.Disconnect << 4, 48, // fixed header
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
 			},
 		},
 	},
-	Auth: {
+	packets.Auth: {
 		{
 			Case:    TAuth,
 			Desc:    "auth",
 			Primary: true,
 			RawBytes: []byte{
-				Auth << 4, 47,
-				CodeSuccess.Code, // reason code
+				packets.Auth << 4, 47,
+				packets.CodeSuccess.Code, // reason code
 				45,
 				21, 0, 5, 'S', 'H', 'A', '-', '1', // Authentication Method (21)
 				22, 0, 9, 'a', 'u', 't', 'h', '-', 'd', 'a', 't', 'a', // Authentication Data (22)
@@ -3952,18 +3958,18 @@ var TPacketData = map[byte]TPacketCases{
 				0, 5, 'h', 'e', 'l', 'l', 'o',
 				0, 6, 228, 184, 150, 231, 149, 140,
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
-				FixedHeader: FixedHeader{
-					Type:      Auth,
+				FixedHeader: packets.FixedHeader{
+					Type:      packets.Auth,
 					Remaining: 47,
 				},
-				ReasonCode: CodeSuccess.Code,
-				Properties: Properties{
+				ReasonCode: packets.CodeSuccess.Code,
+				Properties: packets.Properties{
 					AuthenticationMethod: "SHA-1",
 					AuthenticationData:   []byte("auth-data"),
 					ReasonString:         "reason",
-					User: []UserProperty{
+					User: []packets.UserProperty{
 						{
 							Key: "hello",
 							Val: "世界",
@@ -3976,15 +3982,15 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TAuthMalReasonCode,
 			Desc:      "malformed reason code",
 			Group:     "decode",
-			FailFirst: ErrMalformedReasonCode,
+			FailFirst: packets.ErrMalformedReasonCode,
 			RawBytes: []byte{
-				Auth << 4, 47,
+				packets.Auth << 4, 47,
 			},
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type: Auth,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type: packets.Auth,
 				},
-				ReasonCode: CodeNoMatchingSubscribers.Code,
+				ReasonCode: packets.CodeNoMatchingSubscribers.Code,
 			},
 		},
 		// fail states
@@ -3992,13 +3998,13 @@ var TPacketData = map[byte]TPacketCases{
 			Case:      TAuthMalProperties,
 			Desc:      "malformed properties",
 			Group:     "decode",
-			FailFirst: ErrMalformedProperties,
+			FailFirst: packets.ErrMalformedProperties,
 			RawBytes: []byte{
-				Auth << 4, 3,
-				CodeSuccess.Code,
+				packets.Auth << 4, 3,
+				packets.CodeSuccess.Code,
 				12,
 			},
-			Packet: &Packet{
+			Packet: &packets.Packet{
 				ProtocolVersion: 5,
 			},
 		},
@@ -4007,24 +4013,24 @@ var TPacketData = map[byte]TPacketCases{
 			Case:   TAuthInvalidReason,
 			Desc:   "invalid reason code",
 			Group:  "validate",
-			Expect: ErrProtocolViolationInvalidReason,
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type: Auth,
+			Expect: packets.ErrProtocolViolationInvalidReason,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type: packets.Auth,
 				},
-				ReasonCode: CodeNoMatchingSubscribers.Code,
+				ReasonCode: packets.CodeNoMatchingSubscribers.Code,
 			},
 		},
 		{
 			Case:   TAuthInvalidReason2,
 			Desc:   "invalid reason code",
 			Group:  "validate",
-			Expect: ErrProtocolViolationInvalidReason,
-			Packet: &Packet{
-				FixedHeader: FixedHeader{
-					Type: Auth,
+			Expect: packets.ErrProtocolViolationInvalidReason,
+			Packet: &packets.Packet{
+				FixedHeader: packets.FixedHeader{
+					Type: packets.Auth,
 				},
-				ReasonCode: CodeNoMatchingSubscribers.Code,
+				ReasonCode: packets.CodeNoMatchingSubscribers.Code,
 			},
 		},
 	},
