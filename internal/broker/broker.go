@@ -107,7 +107,7 @@ type Config struct {
 	MaxSessionQueueBytes, MaxQueuedBytes int64
 	// Cluster, when set, is the node of a cluster the broker spans: its
 	// publishes, retained messages, client ids and sessions are the
-	// cluster's (docs/adr/0008-one-broker-across-the-cluster.md). nil
+	// cluster's (docs/adr/0009-one-broker-across-the-cluster.md). nil
 	// for a single node.
 	Cluster Cluster
 }

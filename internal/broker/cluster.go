@@ -15,7 +15,7 @@ import (
 // Cluster is the node of a cluster the broker spans (*cluster.Node): the
 // replicated metadata of the broker (routes, retained messages, client
 // ids), the streams of messages to the other nodes, and the handover of
-// sessions (docs/adr/0008-one-broker-across-the-cluster.md).
+// sessions (docs/adr/0009-one-broker-across-the-cluster.md).
 type Cluster interface {
 	NodeID() string
 	Epoch() uint64

@@ -17,7 +17,7 @@
 // node the client is connected to, and end with the connection.
 //
 // In a cluster the broker spans the nodes (spanning, cluster_*.go,
-// docs/adr/0008): it is the core's mqtt.Remote (which filters have local
+// docs/adr/0009): it is the core's mqtt.Remote (which filters have local
 // subscribers, where each message goes, when a publisher's acknowledgement
 // may go) and the cluster's Broker (messages from the other nodes, the
 // replicated retained messages to mirror into the core, sessions to hand

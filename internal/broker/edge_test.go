@@ -50,7 +50,7 @@ var coreEdge = []string{
 	// Authorization: a requester's own response route checked once, and
 	// a connection's subscriptions checked again after a policy change.
 	"*mqtt.Server.CheckACL", "*mqtt.Server.PrepareCheckedDelivery", "*mqtt.Subscriptions.GetAll",
-	// One broker across a cluster (docs/adr/0008): messages from other
+	// One broker across a cluster (docs/adr/0009): messages from other
 	// nodes, sessions that move between nodes, and the retained messages
 	// of the replicated state mirrored into the core's index. The core
 	// calls the binding through mqtt.Remote.

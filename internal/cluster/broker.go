@@ -6,7 +6,7 @@ import (
 )
 
 // Broker is what a node asks of the MQTT broker bound to it
-// (docs/adr/0008-one-broker-across-the-cluster.md): to mirror the
+// (docs/adr/0009-one-broker-across-the-cluster.md): to mirror the
 // replicated metadata, to deliver the messages other nodes send, and to
 // hand over a session another node takes. Set it with SetBroker before
 // Start.

@@ -48,7 +48,7 @@
 // rather than queued, so they converge after a partition or a restart.
 // MQTT messages travel between nodes on streams of their own (relay,
 // connection kind connRelay): one per peer, batched, acknowledged, kept
-// for a peer that cannot be reached (docs/adr/0008).
+// for a peer that cannot be reached (docs/adr/0009).
 //
 // # The cluster listener
 //

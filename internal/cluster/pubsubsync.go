@@ -34,7 +34,7 @@ const (
 // metadata (package pubsub), one batch at a time, in the order they were
 // made, and keeps what did not commit for the next batch: a node whose
 // proposals fail while it has no majority proposes them once it has one
-// again (docs/adr/0008-one-broker-across-the-cluster.md).
+// again (docs/adr/0009-one-broker-across-the-cluster.md).
 //
 // Routes are not queued but compared: the filters with local subscribers
 // against the routes the replicated state holds for this node, for the

@@ -38,7 +38,7 @@ const (
 // relay carries the MQTT messages this node routes to the other nodes
 // that have matching routes, over one stream per peer (connection kind
 // connRelay), and delivers to this node's broker the messages the other
-// nodes send it (docs/adr/0008-one-broker-across-the-cluster.md).
+// nodes send it (docs/adr/0009-one-broker-across-the-cluster.md).
 type relay struct {
 	n *Node
 

@@ -9,7 +9,7 @@ import (
 	"github.com/dssio/dss/internal/mqtt/packets"
 )
 
-// dss: the seam of a cluster of brokers (docs/adr/0008). The core stays a
+// dss: the seam of a cluster of brokers (docs/adr/0009). The core stays a
 // single broker; Options.Remote, when set, is told which filters have
 // subscribers here and sees every message routed from here, and the
 // binding delivers the messages of the other nodes and moves sessions

@@ -1,7 +1,7 @@
 // Package pubsub is the cluster-wide metadata of dss's MQTT broker: the
 // route table (which node has subscribers for which filter), retained
 // messages, and the owners of client ids with their persistent sessions
-// (docs/adr/0008-one-broker-across-the-cluster.md).
+// (docs/adr/0009-one-broker-across-the-cluster.md).
 //
 // State is a deterministic machine: every node of a cluster applies the
 // same commands (Raft log entries of kind entryPubSub, package cluster) in
