@@ -7,6 +7,7 @@
 #   scripts/bench.sh --full          every scenario (about 21 minutes)
 #   scripts/bench.sh --only "throughput fanout"
 #   scripts/bench.sh --only cluster  3 nodes against 1 with --fsync always, GET, failover
+#   scripts/bench.sh --only pubsub_cluster  publish/subscribe across nodes against one node
 #   scripts/bench.sh --only attach   dss attached to Mosquitto, beside Mosquitto + a
 #                                    Go bridge + Redis and beside dss serve
 #
@@ -34,7 +35,7 @@
 set -euo pipefail
 
 SCENARIOS="throughput single_client fanout"
-FULL="$SCENARIOS pattern_watchers fsync connections_4096 idle_10k rss_1m startup_1m keys_10m expiry_spike cluster security attach"
+FULL="$SCENARIOS pattern_watchers fsync connections_4096 idle_10k rss_1m startup_1m keys_10m expiry_spike cluster pubsub_cluster security attach"
 
 RUNS=3
 DURATION=10
@@ -630,6 +631,63 @@ scenario_cluster() {
 	row "GET, 64 conns, 3 nodes, through a follower" "p99 latency µs" "$(fmt "$(med c3-get .latency_us.p99)")" ""
 	row "failover (SIGKILL of the leader)" "ms to the first acknowledged SET, median / max of $((RUNS * 5))" \
 		"$(median <"$WORK/failover.ms") / $(sort -g "$WORK/failover.ms" | tail -1)" ""
+}
+
+# Ordinary MQTT messages across the nodes of a cluster against one node:
+# 64 publishers (one message in flight each, to the first subscriber), 1 or
+# 100 subscribers that each receive every message, QoS 0 and 1. On one
+# node publishers and subscribers share the server; in the 3-node cluster
+# the publishers are on n1 and the subscribers on n2 (every node on the
+# server CPU). The CPU per message is the publishers' node's plus the
+# subscribers' node's, against the single node's (goal: at most 2).
+scenario_pubsub_cluster() {
+	local i qos subs name
+	for i in $(seq 1 "$RUNS"); do
+		log "pubsub run $i/$RUNS: single node"
+		start_dss
+		for qos in 0 1; do
+			for subs in 1 100; do
+				dss_bench "ps1-q$qos-s$subs.$i" --op pubsub --qos "$qos" --clients 64 --inflight 1 \
+					--subscribers "$subs" --duration "${DURATION}s"
+			done
+		done
+		stop_dss
+		log "pubsub run $i/$RUNS: 3 nodes, publishers on n1, subscribers on n2"
+		start_cluster
+		for qos in 0 1; do
+			for subs in 1 100; do
+				name="ps3-q$qos-s$subs.$i"
+				taskset -c "$LOAD_CPU" "$DSS" bench --op pubsub --qos "$qos" --clients 64 --inflight 1 \
+					--subscribers "$subs" --duration "${DURATION}s" \
+					--server "127.0.0.1:$DSS_PORT" --server-pid "${CLUSTER_PIDS[0]}" \
+					--sub-server "127.0.0.1:$((DSS_PORT + 1))" --sub-server-pid "${CLUSTER_PIDS[1]}" \
+					--json >"$WORK/$name.json" 2>>"$WORK/bench.log" || {
+					log "dss bench $name reported errors or timeouts: $(jq -c '{errors,timeouts,errors_by_kind}' "$WORK/$name.json" 2>/dev/null)"
+				}
+				# The CPU of both nodes per message, for the rows below.
+				jq '.server_cpu_us_per_request + .pubsub.receiver_cpu_us_per_message' "$WORK/$name.json" >"$WORK/$name.cpu"
+			done
+		done
+		stop_cluster
+	done
+	local k
+	for qos in 0 1; do
+		for subs in 1 100; do
+			local s="QoS $qos, 64 publishers, $subs subscriber(s)"
+			row "$s" "messages/s: across nodes / one node" \
+				"$(fmt "$(med "ps3-q$qos-s$subs" .requests_per_second)" 0) / $(fmt "$(med "ps1-q$qos-s$subs" .requests_per_second)" 0)" ""
+			row "$s" "publish to receipt p50 µs: across nodes / one node" \
+				"$(fmt "$(med "ps3-q$qos-s$subs" .latency_us.p50)") / $(fmt "$(med "ps1-q$qos-s$subs" .latency_us.p50)")" ""
+			row "$s" "publish to receipt p99 µs: across nodes / one node" \
+				"$(fmt "$(med "ps3-q$qos-s$subs" .latency_us.p99)") / $(fmt "$(med "ps1-q$qos-s$subs" .latency_us.p99)")" ""
+			row "$s" "server CPU µs/message: publishers' node + subscribers' node / one node" \
+				"$(fmt "$(med "ps3-q$qos-s$subs" .server_cpu_us_per_request)") + $(fmt "$(med "ps3-q$qos-s$subs" .pubsub.receiver_cpu_us_per_message)") / $(fmt "$(med "ps1-q$qos-s$subs" .server_cpu_us_per_request)")" ""
+			row "$s" "CPU per message across nodes as a share of one node's (goal: at most 2)" \
+				"$(for k in $(seq 1 "$RUNS"); do awk -v a="$(cat "$WORK/ps3-q$qos-s$subs.$k.cpu")" -v b="$(j "ps1-q$qos-s$subs.$k" .server_cpu_us_per_request)" 'BEGIN { print a / b }'; done | median | xargs printf %.2f)" ""
+			row "$s" "messages lost + errors + timeouts (all runs, across nodes / one node)" \
+				"$(for k in $(seq 1 "$RUNS"); do j "ps3-q$qos-s$subs.$k" '.pubsub.lost + .errors + .timeouts'; done | awk '{ s += $1 } END { print s + 0 }') / $(for k in $(seq 1 "$RUNS"); do j "ps1-q$qos-s$subs.$k" '.pubsub.lost + .errors + .timeouts'; done | awk '{ s += $1 } END { print s + 0 }')" ""
+		done
+	done
 }
 
 # Many busy connections, against the peak (64 connections) measured just

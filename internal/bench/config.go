@@ -28,6 +28,9 @@ const (
 	// of its key, with every watcher registered for a key (or a pattern)
 	// of its own and writers keeping SETs in flight.
 	ModeWatch
+	// ModePubSub measures ordinary MQTT messages from publishers to
+	// subscribers, on one server or across the nodes of a cluster.
+	ModePubSub
 )
 
 // Workload is the parsed --op: a mode and, for ModeRequests, the verbs.
@@ -50,7 +53,7 @@ func (w Workload) String() string { return w.text }
 
 // ParseWorkload parses an --op value: set, get, del, vdel, mix:R (R the
 // share of GETs, the rest SETs), keynotify, keynotify:pattern, watch,
-// watch:pattern, fill or idle.
+// watch:pattern, pubsub, fill or idle.
 func ParseWorkload(s string) (Workload, error) {
 	w := Workload{text: s}
 	switch name, arg, hasArg := strings.Cut(strings.ToLower(s), ":"); {
@@ -83,8 +86,10 @@ func ParseWorkload(s string) (Workload, error) {
 		w.Mode = ModeFill
 	case name == "idle":
 		w.Mode = ModeIdle
+	case name == "pubsub":
+		w.Mode = ModePubSub
 	default:
-		return w, fmt.Errorf("--op %q: want set, get, mix:R, del, vdel, keynotify[:pattern], watch[:pattern], fill or idle", s)
+		return w, fmt.Errorf("--op %q: want set, get, mix:R, del, vdel, keynotify[:pattern], watch[:pattern], pubsub, fill or idle", s)
 	}
 	return w, nil
 }
@@ -123,6 +128,17 @@ type Config struct {
 	// Watchers is the number of watching connections of keynotify and
 	// watch modes. Default 1000.
 	Watchers int
+	// Subscribers is the number of subscribing connections of pubsub
+	// mode, each of which receives every message; QoS is the QoS of its
+	// publishes and subscriptions. Default 1 and 0.
+	Subscribers int
+	QoS         byte
+	// SubServer is where the subscribers of pubsub mode connect (another
+	// node of a cluster); default Server. SubServerPID, when not 0 and
+	// another process than ServerPID, is the subscribers' server, whose
+	// CPU time per message the report includes.
+	SubServer    string
+	SubServerPID int
 	// Timeout is how long a request (or, in keynotify mode, a notification)
 	// may take before it counts as timed out. Default 5s.
 	Timeout time.Duration
@@ -184,6 +200,9 @@ func (c *Config) setDefaults() error {
 	if c.Watchers == 0 {
 		c.Watchers = 1000
 	}
+	if c.Subscribers == 0 {
+		c.Subscribers = 1
+	}
 	if c.Timeout == 0 {
 		c.Timeout = 5 * time.Second
 	}
@@ -220,6 +239,14 @@ func (c *Config) Validate() error {
 		return errors.New("bench: watch values carry the 8-byte time of their SET: --value-size must be at least 8")
 	case c.Watchers < 0:
 		return errors.New("bench: --watchers must be positive")
+	case c.Subscribers < 0:
+		return errors.New("bench: --subscribers must be positive")
+	case c.QoS > 2:
+		return errors.New("bench: --qos must be 0, 1 or 2")
+	case c.QoS == 2 && c.Workload.Mode == ModePubSub:
+		return errors.New("bench: pubsub measures QoS 0 and 1")
+	case c.Workload.Mode == ModePubSub && c.ValueSize < pubsubHeader:
+		return fmt.Errorf("bench: pubsub payloads carry a %d-byte header: --value-size must be at least %d", pubsubHeader, pubsubHeader)
 	case c.Timeout < 0:
 		return errors.New("bench: --timeout may not be negative")
 	case c.ConnectTimeout < 0:

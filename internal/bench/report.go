@@ -63,6 +63,9 @@ type Report struct {
 	Connections int `json:"connections,omitempty"`
 	// Notify is the result of a keynotify or watch run.
 	Notify *NotifyReport `json:"keynotify,omitempty"`
+	// PubSub is the result of a pubsub run: Requests counts the messages
+	// published in the window, Latency their way to the subscribers.
+	PubSub *PubSubReport `json:"pubsub,omitempty"`
 	// Timeline has one entry per second of the run, warm-up included.
 	Timeline []second `json:"timeline,omitempty"`
 }
@@ -200,6 +203,9 @@ func (r *Report) WriteText(w io.Writer) error {
 			r.Op, r.Server, r.Notify.Watchers, r.Notify.Registration, r.ValueSize)
 	case r.Connections > 0:
 		fmt.Fprintf(&b, "op %s against %s: %d idle connections\n", r.Op, r.Server, r.Clients)
+	case r.PubSub != nil:
+		fmt.Fprintf(&b, "op %s: %d publishers x %d in flight on %s, %d subscribers on %s, QoS %d, %d-byte payloads\n",
+			r.Op, r.PubSub.Publishers, r.Inflight, r.Server, r.PubSub.Subscribers, r.PubSub.SubServer, r.PubSub.QoS, r.ValueSize)
 	default:
 		fmt.Fprintf(&b, "op %s against %s: %d clients x %d in flight, %d keys, %d-byte values\n",
 			r.Op, r.Server, r.Clients, r.Inflight, r.Keys, r.ValueSize)
@@ -215,6 +221,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	default:
 		fmt.Fprintf(&b, "window      %.2fs after %.2fs of warm-up\n", r.Seconds, r.WarmupSeconds)
 		fmt.Fprintf(&b, "requests    %d (%.0f/s)\n", r.Requests, r.Throughput)
+		if p := r.PubSub; p != nil {
+			fmt.Fprintf(&b, "delivered   %d (%d never came)\n", p.Deliveries, p.Lost)
+			if l := p.Puback; l != nil {
+				fmt.Fprintf(&b, "puback      p50 %s  p99 %s\n", us(l.P50), us(l.P99))
+			}
+		}
 		if l := r.Latency; l != nil {
 			fmt.Fprintf(&b, "latency     p50 %s  p90 %s  p99 %s  p99.9 %s  max %s  mean %s\n",
 				us(l.P50), us(l.P90), us(l.P99), us(l.P999), us(l.Max), us(l.Mean))
@@ -234,14 +246,20 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  %s: %d, e.g. %s\n", k, r.ErrorsByKind[k], r.ErrorSamples[k])
 	}
 	unit := "request"
-	if r.Notify != nil {
+	switch {
+	case r.Notify != nil:
 		unit = "notification"
+	case r.PubSub != nil:
+		unit = "message"
 	}
 	if r.Connections == 0 {
 		fmt.Fprintf(&b, "client CPU  %.2f µs/%s (%.2f cores)\n", r.ClientCPUPerRequest, unit, r.ClientCPUCores)
 	}
 	if r.ServerCPUPerRequest != nil && r.Connections == 0 {
 		fmt.Fprintf(&b, "server CPU  %.2f µs/%s (%.2f cores)\n", *r.ServerCPUPerRequest, unit, *r.ServerCPUCores)
+	}
+	if p := r.PubSub; p != nil && p.ReceiverCPUPerMessage != nil {
+		fmt.Fprintf(&b, "subscribers' server CPU  %.2f µs/message\n", *p.ReceiverCPUPerMessage)
 	}
 	if r.ServerRSSStart != nil {
 		fmt.Fprintf(&b, "server RSS  %.1f MiB at the start, %.1f MiB at the end\n",

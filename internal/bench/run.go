@@ -43,6 +43,8 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 		return runWatch(ctx, &cfg, progress)
 	case ModeIdle:
 		return runIdle(ctx, &cfg, progress)
+	case ModePubSub:
+		return runPubSub(ctx, &cfg, progress)
 	}
 	return runRequests(ctx, &cfg, progress)
 }

@@ -374,3 +374,31 @@ func TestWatchTimed(t *testing.T) {
 		t.Fatalf("report %+v, notify %+v", rep, n)
 	}
 }
+
+// Every message of a pubsub run reaches every subscriber, in order, on
+// one server and from one node of a cluster to another, with QoS 0 and 1;
+// the report counts them and the CPU of both servers.
+func TestPubSubReachesEverySubscriber(t *testing.T) {
+	single := dsstest.StartServer(t, server.Config{}).Addr()
+	nodes := dsstest.StartCluster(t, 3, server.Config{})
+	for _, c := range []struct {
+		name        string
+		server, sub string
+	}{{"one server", single, ""}, {"across nodes", nodes[0].Addr(), nodes[1].Addr()}} {
+		for _, qos := range []byte{0, 1} {
+			rep := run(t, "pubsub", bench.Config{Server: c.server, SubServer: c.sub, Subscribers: 3, QoS: qos,
+				Inflight: 2, ServerPID: os.Getpid(), SubServerPID: os.Getpid()})
+			clean(t, rep)
+			p := rep.PubSub
+			if p == nil || rep.Requests == 0 || p.Subscribers != 3 || p.Publishers != 2 || p.QoS != qos {
+				t.Fatalf("%s, QoS %d: report %+v, %+v", c.name, qos, rep, p)
+			}
+			if p.Deliveries != 3*rep.Requests || p.Lost != 0 {
+				t.Fatalf("%s, QoS %d: %d deliveries of %d messages to 3 subscribers, %d lost", c.name, qos, p.Deliveries, rep.Requests, p.Lost)
+			}
+			if rep.Latency == nil || (qos == 1) != (p.Puback != nil) {
+				t.Fatalf("%s, QoS %d: latency %+v, puback %+v", c.name, qos, rep.Latency, p.Puback)
+			}
+		}
+	}
+}

@@ -105,6 +105,11 @@ type Config struct {
 	// them; past a bound the oldest messages never sent of the session
 	// being fed are dropped. 0 means no bound.
 	MaxSessionQueueBytes, MaxQueuedBytes int64
+	// Cluster, when set, is the node of a cluster the broker spans: its
+	// publishes, retained messages, client ids and sessions are the
+	// cluster's (docs/adr/0009-one-broker-across-the-cluster.md). nil
+	// for a single node.
+	Cluster Cluster
 }
 
 // Defaults of the limits of Config.
@@ -159,6 +164,7 @@ type Broker struct {
 	watches  *registry
 	routes   *routes
 	store    Store
+	span     *spanning // nil for a single node
 	limits   service.Limits
 	// completeFn is complete as a func value, bound once: a method value
 	// taken per request would allocate.
@@ -232,6 +238,12 @@ func New(cfg Config) (*Broker, error) {
 	// Acknowledgements must not echo the request's user properties: that
 	// makes the broker core write reason code 0x01 into PUBACKs.
 	caps.Compatibilities.NoInheritedPropertiesOnAck = true
+	var span *spanning
+	var remote mqtt.Remote
+	if cfg.Cluster != nil {
+		span = newSpanning(cfg.Cluster)
+		remote = span
+	}
 	srv := mqtt.New(&mqtt.Options{
 		Capabilities: caps,
 		Logger:       cfg.Logger.With("component", "mqtt"),
@@ -253,6 +265,9 @@ func New(cfg Config) (*Broker, error) {
 		// Each topic filter costs memory, kept with a session that
 		// outlives its connection.
 		MaxSubscriptionsPerClient: max(cfg.MaxSubscriptionsPerClient, 0),
+		// The rest of the cluster, which the core tells of its filters
+		// and messages.
+		Remote: remote,
 		// Refused before the topic index's lock is taken for them.
 		MaxTopicLevels: cfg.MaxTopicLevels,
 		MaxTopicLength: cfg.MaxTopicLength,
@@ -284,6 +299,12 @@ func New(cfg Config) (*Broker, error) {
 	// Guarded by the registry's mu, which nobody holds yet.
 	b.watches.w.MaxPer = cfg.MaxWatchesPerClient
 	b.routes = newRoutes(srv)
+	if span != nil {
+		span.b = b
+		b.span = span
+		b.routes.cluster = span.ps
+		cfg.Cluster.SetBroker(span)
+	}
 	b.completeFn = b.complete
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.inline = srv.NewClient(nil, mqtt.LocalListener, inlineClientID, true)

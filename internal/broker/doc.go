@@ -16,6 +16,14 @@
 // KEYNOTIFY registrations belong to a connection: they live here, on the
 // node the client is connected to, and end with the connection.
 //
+// In a cluster the broker spans the nodes (spanning, cluster_*.go,
+// docs/adr/0009): it is the core's mqtt.Remote (which filters have local
+// subscribers, where each message goes, when a publisher's acknowledgement
+// may go) and the cluster's Broker (messages from the other nodes, the
+// replicated retained messages to mirror into the core, sessions to hand
+// over), and its hooks claim client ids and keep persistent sessions'
+// subscriptions in the replicated state.
+//
 // # Lock order
 //
 // A lock may be taken while holding the locks above it, never the other
@@ -32,6 +40,9 @@
 //     connection's write lock), taken when a response or notification is
 //     published: inside Submit for a result ready at once, otherwise on
 //     the engine's delivery goroutine without the engine lock.
+//  5. spanning.mu and spanning.chainsMu, leaves: taken under the core's
+//     session lock (TakeSession's check) and never held while calling the
+//     core or the cluster.
 //
 // A response is never published under the engine lock or registry.mu: the
 // engine calls Done and the notification deliveries without its lock.

@@ -50,6 +50,12 @@ var coreEdge = []string{
 	// Authorization: a requester's own response route checked once, and
 	// a connection's subscriptions checked again after a policy change.
 	"*mqtt.Server.CheckACL", "*mqtt.Server.PrepareCheckedDelivery", "*mqtt.Subscriptions.GetAll",
+	// One broker across a cluster (docs/adr/0009): messages from other
+	// nodes, sessions that move between nodes, and the retained messages
+	// of the replicated state mirrored into the core's index. The core
+	// calls the binding through mqtt.Remote.
+	"*mqtt.Server.DeliverRemote", "*mqtt.Server.InstallSession", "*mqtt.Server.TakeSession", "*mqtt.Server.CancelWill",
+	"*mqtt.TopicsIndex.RetainMessage", "*packets.Packets.GetAll",
 }
 
 // TestCoreEdge type-checks the binding and fails on a call into the broker

@@ -22,6 +22,8 @@ func (h *hook) Provides(b byte) bool {
 	switch b {
 	case mqtt.OnConnect:
 		return h.b.cfg.Auth != nil
+	case mqtt.OnSessionEstablish, mqtt.OnRetainMessage, mqtt.OnClientExpired:
+		return h.b.span != nil
 	case mqtt.OnConnectAuthenticate,
 		mqtt.OnACLCheck,
 		mqtt.OnPublish,
@@ -39,16 +41,49 @@ func (h *hook) Provides(b byte) bool {
 func (h *hook) OnSubscribed(cl *mqtt.Client, pk packets.Packet, reasonCodes []byte) {
 	h.b.routes.invalidate()
 	h.b.metrics.traffic.subscribed(reasonCodes)
+	if sp := h.b.span; sp != nil {
+		sp.subscribed(cl, reasonCodes)
+	}
 }
 
-func (h *hook) OnUnsubscribed(cl *mqtt.Client, pk packets.Packet) { h.b.routes.invalidate() }
+func (h *hook) OnUnsubscribed(cl *mqtt.Client, pk packets.Packet) {
+	h.b.routes.invalidate()
+	if sp := h.b.span; sp != nil && !cl.Net.Inline {
+		sp.replicateSubscriptions(cl)
+	}
+}
 
-func (h *hook) OnSessionEstablished(cl *mqtt.Client, pk packets.Packet) { h.b.routes.invalidate() }
+func (h *hook) OnSessionEstablished(cl *mqtt.Client, pk packets.Packet) {
+	h.b.routes.invalidate()
+	if sp := h.b.span; sp != nil {
+		sp.established(cl)
+	}
+}
+
+// OnSessionEstablish claims the client id in the cluster, and fetches a
+// session the connection resumes from the node that held it, before the
+// core takes over a local session.
+func (h *hook) OnSessionEstablish(cl *mqtt.Client, pk packets.Packet) { h.b.span.connect(cl, &pk) }
+
+// OnRetainMessage puts a retained message (or its clear) in the cluster's
+// replicated state.
+func (h *hook) OnRetainMessage(cl *mqtt.Client, pk packets.Packet, r int64) {
+	h.b.span.retained(cl, &pk)
+}
+
+// OnClientExpired forgets a session that expired.
+func (h *hook) OnClientExpired(cl *mqtt.Client) { h.b.span.expired(cl) }
 
 // OnConnect authenticates a client when authentication is on; a refusal
 // is a reason code, which the CONNACK carries.
 func (h *hook) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
-	return h.b.authenticate(cl, &pk)
+	if err := h.b.authenticate(cl, &pk); err != nil {
+		return err
+	}
+	if sp := h.b.span; sp != nil {
+		return sp.mayConnect(cl)
+	}
+	return nil
 }
 
 // OnConnectAuthenticate admits every client OnConnect admitted.
@@ -99,4 +134,7 @@ var errHandled error = packets.ErrRejectPacket
 // OnDisconnect drops the connection's KEYNOTIFY registrations.
 func (h *hook) OnDisconnect(cl *mqtt.Client, err error, expire bool) {
 	h.b.watches.dropConnection(cl)
+	if sp := h.b.span; sp != nil {
+		sp.disconnected(cl, expire)
+	}
 }

@@ -7,6 +7,8 @@ import (
 
 	mqtt "github.com/dssio/dss/internal/mqtt"
 	"github.com/dssio/dss/internal/mqtt/packets"
+
+	"github.com/dssio/dss/internal/pubsub"
 )
 
 // routes caches, by topic, who subscribed to it, so that the broker's
@@ -16,6 +18,10 @@ import (
 type routes struct {
 	srv *mqtt.Server
 	gen atomic.Uint64 // bumped on every subscription change
+	// cluster, when the broker spans a cluster, holds the other nodes'
+	// routes: a topic one of them has is routed by the core (which sends
+	// it there), and a change of them invalidates every entry too.
+	cluster *pubsub.State
 
 	mu     sync.RWMutex
 	byName map[string]route // guarded by mu
@@ -45,8 +51,17 @@ func newRoutes(srv *mqtt.Server) *routes {
 // invalidate forgets every cached route.
 func (r *routes) invalidate() { r.gen.Add(1) }
 
+// generation changes whenever a cached route may have: both counts only
+// grow.
+func (r *routes) generation() uint64 {
+	if r.cluster == nil {
+		return r.gen.Load()
+	}
+	return r.gen.Load() + r.cluster.RoutesVersion()
+}
+
 func (r *routes) lookup(topic string) route {
-	gen := r.gen.Load()
+	gen := r.generation()
 	r.mu.RLock()
 	rt, ok := r.byName[topic]
 	r.mu.RUnlock()
@@ -98,7 +113,7 @@ func (r *routes) forRequester(requester *mqtt.Client, topic string) (*ownRoute, 
 	if requester.IsTakenOver() {
 		return nil, r.lookup(topic)
 	}
-	if o, _ := requester.Attached.Load().(*ownRoute); o != nil && o.gen == r.gen.Load() && o.topic == topic {
+	if o, _ := requester.Attached.Load().(*ownRoute); o != nil && o.gen == r.generation() && o.topic == topic {
 		return o, route{}
 	}
 	rt := r.lookup(topic)
@@ -140,7 +155,7 @@ func sendableIdentifiers(ids map[string]int) map[string]int {
 //go:noinline
 func (r *routes) fill(topic string, gen uint64) route {
 	subs := r.srv.Topics.Subscribers(topic)
-	rt := route{gen: gen, general: len(subs.Shared) > 0 || len(subs.InlineSubscriptions) > 0}
+	rt := route{gen: gen, general: len(subs.Shared) > 0 || len(subs.InlineSubscriptions) > 0 || r.elsewhere(topic)}
 	for id, sub := range subs.Subscriptions {
 		sub.Identifiers = sendableIdentifiers(sub.Identifiers)
 		rt.targets = append(rt.targets, target{clientID: id, sub: sub})
@@ -153,4 +168,16 @@ func (r *routes) fill(topic string, gen uint64) route {
 	r.byName[strings.Clone(topic)] = rt
 	r.mu.Unlock()
 	return rt
+}
+
+// elsewhere reports whether another node of the cluster has a route for
+// topic.
+func (r *routes) elsewhere(topic string) bool {
+	if r.cluster == nil {
+		return false
+	}
+	m := matchesPool.Get().(*pubsub.Matches)
+	defer matchesPool.Put(m)
+	r.cluster.Match(topic, m)
+	return len(m.Nodes) > 0 || len(m.Groups) > 0
 }

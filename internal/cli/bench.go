@@ -43,6 +43,15 @@ Operations (--op):
                         notification and the notifications per second
   watch:pattern         the same, each watcher registered for a pattern of
                         its own (KEYNOTIFY <prefix>watch/<i>/* PATTERN)
+  pubsub                ordinary MQTT messages: --clients publishers on
+                        --server, each keeping --inflight messages on their
+                        way to the first subscriber, and --subscribers on
+                        --sub-server (another node of a cluster; default
+                        --server) that each receive every message, with
+                        --qos 0 or 1; the report gives the messages per
+                        second, the time from a publish to its receipt, and
+                        the CPU per message of both servers (--server-pid,
+                        --sub-server-pid)
   fill                  store every key once, then stop
   idle                  hold --clients idle connections for --duration
 
@@ -60,6 +69,7 @@ The exit status is 1 when any request failed validation or timed out.`,
   dss bench --op mix:0.8 --inflight 4 --json
   dss bench --op keynotify --watchers 1000
   dss bench --op watch:pattern --watchers 1000 --clients 16
+  dss bench --op pubsub --qos 1 --clients 64 --subscribers 100 --server n1:1883 --sub-server n2:1883
   taskset -c 1 dss bench --op get --server-pid "$(pidof dss)"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -114,12 +124,16 @@ The exit status is 1 when any request failed validation or timed out.`,
 	durationFlag(f, &cfg.Duration, "duration", 10*time.Second, "measured window (idle: how long to hold the connections)")
 	f.Int64Var(&cfg.Requests, "requests", 0, "stop after this many requests (keynotify: notifications) instead of after --duration, and measure them all")
 	durationFlag(f, &cfg.Warmup, "warmup", 2*time.Second, "unmeasured run before the window")
-	f.StringVar(&op, "op", "set", "operation: set, get, mix:R, del, vdel, keynotify, keynotify:pattern, watch, watch:pattern, fill or idle")
+	f.StringVar(&op, "op", "set", "operation: set, get, mix:R, del, vdel, keynotify, keynotify:pattern, watch, watch:pattern, pubsub, fill or idle")
 	f.IntVar(&cfg.Keys, "keys", 10000, "size of the key space")
 	f.StringVar(&cfg.KeyPrefix, "key-prefix", "bench:", "prefix of every key")
 	sizeFlag(f, &cfg.ValueSize, "value-size", 100, "size of every value, such as 100 or 4KiB")
 	durationFlag(f, &cfg.PX, "px", 0, "give every SET this time to live (PX); 0 for none")
 	f.IntVar(&cfg.Watchers, "watchers", 1000, "watching connections of --op keynotify and watch")
+	f.IntVar(&cfg.Subscribers, "subscribers", 1, "subscribing connections of --op pubsub, each receiving every message")
+	f.Uint8Var(&cfg.QoS, "qos", 0, "QoS of the messages and subscriptions of --op pubsub: 0 or 1")
+	f.StringVar(&cfg.SubServer, "sub-server", "", "HOST:PORT the subscribers of --op pubsub connect to (another node of a cluster); default --server")
+	f.IntVar(&cfg.SubServerPID, "sub-server-pid", 0, "process id of the subscribers' server of --op pubsub, to report its CPU time per message")
 	durationFlag(f, &cfg.Timeout, "timeout", 5*time.Second, "time after which a request (or notification) counts as timed out")
 	durationFlag(f, &cfg.ConnectTimeout, "connect-timeout", 10*time.Second, "time each connection may take to connect and subscribe")
 	f.BoolVar(&noPreload, "no-preload", false, "do not store every key before a get, mix, del or vdel run")

@@ -27,6 +27,7 @@ type clusterFlags struct {
 	snapThreshold uint64
 	snapInterval  time.Duration
 	trailingLogs  uint64
+	relayBuffer   int64
 }
 
 func (c *clusterFlags) add(f *pflag.FlagSet) {
@@ -36,6 +37,7 @@ func (c *clusterFlags) add(f *pflag.FlagSet) {
 	f.Uint64Var(&c.snapThreshold, "cluster-snapshot-threshold", 0, "Raft log entries that make a snapshot due (0: 8192)")
 	durationFlag(f, &c.snapInterval, "cluster-snapshot-interval", 0, "how often Raft checks whether a snapshot is due (0: 10s)")
 	f.Uint64Var(&c.trailingLogs, "cluster-trailing-logs", 0, "Raft log entries a snapshot leaves in the log (0: 10240)")
+	sizeFlag(f, &c.relayBuffer, "cluster-relay-buffer", cluster.DefaultRelayBuffer, "most bytes of QoS 1 and 2 messages kept for one other node that does not acknowledge them (it cannot be reached); past it the oldest are dropped")
 	for _, name := range []string{"cluster-snapshot-threshold", "cluster-snapshot-interval", "cluster-trailing-logs"} {
 		_ = f.MarkHidden(name)
 	}
@@ -63,6 +65,7 @@ func (c *clusterFlags) apply(cfg *server.Config) error {
 	cfg.Cluster = server.ClusterConfig{
 		Listen: c.listen, Peers: peers, Secret: secret,
 		SnapshotThreshold: c.snapThreshold, SnapshotInterval: c.snapInterval, TrailingLogs: c.trailingLogs,
+		RelayBuffer: c.relayBuffer,
 	}
 	return nil
 }

@@ -189,10 +189,11 @@ func printStatus(w io.Writer, st cluster.Status) {
 	}
 	fmt.Fprintf(w, "leader: %s  term: %d  commit index: %d\n\n", leader, st.Term, st.CommitIndex)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tADDRESS\tSTATE\tTERM\tLAST INDEX\tCOMMIT\tAPPLIED\tLAG")
+	fmt.Fprintln(tw, "ID\tADDRESS\tSTATE\tTERM\tLAST INDEX\tCOMMIT\tAPPLIED\tLAG\tMESSAGES\tROUTES")
 	for _, m := range st.Members {
+		msgs := messagesState(st, m)
 		if m.Err != "" {
-			fmt.Fprintf(tw, "%s\t%s\tunreachable: %s\t\t\t\t\t\n", m.ID, m.Addr, m.Err)
+			fmt.Fprintf(tw, "%s\t%s\tunreachable: %s\t\t\t\t\t\t%s\t%d\n", m.ID, m.Addr, m.Err, msgs, m.Routes)
 			continue
 		}
 		l := m.Local
@@ -200,9 +201,30 @@ func printStatus(w io.Writer, st cluster.Status) {
 		if !m.Voter {
 			state += " (non-voter)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", m.ID, m.Addr, state, l.Term, l.LastIndex, l.CommitIndex, l.AppliedIndex, m.Lag)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\n", m.ID, m.Addr, state, l.Term, l.LastIndex, l.CommitIndex, l.AppliedIndex, m.Lag, msgs, m.Routes)
 	}
 	tw.Flush()
+	fmt.Fprintf(w, "\nretained messages: %d  client ids: %d  (MESSAGES: how %s reaches each member with MQTT messages)\n", st.Retained, st.ClientIDs, st.Self)
+	for _, m := range st.Members {
+		if m.Messages == "down" && m.MessagesErr != "" {
+			fmt.Fprintf(w, "%s: messages to %s fail: %s\n", st.Self, m.ID, m.MessagesErr)
+		}
+	}
+}
+
+// messagesState is how the node asked reaches member m with messages.
+func messagesState(st cluster.Status, m cluster.MemberStatus) string {
+	switch {
+	case m.ID == st.Self:
+		return "(self)"
+	case m.Messages == "down" && !m.MessagesSince.IsZero():
+		s := "down " + time.Since(m.MessagesSince).Round(time.Second).String()
+		if m.Buffered > 0 {
+			s += fmt.Sprintf(", %d buffered", m.Buffered)
+		}
+		return s
+	}
+	return m.Messages
 }
 
 // statusJSON is the --json form of a status.
@@ -217,11 +239,22 @@ func statusJSON(st cluster.Status) jsonObject {
 			o["state"], o["term"], o["last_index"] = l.State, l.Term, l.LastIndex
 			o["commit_index"], o["applied_index"], o["lag"] = l.CommitIndex, l.AppliedIndex, m.Lag
 		}
+		o["routes"] = m.Routes
+		if m.ID != st.Self {
+			o["messages"], o["messages_buffered"] = m.Messages, m.Buffered
+			if !m.MessagesSince.IsZero() {
+				o["messages_since"] = m.MessagesSince.UTC().Format(time.RFC3339)
+			}
+			if m.MessagesErr != "" {
+				o["messages_error"] = m.MessagesErr
+			}
+		}
 		members = append(members, o)
 	}
 	o := jsonObject{
 		"node": st.Self, "member": !st.NotMember, "leader": st.Leader,
 		"term": st.Term, "commit_index": st.CommitIndex, "members": members,
+		"retained_messages": st.Retained, "client_ids": st.ClientIDs,
 	}
 	if st.ClaimedLeader != "" {
 		o["claimed_leader"] = st.ClaimedLeader

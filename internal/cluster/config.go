@@ -91,6 +91,10 @@ type Config struct {
 	// confirming reads for; beyond it requests are answered "busy". Zero
 	// means 65536.
 	MaxInFlight int
+	// RelayBuffer bounds the bytes of the messages kept for one peer
+	// that cannot be reached (or has not yet acknowledged them); zero
+	// means 64 MiB.
+	RelayBuffer int64
 	// Logger receives the log lines; nil means slog.Default().
 	Logger *slog.Logger
 	// LogTimings, when set, receives how long the Raft log's writes and
@@ -146,6 +150,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = 1 << 16
+	}
+	if c.RelayBuffer <= 0 {
+		c.RelayBuffer = DefaultRelayBuffer
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -37,11 +37,25 @@
 // answered with the first result, not applied twice, while another
 // request with the same correlation data is applied.
 //
+// # One broker across the nodes
+//
+// The broker's cluster-wide metadata (package pubsub: routes per node,
+// retained messages, client ids) is a state of its own, applied by the
+// FSM from entries of kind entryPubSub and written into every snapshot.
+// Each node proposes its changes through one proposer (metaSync), which
+// batches them, sends them to the leader, and keeps what did not commit
+// for the next batch; routes are compared with the local subscriptions
+// rather than queued, so they converge after a partition or a restart.
+// MQTT messages travel between nodes on streams of their own (relay,
+// connection kind connRelay): one per peer, batched, acknowledged, kept
+// for a peer that cannot be reached (docs/adr/0009).
+//
 // # The cluster listener
 //
-// One TCP listener carries Raft's RPCs, the streams of forwarded writes,
-// and this package's own RPCs (net/rpc): read indexes, membership and
-// status. With a cluster
+// One TCP listener carries Raft's RPCs, the streams of forwarded writes
+// and of MQTT messages, and this package's own RPCs (net/rpc): read
+// indexes, membership, status, the broker's proposals and the handover
+// of sessions. With a cluster
 // secret, every connection is TLS 1.3 with a key derived from the secret,
 // and a peer that cannot prove it holds the secret is refused; without
 // one, the listener must be on a loopback address.
@@ -51,5 +65,9 @@
 // The engine lock (see package engine) is taken before Node.mu (Propose
 // runs under it), and Node.mu before writeOrder.mu; Node.mu, fsm.mu,
 // reader.mu and forwarder.mu are never held together and never held while
-// calling the engine or Raft.
+// calling the engine or Raft. metaSync.mu, relay.mu, a link's mu and a
+// receiver's mu are leaves, but for a receiver's mu, held while the
+// broker delivers a message from the peer (Broker.Deliver takes the broker
+// core's locks). pubsub.State's lock is held by nobody while it calls its
+// observer.
 package cluster

@@ -17,6 +17,9 @@ const (
 	// once it is applied, every entry of earlier terms is applied too,
 	// so the leader's clock is above every version in its log.
 	entryTermStart byte = 2
+	// entryPubSub holds a batch of commands of the broker's replicated
+	// metadata (package pubsub): routes, retained messages, client ids.
+	entryPubSub byte = 3
 )
 
 // origin says which proposal of which node a write is, so that the node

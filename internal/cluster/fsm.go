@@ -65,6 +65,11 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 				panic(fmt.Sprintf("cluster: entry %d: %v", l.Index, err))
 			}
 		}
+		if l.Type == raft.LogCommand && len(l.Data) > 0 && l.Data[0] == entryPubSub {
+			if err := f.n.ps.Apply(l.Data[1:]); err != nil {
+				panic(fmt.Sprintf("cluster: entry %d: %v", l.Index, err))
+			}
+		}
 	}
 	f.setApplied(logs[len(logs)-1].Index)
 	return make([]any, len(logs))
@@ -192,6 +197,7 @@ const snapshotMagic = "dss-raft-snapshot-1\n"
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	s := &fsmSnapshot{applied: f.applied.Load(), startedTerm: f.startedTerm.Load(), state: f.engine.CopyState()}
 	s.dedupe = f.dedupe.appendTo(nil)
+	s.pubsub = f.n.ps.AppendSnapshot(nil)
 	return s, nil
 }
 
@@ -220,12 +226,20 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		// Written after the table since the term-start's term was kept.
 		startedTerm = d.uvarint()
 	}
+	var broker []byte
+	if len(d.b) > 0 {
+		// The broker's replicated metadata, since it spans the cluster.
+		broker = d.bytes()
+	}
 	if d.err != nil {
 		return errors.New("cluster: damaged snapshot header")
 	}
 	m := store.NewKeyed(f.n.cfg.HashKey())
 	if err := journal.ReadSnapshot(br, m); err != nil {
 		return fmt.Errorf("cluster: %w", err)
+	}
+	if err := f.n.ps.Restore(broker); err != nil {
+		return fmt.Errorf("cluster: snapshot: %w", err)
 	}
 	f.engine.Restore(m, lastTime)
 	f.dedupe = table
@@ -240,17 +254,19 @@ type fsmSnapshot struct {
 	startedTerm uint64
 	state       engine.State
 	dedupe      []byte
+	pubsub      []byte
 }
 
 // Persist writes the snapshot: a header with the applied index, the
-// latest command time, the de-duplication table and the term of the last
-// term-start entry applied, then the keys in the
+// latest command time, the de-duplication table, the term of the last
+// term-start entry applied and the broker's metadata, then the keys in the
 // format of the single node's snapshot files.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	meta := binary.AppendUvarint(nil, s.applied)
 	meta = binary.AppendVarint(meta, s.state.LastTime)
 	meta = append(meta, s.dedupe...)
 	meta = binary.AppendUvarint(meta, s.startedTerm)
+	meta = appendBytes(meta, s.pubsub)
 	head := append([]byte(snapshotMagic), binary.AppendUvarint(nil, uint64(len(meta)))...)
 	head = append(head, meta...)
 	_, err := sink.Write(head)

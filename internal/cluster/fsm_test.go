@@ -13,6 +13,7 @@ import (
 
 	"github.com/dssio/dss/hlc"
 	"github.com/dssio/dss/internal/engine"
+	"github.com/dssio/dss/internal/pubsub"
 	"github.com/dssio/dss/internal/store"
 	"github.com/dssio/dss/internal/wire"
 )
@@ -52,6 +53,7 @@ func restoredCopy(t *testing.T, src *fsm, id string) *fsm {
 func newTestFSM(t *testing.T, id string) *fsm {
 	t.Helper()
 	n := &Node{cfg: Config{NodeID: id}, log: quietLogger(), pending: map[uint64]*engine.Op{}}
+	n.ps = pubsub.New(n)
 	e := engine.New(engine.Config{Clock: hlc.NewClock(id, nil), Log: n})
 	e.Start()
 	t.Cleanup(func() { _ = e.Close() })

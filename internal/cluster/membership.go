@@ -59,6 +59,16 @@ type MemberStatus struct {
 	// Lag is how many entries the member's machine is behind the
 	// leader's commit index.
 	Lag uint64
+	// Messages is how the node asked reaches the member with MQTT
+	// messages: "up", "down" (since MessagesSince, for MessagesErr), or
+	// "" for the node asked itself. Buffered messages wait for it there.
+	Messages      string
+	MessagesSince time.Time
+	MessagesErr   string
+	Buffered      int
+	// Routes is how many routes (filters with subscribers) the member has
+	// in the broker's replicated state.
+	Routes int
 }
 
 // Status is the cluster as one node sees it.
@@ -77,6 +87,11 @@ type Status struct {
 	Term          uint64
 	CommitIndex   uint64
 	Members       []MemberStatus
+	// Retained and ClientIDs count the retained messages and the client
+	// ids (connected, or of persistent sessions) of the broker's
+	// replicated state, as the node asked has it.
+	Retained  int
+	ClientIDs int
 }
 
 // local returns this node's own status.
@@ -157,8 +172,40 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 			m.Lag = st.CommitIndex - m.Local.AppliedIndex
 		}
 	}
+	n.brokerStatus(&st)
 	sort.Slice(st.Members, func(i, j int) bool { return st.Members[i].ID < st.Members[j].ID })
 	return st, nil
+}
+
+// brokerStatus adds the broker's part to st: how this node reaches each
+// member with messages, and the replicated routes, retained messages and
+// client ids.
+func (n *Node) brokerStatus(st *Status) {
+	links := map[string]RelayPeer{}
+	for _, p := range n.RelayPeers() {
+		links[p.ID] = p
+	}
+	routes := n.ps.RouteCounts()
+	for i := range st.Members {
+		m := &st.Members[i]
+		m.Routes = routes[m.ID]
+		if m.ID == n.cfg.NodeID {
+			continue
+		}
+		l, ok := links[m.ID]
+		switch {
+		case !ok:
+			m.Messages = "down"
+			m.MessagesErr = "no stream yet"
+		case l.Up:
+			m.Messages, m.MessagesSince = "up", l.Since
+		default:
+			m.Messages, m.MessagesSince, m.MessagesErr = "down", l.Since, l.Err
+		}
+		m.Buffered = l.Buffered
+	}
+	st.Retained = n.ps.RetainedCount()
+	st.ClientIDs = n.ps.SessionCount()
 }
 
 // changeMembership carries out fn on the leader: here, or by a call to it.
@@ -256,8 +303,13 @@ func (s *service) Local(_ struct{}, reply *LocalStatus) error {
 	return nil
 }
 
+// statusWait bounds how long the status waits for each member: a member
+// cut off by a partition must not keep the answer from the caller, which
+// reports it unreachable instead.
+const statusWait = 1500 * time.Millisecond
+
 func (s *service) Status(_ struct{}, reply *Status) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), statusWait)
 	defer cancel()
 	st, err := s.n.Status(ctx)
 	*reply = st

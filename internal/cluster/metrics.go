@@ -14,7 +14,7 @@ func (n *Node) Collectors() []prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "dss_cluster_" + name, Help: help}, f)
 	}
 	started := func() bool { return n.raft != nil }
-	return []prometheus.Collector{
+	return append(n.brokerCollectors(),
 		gauge("term", "The node's current Raft term.", func() float64 {
 			if !started() {
 				return 0
@@ -76,5 +76,5 @@ func (n *Node) Collectors() []prometheus.Collector {
 		gauge("inflight_requests", "Requests this node forwarded to the leader or confirms a read index for.", func() float64 {
 			return float64(n.inflight.Load())
 		}),
-	}
+	)
 }

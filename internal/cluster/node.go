@@ -18,8 +18,10 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/dssio/dss/hlc"
 	"github.com/dssio/dss/internal/cluster/raftlog"
 	"github.com/dssio/dss/internal/engine"
+	"github.com/dssio/dss/internal/pubsub"
 	"github.com/dssio/dss/internal/wire"
 )
 
@@ -51,6 +53,13 @@ type Node struct {
 	fwd    *forwarder
 	health *peerHealth
 	order  *writeOrder
+	// The broker's replicated metadata, its proposer, the streams of
+	// messages to the other nodes, and the broker bound to the node.
+	ps     *pubsub.State
+	meta   *metaSync
+	relay  *relay
+	broker Broker
+	clock  *hlc.Clock
 
 	mu    sync.Mutex
 	ready bool // guarded by mu; a leader whose term-start entry is applied
@@ -110,6 +119,8 @@ func New(cfg Config) (*Node, error) {
 	n.epoch = binary.LittleEndian.Uint64(e[:])
 	n.health = newPeerHealth(n.log, n.memberID)
 	n.order = newWriteOrder()
+	n.clock = hlc.NewClock(cfg.NodeID, nil)
+	n.ps = pubsub.New(n)
 	if err := n.openLogStores(dir); err != nil {
 		return nil, err
 	}
@@ -132,6 +143,8 @@ func New(cfg Config) (*Node, error) {
 	}
 	n.mux = newMux(ln, tlsCfg, n.log, func(c net.Conn) { n.rpc.ServeConn(c) })
 	n.mux.forward = n.serveForward
+	n.relay = newRelay(n)
+	n.mux.relay = n.relay.serve
 	n.peers = newPeerClients(n.mux)
 	return n, nil
 }
@@ -146,6 +159,7 @@ func (n *Node) Start(e *engine.Node) error {
 	n.fsm = &fsm{n: n, engine: e, dedupe: newDedupe(n.cfg.DedupeWindow.Milliseconds())}
 	n.reads = newReader(n)
 	n.fwd = newForwarder(n)
+	n.meta = newMetaSync(n)
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  raftLayer{n.mux},
 		MaxPool: 4,
@@ -198,6 +212,8 @@ func (n *Node) Start(e *engine.Node) error {
 	go n.propose()
 	n.reads.start()
 	n.fwd.start()
+	n.meta.start()
+	n.relay.start()
 	return nil
 }
 
@@ -298,6 +314,7 @@ func (n *Node) Close() error {
 	if n.reads != nil {
 		n.reads.close()
 	}
+	n.relay.close()
 	n.wg.Wait()
 	if n.fsm != nil {
 		// Requests waiting for this node to apply an entry are answered.

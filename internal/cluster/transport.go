@@ -29,6 +29,7 @@ const (
 	connRaft    byte = 'R' // Raft's own RPCs (hashicorp/raft's transport)
 	connRPC     byte = 'C' // read index, membership, status
 	connForward byte = 'F' // a stream of forwarded writes (forward.go)
+	connRelay   byte = 'M' // a stream of MQTT messages from another node (relay.go)
 )
 
 // ErrNoSecret is returned for a cluster listener that other machines can
@@ -110,7 +111,10 @@ type mux struct {
 	rpc  func(net.Conn)
 	// forward serves a stream of forwarded writes; set before serve.
 	forward func(net.Conn)
-	close   chan struct{}
+	// relay serves a stream of messages from another node; set before
+	// serve.
+	relay func(net.Conn)
+	close chan struct{}
 
 	mu     sync.Mutex
 	closed bool                  // guarded by mu
@@ -177,6 +181,8 @@ func (m *mux) route(c net.Conn) {
 		m.serveTracked(c, m.rpc)
 	case connForward:
 		m.serveTracked(c, m.forward)
+	case connRelay:
+		m.serveTracked(c, m.relay)
 	default:
 		c.Close()
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -22,11 +23,34 @@ const (
 	quiet = 300 * time.Millisecond
 )
 
-// start starts a server with cfg on a random loopback port.
+// start starts a server with cfg on a random loopback port and returns
+// its address. With DSS_CONFORMANCE_TARGET=cluster it starts a 3-node
+// cluster with cfg on every node instead, and returns a balancer in front
+// of it that hands each connection to the next node: where a statement
+// involves two clients (a publisher and a subscriber, a session and the
+// connection that takes it over), they are on different nodes.
 func start(t *testing.T, cfg server.Config) string {
 	t.Helper()
-	return dsstest.StartServer(t, cfg).Addr()
+	switch target := os.Getenv(targetEnv); target {
+	case "", "single":
+		return dsstest.StartServer(t, cfg).Addr()
+	case "cluster":
+		// Timeouts that a machine loaded by the whole suite does not run
+		// out of.
+		cfg.Cluster.HeartbeatTimeout = 2 * time.Second
+		var addrs []string
+		for _, s := range dsstest.StartCluster(t, 3, cfg) {
+			addrs = append(addrs, s.Addr())
+		}
+		return dsstest.NewBalancer(t, addrs).Addr()
+	default:
+		t.Fatalf("%s=%q: want single or cluster", targetEnv, target)
+		return ""
+	}
 }
+
+// targetEnv says what start starts.
+const targetEnv = "DSS_CONFORMANCE_TARGET"
 
 // raw is an MQTT 5 connection whose packets the test writes and reads
 // itself.

@@ -42,6 +42,16 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 // Hang swallows every byte from now on (true), or relays again (false).
 func (p *Proxy) Hang(hung bool) { p.hung.Store(hung) }
 
+// Reset ends every connection the proxy relays, as peers that timed out
+// would; new ones are relayed.
+func (p *Proxy) Reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		c.Close()
+	}
+}
+
 func (p *Proxy) accept() {
 	defer p.wg.Done()
 	for {

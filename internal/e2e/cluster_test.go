@@ -26,6 +26,10 @@ type member struct {
 	cluster string
 	data    string
 	proc    *process
+	// peers, when set, is the member's own --peers list (the others at
+	// proxies of its own); http, when set, its --http-listen.
+	peers string
+	http  string
 }
 
 // testCluster is a cluster of real dss processes on loopback.
@@ -63,6 +67,14 @@ func startRaceCluster(t *testing.T, n int, extra ...string) *testCluster {
 
 func startClusterOf(t *testing.T, bin string, n int, extra ...string) *testCluster {
 	t.Helper()
+	return startClusterWith(t, bin, n, nil, extra...)
+}
+
+// startClusterWith is startClusterOf with setup called on the members
+// before they start, to give them peers lists or HTTP listeners of their
+// own.
+func startClusterWith(t *testing.T, bin string, n int, setup func([]*member), extra ...string) *testCluster {
+	t.Helper()
 	tc := &testCluster{t: t, extra: extra, secret: []byte(os.Getenv("DSS_CLUSTER_SECRET")), bin: bin}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -82,6 +94,9 @@ func startClusterOf(t *testing.T, bin string, n int, extra ...string) *testClust
 			peers = append(peers, m.id+"="+m.cluster)
 		}
 		tc.peers = strings.Join(peers, ",")
+		if setup != nil {
+			setup(tc.members)
+		}
 		started := true
 		for _, m := range tc.members {
 			if !tc.tryStart(m) {
@@ -122,7 +137,14 @@ func (tc *testCluster) start(m *member) {
 // of its ports is taken, fatal if it exited for another reason.
 func (tc *testCluster) tryStart(m *member) bool {
 	tc.t.Helper()
-	args := append([]string{"--node-id", m.id, "--cluster-listen", m.cluster, "--peers", tc.peers, "--data", m.data}, tc.extra...)
+	peers := tc.peers
+	if m.peers != "" {
+		peers = m.peers
+	}
+	args := append([]string{"--node-id", m.id, "--cluster-listen", m.cluster, "--peers", peers, "--data", m.data}, tc.extra...)
+	if m.http != "" {
+		args = append(args, "--http-listen", m.http)
+	}
 	p, ok := tryStartBinary(tc.t, tc.bin, m.mqtt, args...)
 	m.proc = p
 	// What answered on the MQTT port may be another listener that took

@@ -34,6 +34,9 @@ var raceBinary struct {
 // first call.
 func raceDSS(t testing.TB) string {
 	t.Helper()
+	if os.Getenv("DSS_E2E_BIN") != "" {
+		return dssBinary // the binary given, however it was built
+	}
 	raceBinary.once.Do(func() {
 		raceBinary.path = dssBinary + "-race"
 		build := exec.Command("go", "build", "-race", "-o", raceBinary.path, "github.com/dssio/dss/cmd/dss")
@@ -62,11 +65,17 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	dssBinary = filepath.Join(dir, "dss")
-	build := exec.Command("go", "build", "-o", dssBinary, "github.com/dssio/dss/cmd/dss")
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building dss:", err)
-		os.Exit(1)
+	if bin := os.Getenv("DSS_E2E_BIN"); bin != "" {
+		// A dss built elsewhere: another commit's, to see a test fail
+		// there.
+		dssBinary = bin
+	} else {
+		build := exec.Command("go", "build", "-o", dssBinary, "github.com/dssio/dss/cmd/dss")
+		build.Stdout, build.Stderr = os.Stdout, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building dss:", err)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)

@@ -170,6 +170,11 @@ type Options struct {
 	// outlives its connection.
 	MaxSubscriptionsPerClient int
 
+	// Remote, when set, is the rest of a cluster of brokers: told of the
+	// filters with subscriptions here and of every message routed from
+	// here (remote.go). dss.
+	Remote Remote `yaml:"-" json:"-"`
+
 	// MayTakeOver, when set, decides whether the connection cl may take
 	// over existing, the session of the same client id (connected or
 	// not): if not, cl is refused with CONNACK 0x85 and existing stays as
@@ -300,6 +305,7 @@ func New(opts *Options) *Server {
 		acks:       newAckWaiter(),
 		connecting: map[*Client]struct{}{},
 	}
+	s.Topics.remote = opts.Remote
 
 	s.Topics.retained.maxExpiry = func() int64 { return s.Options.Capabilities.MaximumMessageExpiryInterval }
 
@@ -1373,7 +1379,6 @@ func (s *Server) publishIDInFlight(cl *Client, pk *packets.Packet) (bool, error)
 //
 //go:noinline
 func (s *Server) publishAccepted(cl *Client, pk packets.Packet) error {
-	var err error
 	if pk.FixedHeader.Retain && !s.retainMessage(cl, pk) { // [MQTT-3.3.1-5] ![MQTT-3.3.1-8]
 		// dss: past the bounds of retained messages, the message is
 		// refused whole: neither retained nor routed.
@@ -1406,12 +1411,18 @@ func (s *Server) publishAccepted(cl *Client, pk packets.Packet) error {
 	// the PUBACK gets it. Upstream acknowledged first, and a session
 	// resumed meanwhile lost the message, or got it with DUP 1. A
 	// subscriber that could not take it yet slows the publisher (see
-	// backpressure.go).
-	if congested := s.publishToSubscribers(pk); congested != nil && congested != cl {
-		cl.State.flow.slowedBy.Store(congested)
+	// backpressure.go). In a cluster, the acknowledgement may wait for the
+	// other nodes to have it too (remote.go).
+	if s.publishAwaiting(cl, pk, ack) {
+		return nil
 	}
+	return s.finishPublish(cl, &pk, &ack)
+}
 
-	err = cl.WritePacket(ack)
+// finishPublish acknowledges pk, a QoS 1 or 2 publish of cl that was
+// routed, with ack.
+func (s *Server) finishPublish(cl *Client, pk *packets.Packet, ack *packets.Packet) error {
+	err := cl.WritePacket(*ack)
 	if err != nil {
 		return err
 	}
@@ -1421,10 +1432,10 @@ func (s *Server) publishAccepted(cl *Client, pk packets.Packet) error {
 			atomic.AddInt64(&s.Info.Inflight, -1)
 		}
 		cl.State.Inflight.IncreaseReceiveQuota()
-		s.hooks.OnQosComplete(cl, ack)
+		s.hooks.OnQosComplete(cl, *ack)
 	}
 
-	s.hooks.OnPublished(cl, pk)
+	s.hooks.OnPublished(cl, *pk)
 
 	return nil
 }
@@ -1474,7 +1485,13 @@ func (s *Server) publishToSubscribers(pk packets.Packet) (congested *Client) {
 	if pk.Ignore {
 		return nil
 	}
+	s.stampRouted(&pk)
+	return s.routeLocal(pk, s.remoteRoute(&pk)) // dss: and to the other nodes of a cluster
+}
 
+// stampRouted sets when a message routed from here was created and
+// expires, if not set yet.
+func (s *Server) stampRouted(pk *packets.Packet) {
 	if pk.Created == 0 {
 		pk.Created = time.Now().Unix()
 	}
@@ -1486,10 +1503,19 @@ func (s *Server) publishToSubscribers(pk packets.Packet) (congested *Client) {
 		}
 	}
 	if pk.Expires == 0 {
-		s.setExpires(&pk, time.Now())
+		s.setExpires(pk, time.Now())
 	}
+}
 
+// routeLocal delivers pk to the subscribers of this server; r, if not nil,
+// decides which shared subscriptions are served here (dss). It returns a
+// subscriber that could not take the message yet, as publishToSubscribers
+// does.
+func (s *Server) routeLocal(pk packets.Packet, r Routed) (congested *Client) {
 	subscribers := s.Topics.Subscribers(pk.TopicName)
+	if len(subscribers.Shared) > 0 {
+		keepServed(subscribers, r)
+	}
 	if len(subscribers.Shared) > 0 {
 		subscribers = s.hooks.OnSelectSubscribers(subscribers, pk)
 		if len(subscribers.SharedSelected) == 0 {

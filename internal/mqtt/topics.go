@@ -354,6 +354,7 @@ func (s *Subscribers) MergeSharedSelected() {
 type TopicsIndex struct {
 	Retained *packets.Packets
 	root     *particle // a leaf containing a message and more leaves.
+	remote   Remote    // dss: told of the filters with subscriptions here (remote.go); nil: none
 	// retained accounts for the retained messages (dss, see
 	// retained.go); guarded by root's lock.
 	retained retainedAccount
@@ -416,10 +417,16 @@ func (x *TopicsIndex) Subscribe(client string, subscription packets.Subscription
 		n := x.set(subscription.Filter, 2)
 		_, existed = n.shared.Get(group, client)
 		n.shared.Add(group, client, subscription)
+		if !existed {
+			x.filterChanged(subscription.Filter, n.shared.groupLen(group), true) // dss
+		}
 	} else {
 		n := x.set(subscription.Filter, 0)
 		_, existed = n.subscriptions.Get(client)
 		n.subscriptions.Add(client, subscription)
+		if !existed {
+			x.filterChanged(subscription.Filter, n.subscriptions.Len(), true) // dss
+		}
 	}
 
 	return !existed
@@ -445,9 +452,17 @@ func (x *TopicsIndex) Unsubscribe(filter, client string) bool {
 
 	if shareSub {
 		group, _ := isolateParticle(filter, 1)
+		_, existed := particle.shared.Get(group, client)
 		particle.shared.Delete(group, client)
+		if existed {
+			x.filterChanged(filter, particle.shared.groupLen(group), false) // dss
+		}
 	} else {
+		_, existed := particle.subscriptions.Get(client)
 		particle.subscriptions.Delete(client)
+		if existed {
+			x.filterChanged(filter, particle.subscriptions.Len(), false) // dss
+		}
 	}
 
 	x.trim(particle)

@@ -32,6 +32,7 @@ func clusterConfig(cfg Config) cluster.Config {
 		SnapshotThreshold:  cfg.Cluster.SnapshotThreshold,
 		SnapshotInterval:   cfg.Cluster.SnapshotInterval,
 		TrailingLogs:       cfg.Cluster.TrailingLogs,
+		RelayBuffer:        cfg.Cluster.RelayBuffer,
 		Logger:             cfg.Logger,
 	}
 }

@@ -43,8 +43,15 @@ func TestReadyzInACluster(t *testing.T) {
 		t.Errorf("start-up line %q lacks the cluster or HTTP listener", line)
 	}
 	code, body := dsstest.HTTPGet(t, first.HTTPAddr(), "/readyz")
-	if code != http.StatusServiceUnavailable || body != "not ready: "+cluster.ErrNoLeader.Error()+"\n" {
+	reason, notes, _ := strings.Cut(body, "\n")
+	if code != http.StatusServiceUnavailable || reason != "not ready: "+cluster.ErrNoLeader.Error() {
 		t.Fatalf("/readyz of one node of three: %d %q", code, body)
+	}
+	// And, line by line, the peers it cannot reach with messages.
+	for l := range strings.Lines(notes) {
+		if !strings.HasPrefix(l, "messages to n2 fail since ") && !strings.HasPrefix(l, "messages to n3 fail since ") {
+			t.Fatalf("/readyz of one node of three: %d %q", code, body)
+		}
 	}
 	if !metric(t, first, "dss_ready 0") {
 		t.Fatal("dss_ready is not 0 without a leader")

@@ -216,6 +216,9 @@ type ClusterConfig struct {
 	// Secret authenticates and encrypts the cluster connections; required
 	// unless Listen is a loopback address.
 	Secret []byte
+	// RelayBuffer bounds the bytes of messages kept for one other node
+	// that does not acknowledge them; zero means cluster's default.
+	RelayBuffer int64
 	// Tuning, for tests; zero values take cluster.Config's defaults.
 	HeartbeatTimeout  time.Duration
 	SnapshotThreshold uint64

@@ -19,6 +19,10 @@ func (s *Server) newBroker(reg *prometheus.Registry) error {
 		return err
 	}
 	s.sec = sec
+	var span broker.Cluster
+	if s.cluster != nil {
+		span = s.cluster
+	}
 	b, err := broker.New(broker.Config{
 		Listen:               cfg.Listen,
 		Listener:             cfg.Listener,
@@ -48,6 +52,8 @@ func (s *Server) newBroker(reg *prometheus.Registry) error {
 		MaxTopicLength:            cfg.MaxTopicLength,
 		MaxRetained:               max(cfg.MaxRetained, 0),
 		MaxRetainedBytes:          max(cfg.MaxRetainedBytes, 0),
+		// One broker across the cluster's nodes.
+		Cluster: span,
 	})
 	if err != nil {
 		s.closeStorage()

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
+	"time"
 )
 
 // A ReadinessCheck is one condition of readiness: Ready returns nil while
@@ -50,11 +52,22 @@ func (s *Server) Ready() error {
 	return nil
 }
 
-// serveReady answers /readyz: 200 "ready" or 503 with the reason.
+// serveReady answers /readyz: 200 "ready" or 503 with the reason, and
+// in a cluster a line for each peer this node cannot reach with MQTT
+// messages (which does not make it unready: it serves its clients).
 func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
+	var notes string
+	if s.cluster != nil {
+		for _, p := range s.cluster.RelayPeers() {
+			if !p.Up {
+				notes += fmt.Sprintf("messages to %s fail since %s: %s\n", p.ID, p.Since.UTC().Format(time.RFC3339), p.Err)
+			}
+		}
+	}
 	if err := s.Ready(); err != nil {
-		http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+		// http.Error ends the body with a newline.
+		http.Error(w, strings.TrimSuffix("not ready: "+err.Error()+"\n"+notes, "\n"), http.StatusServiceUnavailable)
 		return
 	}
-	_, _ = w.Write([]byte("ready\n"))
+	_, _ = w.Write([]byte("ready\n" + notes))
 }

@@ -1,0 +1,297 @@
+package broker
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/dssio/dss/internal/mqtt/packets"
+)
+
+// The encodings of what the broker hands the other nodes of a cluster: a
+// message (relayed, or kept as a retained message in the replicated
+// state), and a session (subscriptions and messages in flight) that moves
+// to another node. They carry what a subscriber sees of a PUBLISH, and
+// nothing a receiving node decides itself (packet ids, subscription
+// identifiers, topic aliases).
+
+// messageVersion starts every encoded message; a node that reads another
+// version refuses it.
+const messageVersion = 1
+
+var errBadMessage = errors.New("broker: malformed message from another node")
+
+const (
+	msgRetain        = 1 << 0
+	msgPayloadFormat = 1 << 1 // the Payload Format Indicator is present
+	msgQoSShift      = 2
+)
+
+// appendMessage encodes the message pk: its topic, payload, QoS, retain
+// flag, publisher (for no-local), the MQTT 5 properties of a PUBLISH that
+// travel with it (payload format, content type, response topic,
+// correlation data, user properties in order) and expires (Unix
+// nanoseconds, 0 for none: a retained message keeps its expiry, a
+// relayed one carries the time it has left beside it).
+func appendMessage(b []byte, pk *packets.Packet, expires int64) []byte {
+	flags := pk.FixedHeader.Qos << msgQoSShift
+	if pk.FixedHeader.Retain {
+		flags |= msgRetain
+	}
+	if pk.Properties.PayloadFormatFlag {
+		flags |= msgPayloadFormat
+	}
+	b = append(b, messageVersion, flags, pk.Properties.PayloadFormat)
+	b = appendStr(b, pk.TopicName)
+	b = appendStr(b, pk.Origin)
+	b = appendStr(b, pk.Properties.ContentType)
+	b = appendStr(b, pk.Properties.ResponseTopic)
+	b = appendRaw(b, pk.Properties.CorrelationData)
+	b = binary.AppendUvarint(b, uint64(len(pk.Properties.User)))
+	for _, u := range pk.Properties.User {
+		b = appendStr(b, u.Key)
+		b = appendStr(b, u.Val)
+	}
+	b = binary.AppendVarint(b, expires)
+	return appendRaw(b, pk.Payload)
+}
+
+// decodeMessage reads a message appendMessage wrote into pk (a PUBLISH),
+// and returns its expiry. pk's payload and correlation data alias b.
+func decodeMessage(b []byte, pk *packets.Packet) (expires int64, err error) {
+	d := msgDecoder{b: b}
+	if d.byte() != messageVersion {
+		return 0, errBadMessage
+	}
+	flags := d.byte()
+	pk.FixedHeader.Type = packets.Publish
+	pk.FixedHeader.Qos = (flags >> msgQoSShift) & 3
+	pk.FixedHeader.Retain = flags&msgRetain != 0
+	pk.Properties.PayloadFormatFlag = flags&msgPayloadFormat != 0
+	pk.Properties.PayloadFormat = d.byte()
+	pk.TopicName = d.str()
+	pk.Origin = d.str()
+	pk.Properties.ContentType = d.str()
+	pk.Properties.ResponseTopic = d.str()
+	if c := d.raw(); len(c) > 0 {
+		pk.Properties.CorrelationData = c
+	}
+	if n := d.count(); n > 0 {
+		pk.Properties.User = make([]packets.UserProperty, n)
+		for i := range pk.Properties.User {
+			pk.Properties.User[i] = packets.UserProperty{Key: d.str(), Val: d.str()}
+		}
+	}
+	expires = d.varint()
+	pk.Payload = d.raw()
+	if d.err != nil || len(d.b) != 0 || pk.FixedHeader.Qos > 2 {
+		return 0, errBadMessage
+	}
+	return expires, nil
+}
+
+// sessionVersion starts every encoded session.
+const sessionVersion = 1
+
+// appendSubscriptions encodes a session's subscriptions.
+func appendSubscriptions(b []byte, subs []packets.Subscription) []byte {
+	b = append(b, sessionVersion)
+	b = binary.AppendUvarint(b, uint64(len(subs)))
+	for i := range subs {
+		s := &subs[i]
+		var flags byte
+		if s.NoLocal {
+			flags |= 1
+		}
+		if s.RetainAsPublished {
+			flags |= 2
+		}
+		b = append(b, s.Qos, s.RetainHandling, flags)
+		b = appendStr(b, s.Filter)
+		b = binary.AppendUvarint(b, uint64(max(s.Identifier, 0)))
+	}
+	return b
+}
+
+func decodeSubscriptions(d *msgDecoder) []packets.Subscription {
+	if d.byte() != sessionVersion {
+		d.fail()
+		return nil
+	}
+	n := d.count()
+	subs := make([]packets.Subscription, 0, n)
+	for range n {
+		s := packets.Subscription{Qos: d.byte(), RetainHandling: d.byte()}
+		flags := d.byte()
+		s.NoLocal, s.RetainAsPublished = flags&1 != 0, flags&2 != 0
+		s.Filter = d.str()
+		s.Identifier = int(d.uvarint())
+		if s.Qos > 2 || s.RetainHandling > 2 {
+			d.fail()
+		}
+		subs = append(subs, s)
+	}
+	return subs
+}
+
+// parseSubscriptions reads subscriptions appendSubscriptions wrote.
+func parseSubscriptions(b []byte) ([]packets.Subscription, error) {
+	d := msgDecoder{b: b}
+	subs := decodeSubscriptions(&d)
+	if d.err != nil || len(d.b) != 0 {
+		return nil, errBadMessage
+	}
+	return subs, nil
+}
+
+// appendSession encodes a session that moves to another node: its
+// subscriptions, and its messages in flight in their order (the server's
+// PUBLISH and PUBREL, and the PUBREC it keeps for a client's QoS 2
+// message), each with its packet id and whether it was never sent.
+func appendSession(b []byte, subs []packets.Subscription, inflight []packets.Packet) []byte {
+	b = appendSubscriptions(b, subs)
+	n := 0
+	for i := range inflight {
+		if movable(&inflight[i]) {
+			n++
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(n))
+	for i := range inflight {
+		pk := &inflight[i]
+		if !movable(pk) {
+			continue
+		}
+		var flags byte
+		if pk.Queued || pk.Expiry < 0 { // queued, or parked for send quota: never sent
+			flags |= 1
+		}
+		b = append(b, pk.FixedHeader.Type, flags)
+		b = binary.AppendUvarint(b, uint64(pk.PacketID))
+		if pk.FixedHeader.Type == packets.Publish {
+			b = appendRaw(b, appendMessage(nil, pk, pk.Expires))
+		}
+	}
+	return b
+}
+
+// movable reports whether a message in flight moves with its session.
+func movable(pk *packets.Packet) bool {
+	switch pk.FixedHeader.Type {
+	case packets.Publish, packets.Pubrel, packets.Pubrec:
+		return true
+	}
+	return false
+}
+
+// parseSession reads a session appendSession wrote. The messages' payloads
+// alias b.
+func parseSession(b []byte) ([]packets.Subscription, []packets.Packet, error) {
+	d := msgDecoder{b: b}
+	subs := decodeSubscriptions(&d)
+	n := d.count()
+	inflight := make([]packets.Packet, 0, n)
+	for range n {
+		typ, flags := d.byte(), d.byte()
+		id := uint16(d.uvarint())
+		var pk packets.Packet
+		switch typ {
+		case packets.Publish:
+			expires, err := decodeMessage(d.raw(), &pk)
+			if err != nil {
+				d.fail()
+			}
+			pk.Expires = expires
+		case packets.Pubrel:
+			pk.FixedHeader = packets.FixedHeader{Type: packets.Pubrel, Qos: 1}
+		case packets.Pubrec:
+			pk.FixedHeader = packets.FixedHeader{Type: packets.Pubrec}
+		default:
+			d.fail()
+		}
+		pk.PacketID = id
+		pk.Queued = flags&1 != 0
+		inflight = append(inflight, pk)
+	}
+	if d.err != nil || len(d.b) != 0 {
+		return nil, nil, errBadMessage
+	}
+	return subs, inflight, nil
+}
+
+func appendStr(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendRaw(b, v []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(v)))
+	return append(b, v...)
+}
+
+// msgDecoder reads what the append functions wrote; the first error
+// sticks.
+type msgDecoder struct {
+	b   []byte
+	err error
+}
+
+func (d *msgDecoder) fail() { d.err, d.b = errBadMessage, nil }
+
+func (d *msgDecoder) byte() byte {
+	if d.err != nil || len(d.b) == 0 {
+		d.fail()
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+func (d *msgDecoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *msgDecoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *msgDecoder) count() int {
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		d.fail()
+		return 0
+	}
+	return int(n)
+}
+
+// raw returns the next length-prefixed bytes, aliasing the input.
+func (d *msgDecoder) raw() []byte {
+	n := d.uvarint()
+	if d.err != nil || n > uint64(len(d.b)) {
+		d.fail()
+		return nil
+	}
+	v := d.b[:n:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *msgDecoder) str() string { return string(d.raw()) }
