@@ -44,8 +44,10 @@ func TestRelayWaitsForAReachablePeer(t *testing.T) {
 	var released atomic.Int32
 	w := &relayWait{done: func() { released.Add(1) }}
 	w.pending.Store(2)
-	if !l.enqueue(&relayItem{qos: 1, size: 64}, w) || !l.enqueue(&relayItem{qos: 1, size: 64}, w) {
-		t.Fatal("a publisher does not wait for a reachable peer")
+	for range 2 {
+		if !l.enqueue(&relayItem{qos: 1, size: 64}, w) {
+			t.Fatal("a publisher does not wait for a reachable peer")
+		}
 	}
 	l.enqueue(&relayItem{qos: 0, size: 64}, nil)
 	l.sent = 3
