@@ -40,9 +40,10 @@ func (sp *spanning) sessionLife(cl *mqtt.Client) (bool, uint32) {
 // by another node (Clean Start 0) waits for its claim and fetches the
 // session, which the core then takes over as a local one; if that node
 // does not answer, the subscriptions the cluster kept of a persistent
-// session are installed instead. Any other connection claims the id
-// without waiting: the node that held it ends its connection when it
-// applies the claim.
+// session are installed instead. A connection whose session outlives it
+// waits for its claim too, so that its next connection finds the session
+// through any node. Any other connection claims the id without waiting:
+// the node that held it ends its connection when it applies the claim.
 func (sp *spanning) connect(cl *mqtt.Client, pk *packets.Packet) {
 	if cl.Net.Inline {
 		return
@@ -59,20 +60,17 @@ func (sp *spanning) connect(cl *mqtt.Client, pk *packets.Packet) {
 	sp.mu.Unlock()
 	elsewhere := had && (cur.Node != sp.self || cur.Epoch != sp.c.Epoch())
 	if clean || !elsewhere {
-		sp.c.Claim(claim, nil)
+		if persistent {
+			// A session that outlives its connection is known to every
+			// reachable node before its CONNACK: the client's next
+			// connection, through any node, resumes it.
+			sp.awaitClaim(claim, "the claim of a client id was not committed in time; a connection through another node soon may not find the session")
+		} else {
+			sp.c.Claim(claim, nil)
+		}
 		return
 	}
-	if sp.c.HasLeader() {
-		committed := make(chan error, 1)
-		sp.c.Claim(claim, func(err error) { committed <- err })
-		select {
-		case <-committed:
-		case <-time.After(claimWait):
-			sp.b.log.Warn("the claim of a client id was not committed in time; the session is resumed with what the cluster knows", "client", id)
-		}
-	} else {
-		sp.c.Claim(claim, nil)
-	}
+	sp.awaitClaim(claim, "the claim of a client id was not committed in time; the session is resumed with what the cluster knows")
 	var subs []packets.Subscription
 	var inflight []packets.Packet
 	present := false
@@ -103,6 +101,22 @@ func (sp *spanning) connect(cl *mqtt.Client, pk *packets.Packet) {
 		// Its routes are in effect cluster-wide before its CONNACK, as a
 		// SUBSCRIBE's are before its SUBACK.
 		sp.syncRoutes(id)
+	}
+}
+
+// awaitClaim proposes claim and waits, at most claimWait, until every
+// reachable node applied it; without a leader it only proposes it.
+func (sp *spanning) awaitClaim(claim pubsub.Claim, late string) {
+	if !sp.c.HasLeader() {
+		sp.c.Claim(claim, nil)
+		return
+	}
+	committed := make(chan error, 1)
+	sp.c.Claim(claim, func(err error) { committed <- err })
+	select {
+	case <-committed:
+	case <-time.After(claimWait):
+		sp.b.log.Warn(late, "client", claim.Client)
 	}
 }
 
@@ -221,8 +235,19 @@ func (sp *spanning) Claimed(client string, s pubsub.Session) {
 			sp.forget(client, lc)
 			return
 		}
-		if !lc.cl.Closed() {
-			_ = sp.b.srv.DisconnectClient(lc.cl, packets.ErrSessionTakenOver)
+		if persistent, _ := sp.sessionLife(lc.cl); persistent {
+			if !lc.cl.Closed() {
+				_ = sp.b.srv.DisconnectClient(lc.cl, packets.ErrSessionTakenOver)
+			}
+		} else {
+			// A session that ends with its connection would be gone
+			// before the new node fetches it: the fetch ends the
+			// connection (TakeSession); if none comes, it ends here.
+			time.AfterFunc(2*fetchWait, func() {
+				if !lc.cl.Closed() {
+					_ = sp.b.srv.DisconnectClient(lc.cl, packets.ErrSessionTakenOver)
+				}
+			})
 		}
 		// The new node fetches the session (TakeSession) if it knew of
 		// it when it connected; if it did not, the session has no owner

@@ -214,9 +214,16 @@ func (m *metaSync) round() bool {
 	for _, r := range retained {
 		waiters = append(waiters, r.waiters...)
 	}
+	for _, s := range sessions {
+		if s.done != nil {
+			waiters = append(waiters, s.done)
+		}
+	}
 	if len(waiters) > 0 {
 		// A retained message is in effect once every reachable node has
-		// it: its publisher's acknowledgement waits for that.
+		// it: its publisher's acknowledgement waits for that. So is a
+		// claim of a client id: the CONNACK that waits for it goes once
+		// the node the client connects to next knows the session.
 		m.n.wg.Add(1)
 		go func() {
 			defer m.n.wg.Done()
@@ -227,11 +234,6 @@ func (m *metaSync) round() bool {
 				w(err)
 			}
 		}()
-	}
-	for _, s := range sessions {
-		if s.done != nil {
-			s.done(nil)
-		}
 	}
 	return true
 }
@@ -438,8 +440,8 @@ func (n *Node) Retain(topic string, stamp hlc.Timestamp, msg []byte, expires int
 }
 
 // Claim proposes that a connection of this node took a client id. done,
-// if not nil, is called with nil once the claim is committed and applied
-// here.
+// if not nil, is called once the claim is committed and every reachable
+// node applied it (with the error if that was not confirmed in time).
 func (n *Node) Claim(c pubsub.Claim, done func(error)) {
 	n.queueSession(sessionReq{claim: &c, done: done})
 }
