@@ -28,7 +28,7 @@ import (
 // TestProtocolOverWebSocket runs the protocol tests again with every
 // client connected over MQTT over WebSocket (DSS_TEST_TRANSPORT=ws), in a
 // process of its own: a request over a WebSocket is answered exactly as
-// over TCP.
+// over TCP. It runs beside the runs through a cluster's roles.
 func TestProtocolOverWebSocket(t *testing.T) {
 	if dsstest.OverWebSocket() || os.Getenv(targetEnv) != "" {
 		t.Skip("this run is one of them")
@@ -36,6 +36,7 @@ func TestProtocolOverWebSocket(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
+	t.Parallel()
 	run := "^(" + strings.Join(protocolTests, "|") + ")$"
 	cmd := exec.Command(os.Args[0], "-test.run", run, "-test.count=1", "-test.timeout=15m", "-test.v")
 	cmd.Env = append(os.Environ(), dsstest.TransportEnv+"=ws")
