@@ -20,6 +20,7 @@ func TestEveryStatementOverWebSocket(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
+	t.Parallel()
 	list, err := exec.Command(os.Args[0], "-test.list", "^Test").Output()
 	if err != nil {
 		t.Fatalf("listing the tests: %v", err)
