@@ -23,7 +23,7 @@ type storeFlags struct {
 // add adds the flags to cmd, and --config.
 func (sf *storeFlags) add(cmd *cobra.Command, cfg *server.Config) {
 	f := cmd.Flags()
-	f.StringVar(&cfg.HTTPListen, "http-listen", "", "address of the HTTP endpoint (HOST:PORT) with /metrics, /healthz, /readyz and GET /v1/snapshot for backups; empty turns it off")
+	f.StringVar(&cfg.HTTPListen, "http-listen", "", "address of the HTTP endpoint (HOST:PORT) with /metrics, /healthz, /readyz, GET /v1/snapshot for backups and, for dss serve with --ws-listen, the web console at /; empty turns it off")
 	f.StringVar(&sf.adminTokenFile, "admin-token-file", "", "file holding the secret (16 characters or more) that a backup request on the HTTP endpoint must carry (Authorization: Bearer); without it only clients on this machine may fetch one")
 	durationFlag(f, &cfg.HTTPIdleTimeout, "http-idle-timeout", server.DefaultHTTPIdleTimeout, "how long a connection to the HTTP endpoint may stay idle between requests before it is closed")
 	f.IntVar(&cfg.HTTPMaxConnections, "http-max-connections", server.DefaultHTTPMaxConnections, "most connections the HTTP endpoint holds; past it a new one takes the place of the one idle the longest, or waits to be accepted")
