@@ -3,6 +3,7 @@ package broker
 import (
 	"encoding/binary"
 	"errors"
+	"github.com/dssio/dss/internal/bincode"
 
 	"github.com/dssio/dss/internal/mqtt/packets"
 )
@@ -41,49 +42,49 @@ func appendMessage(b []byte, pk *packets.Packet, expires int64) []byte {
 		flags |= msgPayloadFormat
 	}
 	b = append(b, messageVersion, flags, pk.Properties.PayloadFormat)
-	b = appendStr(b, pk.TopicName)
-	b = appendStr(b, pk.Origin)
-	b = appendStr(b, pk.Properties.ContentType)
-	b = appendStr(b, pk.Properties.ResponseTopic)
-	b = appendRaw(b, pk.Properties.CorrelationData)
+	b = bincode.AppendString(b, pk.TopicName)
+	b = bincode.AppendString(b, pk.Origin)
+	b = bincode.AppendString(b, pk.Properties.ContentType)
+	b = bincode.AppendString(b, pk.Properties.ResponseTopic)
+	b = bincode.AppendBytes(b, pk.Properties.CorrelationData)
 	b = binary.AppendUvarint(b, uint64(len(pk.Properties.User)))
 	for _, u := range pk.Properties.User {
-		b = appendStr(b, u.Key)
-		b = appendStr(b, u.Val)
+		b = bincode.AppendString(b, u.Key)
+		b = bincode.AppendString(b, u.Val)
 	}
 	b = binary.AppendVarint(b, expires)
-	return appendRaw(b, pk.Payload)
+	return bincode.AppendBytes(b, pk.Payload)
 }
 
 // decodeMessage reads a message appendMessage wrote into pk (a PUBLISH),
 // and returns its expiry. pk's payload and correlation data alias b.
 func decodeMessage(b []byte, pk *packets.Packet) (expires int64, err error) {
-	d := msgDecoder{b: b}
-	if d.byte() != messageVersion {
+	d := newMsgDecoder(b)
+	if d.Byte() != messageVersion {
 		return 0, errBadMessage
 	}
-	flags := d.byte()
+	flags := d.Byte()
 	pk.FixedHeader.Type = packets.Publish
 	pk.FixedHeader.Qos = (flags >> msgQoSShift) & 3
 	pk.FixedHeader.Retain = flags&msgRetain != 0
 	pk.Properties.PayloadFormatFlag = flags&msgPayloadFormat != 0
-	pk.Properties.PayloadFormat = d.byte()
-	pk.TopicName = d.str()
-	pk.Origin = d.str()
-	pk.Properties.ContentType = d.str()
-	pk.Properties.ResponseTopic = d.str()
-	if c := d.raw(); len(c) > 0 {
+	pk.Properties.PayloadFormat = d.Byte()
+	pk.TopicName = d.Str()
+	pk.Origin = d.Str()
+	pk.Properties.ContentType = d.Str()
+	pk.Properties.ResponseTopic = d.Str()
+	if c := d.Bytes(); len(c) > 0 {
 		pk.Properties.CorrelationData = c
 	}
-	if n := d.count(); n > 0 {
+	if n := d.Count(); n > 0 {
 		pk.Properties.User = make([]packets.UserProperty, n)
 		for i := range pk.Properties.User {
-			pk.Properties.User[i] = packets.UserProperty{Key: d.str(), Val: d.str()}
+			pk.Properties.User[i] = packets.UserProperty{Key: d.Str(), Val: d.Str()}
 		}
 	}
-	expires = d.varint()
-	pk.Payload = d.raw()
-	if d.err != nil || len(d.b) != 0 || pk.FixedHeader.Qos > 2 {
+	expires = d.Varint()
+	pk.Payload = d.Bytes()
+	if d.Err() != nil || d.Len() != 0 || pk.FixedHeader.Qos > 2 {
 		return 0, errBadMessage
 	}
 	return expires, nil
@@ -106,27 +107,27 @@ func appendSubscriptions(b []byte, subs []packets.Subscription) []byte {
 			flags |= 2
 		}
 		b = append(b, s.Qos, s.RetainHandling, flags)
-		b = appendStr(b, s.Filter)
+		b = bincode.AppendString(b, s.Filter)
 		b = binary.AppendUvarint(b, uint64(max(s.Identifier, 0)))
 	}
 	return b
 }
 
 func decodeSubscriptions(d *msgDecoder) []packets.Subscription {
-	if d.byte() != sessionVersion {
-		d.fail()
+	if d.Byte() != sessionVersion {
+		d.Fail()
 		return nil
 	}
-	n := d.count()
+	n := d.Count()
 	subs := make([]packets.Subscription, 0, n)
 	for range n {
-		s := packets.Subscription{Qos: d.byte(), RetainHandling: d.byte()}
-		flags := d.byte()
+		s := packets.Subscription{Qos: d.Byte(), RetainHandling: d.Byte()}
+		flags := d.Byte()
 		s.NoLocal, s.RetainAsPublished = flags&1 != 0, flags&2 != 0
-		s.Filter = d.str()
-		s.Identifier = int(d.uvarint())
+		s.Filter = d.Str()
+		s.Identifier = int(d.Uvarint())
 		if s.Qos > 2 || s.RetainHandling > 2 {
-			d.fail()
+			d.Fail()
 		}
 		subs = append(subs, s)
 	}
@@ -135,9 +136,9 @@ func decodeSubscriptions(d *msgDecoder) []packets.Subscription {
 
 // parseSubscriptions reads subscriptions appendSubscriptions wrote.
 func parseSubscriptions(b []byte) ([]packets.Subscription, error) {
-	d := msgDecoder{b: b}
+	d := newMsgDecoder(b)
 	subs := decodeSubscriptions(&d)
-	if d.err != nil || len(d.b) != 0 {
+	if d.Err() != nil || d.Len() != 0 {
 		return nil, errBadMessage
 	}
 	return subs, nil
@@ -168,7 +169,7 @@ func appendSession(b []byte, subs []packets.Subscription, inflight []packets.Pac
 		b = append(b, pk.FixedHeader.Type, flags)
 		b = binary.AppendUvarint(b, uint64(pk.PacketID))
 		if pk.FixedHeader.Type == packets.Publish {
-			b = appendRaw(b, appendMessage(nil, pk, pk.Expires))
+			b = bincode.AppendBytes(b, appendMessage(nil, pk, pk.Expires))
 		}
 	}
 	return b
@@ -186,19 +187,19 @@ func movable(pk *packets.Packet) bool {
 // parseSession reads a session appendSession wrote. The messages' payloads
 // alias b.
 func parseSession(b []byte) ([]packets.Subscription, []packets.Packet, error) {
-	d := msgDecoder{b: b}
+	d := newMsgDecoder(b)
 	subs := decodeSubscriptions(&d)
-	n := d.count()
+	n := d.Count()
 	inflight := make([]packets.Packet, 0, n)
 	for range n {
-		typ, flags := d.byte(), d.byte()
-		id := uint16(d.uvarint())
+		typ, flags := d.Byte(), d.Byte()
+		id := uint16(d.Uvarint())
 		var pk packets.Packet
 		switch typ {
 		case packets.Publish:
-			expires, err := decodeMessage(d.raw(), &pk)
+			expires, err := decodeMessage(d.Bytes(), &pk)
 			if err != nil {
-				d.fail()
+				d.Fail()
 			}
 			pk.Expires = expires
 		case packets.Pubrel:
@@ -206,92 +207,20 @@ func parseSession(b []byte) ([]packets.Subscription, []packets.Packet, error) {
 		case packets.Pubrec:
 			pk.FixedHeader = packets.FixedHeader{Type: packets.Pubrec}
 		default:
-			d.fail()
+			d.Fail()
 		}
 		pk.PacketID = id
 		pk.Queued = flags&1 != 0
 		inflight = append(inflight, pk)
 	}
-	if d.err != nil || len(d.b) != 0 {
+	if d.Err() != nil || d.Len() != 0 {
 		return nil, nil, errBadMessage
 	}
 	return subs, inflight, nil
 }
 
-func appendStr(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
+// msgDecoder reads what the append functions of this file wrote
+// (bincode, failing with errBadMessage).
+type msgDecoder = bincode.Decoder
 
-func appendRaw(b, v []byte) []byte {
-	b = binary.AppendUvarint(b, uint64(len(v)))
-	return append(b, v...)
-}
-
-// msgDecoder reads what the append functions wrote; the first error
-// sticks.
-type msgDecoder struct {
-	b   []byte
-	err error
-}
-
-func (d *msgDecoder) fail() { d.err, d.b = errBadMessage, nil }
-
-func (d *msgDecoder) byte() byte {
-	if d.err != nil || len(d.b) == 0 {
-		d.fail()
-		return 0
-	}
-	c := d.b[0]
-	d.b = d.b[1:]
-	return c
-}
-
-func (d *msgDecoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail()
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *msgDecoder) varint() int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail()
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *msgDecoder) count() int {
-	n := d.uvarint()
-	if n > uint64(len(d.b)) {
-		d.fail()
-		return 0
-	}
-	return int(n)
-}
-
-// raw returns the next length-prefixed bytes, aliasing the input.
-func (d *msgDecoder) raw() []byte {
-	n := d.uvarint()
-	if d.err != nil || n > uint64(len(d.b)) {
-		d.fail()
-		return nil
-	}
-	v := d.b[:n:n]
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *msgDecoder) str() string { return string(d.raw()) }
+func newMsgDecoder(b []byte) msgDecoder { return bincode.NewDecoder(b, errBadMessage) }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"encoding/binary"
+	"github.com/dssio/dss/internal/bincode"
 
 	"github.com/dssio/dss/internal/engine"
 	"github.com/dssio/dss/internal/wire"
@@ -76,15 +77,15 @@ func (d *dedupe) appendTo(b []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(len(live)))
 	for _, ref := range live {
 		e := d.byKey[ref.key]
-		b = appendString(b, ref.key)
+		b = bincode.AppendString(b, ref.key)
 		b = binary.AppendVarint(b, e.time)
 		b = append(b, byte(e.result.Outcome))
 		var errText string
 		if e.result.Err != nil {
 			errText = e.result.Err.Text()
 		}
-		b = appendString(b, errText)
-		b = appendVersion(b, e.result.Version)
+		b = bincode.AppendString(b, errText)
+		b = bincode.AppendStamp(b, e.result.Version)
 	}
 	return b
 }
@@ -92,18 +93,18 @@ func (d *dedupe) appendTo(b []byte) []byte {
 // decodeDedupe reads what appendTo wrote.
 func decodeDedupe(d *decoder, windowMillis int64) *dedupe {
 	t := newDedupe(windowMillis)
-	n := d.uvarint()
-	for i := uint64(0); i < n && d.err == nil; i++ {
-		key := d.string()
-		time := d.varint()
+	n := d.Uvarint()
+	for i := uint64(0); i < n && d.Err() == nil; i++ {
+		key := d.Str()
+		time := d.Varint()
 		var r engine.Result
-		r.Outcome = engineOutcome(d.byte())
-		if text := d.string(); text != "" {
+		r.Outcome = engineOutcome(d.Byte())
+		if text := d.Str(); text != "" {
 			if r.Err = wire.ErrorByText(text); r.Err == nil {
 				r.Err = wire.ErrUnavailable
 			}
 		}
-		r.Version = d.version()
+		r.Version = d.Stamp()
 		r.HasVersion = !r.Version.IsZero()
 		t.add(key, time, r)
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"github.com/dssio/dss/internal/bincode"
 
 	"github.com/dssio/dss/internal/engine"
 	"github.com/dssio/dss/internal/store"
@@ -40,7 +41,7 @@ const (
 // appendWrite encodes a decided write. The dedupe key (client id and
 // correlation data) travels with it.
 func appendWrite(b []byte, o origin, w *engine.Write) []byte {
-	b = appendString(b, o.node)
+	b = bincode.AppendString(b, o.node)
 	b = binary.AppendUvarint(b, o.epoch)
 	b = binary.AppendUvarint(b, o.id)
 	var client string
@@ -48,8 +49,8 @@ func appendWrite(b []byte, o origin, w *engine.Write) []byte {
 	if w.Op != nil {
 		client, corr = w.Op.Client, w.Op.Correlation
 	}
-	b = appendString(b, client)
-	b = appendBytes(b, corr)
+	b = bincode.AppendString(b, client)
+	b = bincode.AppendBytes(b, corr)
 	c := &w.Command
 	var flags byte
 	if c.HasFence {
@@ -59,14 +60,14 @@ func appendWrite(b []byte, o origin, w *engine.Write) []byte {
 		flags |= flagVolatile
 	}
 	b = append(b, byte(c.Op), byte(c.Cond), flags)
-	b = appendBytes(b, c.Key)
-	b = appendBytes(b, c.Value)
+	b = bincode.AppendBytes(b, c.Key)
+	b = bincode.AppendBytes(b, c.Value)
 	b = binary.AppendVarint(b, c.Time)
 	b = binary.AppendVarint(b, c.ExpiresAt)
-	b = appendVersion(b, c.Version)
-	b = appendVersion(b, w.ExpireVersion)
+	b = bincode.AppendStamp(b, c.Version)
+	b = bincode.AppendStamp(b, w.ExpireVersion)
 	if c.HasFence {
-		b = appendVersion(b, c.Fence)
+		b = bincode.AppendStamp(b, c.Fence)
 	}
 	return b
 }
@@ -84,32 +85,32 @@ var errBadEntry = errors.New("cluster: malformed command entry")
 // decodeWrites decodes the writes of an entryWrites entry (after its kind
 // byte), appending them to ws. The writes alias data.
 func decodeWrites(data []byte, ws []decodedWrite) ([]decodedWrite, error) {
-	d := decoder{b: data}
-	n := d.uvarint()
-	for i := uint64(0); i < n && d.err == nil; i++ {
+	d := newDecoder(data)
+	n := d.Uvarint()
+	for i := uint64(0); i < n && d.Err() == nil; i++ {
 		var dw decodedWrite
-		dw.origin = origin{node: d.string(), epoch: d.uvarint(), id: d.uvarint()}
-		client, corr := d.bytes(), d.bytes()
+		dw.origin = origin{node: d.Str(), epoch: d.Uvarint(), id: d.Uvarint()}
+		client, corr := d.Bytes(), d.Bytes()
 		c := &dw.write.Command
-		c.Op = store.Op(d.byte())
-		c.Cond = store.Condition(d.byte())
-		flags := d.byte()
-		c.Key = d.bytes()
-		c.Value = d.bytes()
-		c.Time = d.varint()
-		c.ExpiresAt = d.varint()
-		c.Version = d.version()
-		dw.write.ExpireVersion = d.version()
+		c.Op = store.Op(d.Byte())
+		c.Cond = store.Condition(d.Byte())
+		flags := d.Byte()
+		c.Key = d.Bytes()
+		c.Value = d.Bytes()
+		c.Time = d.Varint()
+		c.ExpiresAt = d.Varint()
+		c.Version = d.Stamp()
+		dw.write.ExpireVersion = d.Stamp()
 		if flags&flagFence != 0 {
-			c.Fence, c.HasFence = d.version(), true
+			c.Fence, c.HasFence = d.Stamp(), true
 		}
 		c.Volatile = flags&flagVolatile != 0
-		if len(corr) > 0 && d.err == nil {
+		if len(corr) > 0 && d.Err() == nil {
 			dw.dedupe = dedupeKey(client, corr, c)
 		}
 		ws = append(ws, dw)
 	}
-	if d.err != nil || len(d.b) != 0 {
+	if d.Err() != nil || d.Len() != 0 {
 		return ws, errBadEntry
 	}
 	return ws, nil
@@ -137,13 +138,13 @@ func dedupeKey(client, corr []byte, c *store.Command) string {
 	h.Write(c.Key)
 	h.Write(c.Value)
 	if c.HasFence {
-		h.Write(appendVersion(head[:0], c.Fence))
+		h.Write(bincode.AppendStamp(head[:0], c.Fence))
 	}
 	var sum [sha256.Size]byte
 	digest := h.Sum(sum[:0])[:digestSize]
 	k := make([]byte, 0, 2*binary.MaxVarintLen64+len(client)+len(corr)+digestSize)
-	k = appendBytes(k, client)
-	k = appendBytes(k, corr)
+	k = bincode.AppendBytes(k, client)
+	k = bincode.AppendBytes(k, corr)
 	return string(append(k, digest...))
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"github.com/dssio/dss/internal/bincode"
 	"math"
 	"net"
 	"testing"
@@ -104,7 +105,7 @@ func TestDedupePrunesByCommandTime(t *testing.T) {
 		t.Fatal("an entry within the window is gone")
 	}
 	// The table survives a snapshot.
-	dec := decoder{b: d.appendTo(nil)}
+	dec := newDecoder(d.appendTo(nil))
 	e := decodeDedupe(&dec, 1000)
 	if r, ok := e.get("b"); !ok || r.Err != wire.ErrFencingLower || e.len() != 1 {
 		t.Fatalf("after encoding: %+v %v, %d entries", r, ok, e.len())
@@ -178,14 +179,14 @@ func TestOnlyHoldersOfTheSecretConnect(t *testing.T) {
 func TestAVersionCounterWiderThan32BitsIsRefused(t *testing.T) {
 	b := binary.AppendVarint(nil, 1700000000000)
 	b = binary.AppendUvarint(b, 1<<32+5)
-	b = appendString(b, "n1")
-	d := decoder{b: b}
-	if v := d.version(); d.err == nil {
+	b = bincode.AppendString(b, "n1")
+	d := newDecoder(b)
+	if v := d.Stamp(); d.Err() == nil {
 		t.Fatalf("decoded as %+v", v)
 	}
-	b = appendVersion(nil, hlc.Timestamp{Wall: 1700000000000, Counter: math.MaxUint32, Node: "n1"})
-	d = decoder{b: b}
-	if v := d.version(); d.err != nil || v.Counter != math.MaxUint32 {
-		t.Fatalf("the widest counter: %+v, %v", v, d.err)
+	b = bincode.AppendStamp(nil, hlc.Timestamp{Wall: 1700000000000, Counter: math.MaxUint32, Node: "n1"})
+	d = newDecoder(b)
+	if v := d.Stamp(); d.Err() != nil || v.Counter != math.MaxUint32 {
+		t.Fatalf("the widest counter: %+v, %v", v, d.Err())
 	}
 }

@@ -215,7 +215,7 @@ func (f *forwarder) send(s *forwardStream, ws []*pendingWrite) {
 	f.mu.Unlock()
 	for _, w := range ws {
 		if s.local {
-			d := decoder{b: w.item}
+			d := newDecoder(w.item)
 			fw := decodeForwardedWrite(&d)
 			s.session.submit(&fw)
 			continue
@@ -282,8 +282,8 @@ func (f *forwarder) read(s *forwardStream) {
 		}
 		for range count {
 			r := decodeForwardResult(d)
-			if d.err != nil {
-				f.broken(s, d.err)
+			if d.Err() != nil {
+				f.broken(s, d.Err())
 				break
 			}
 			f.result(s, r)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/dssio/dss/internal/bincode"
 	"io"
 
 	"github.com/dssio/dss/hlc"
@@ -70,42 +71,42 @@ func appendForwardedWrite(b []byte, id uint64, op *engine.Op) []byte {
 	b = binary.AppendUvarint(b, id)
 	b = append(b, byte(r.Verb), byte(r.Cond), flags)
 	b = binary.AppendVarint(b, r.PX)
-	b = appendBytes(b, r.Key)
-	b = appendBytes(b, r.Value)
+	b = bincode.AppendBytes(b, r.Key)
+	b = bincode.AppendBytes(b, r.Value)
 	if op.HasTimestamp {
-		b = appendVersion(b, op.Timestamp)
+		b = bincode.AppendStamp(b, op.Timestamp)
 	}
 	if op.HasFence {
-		b = appendVersion(b, op.Fence)
+		b = bincode.AppendStamp(b, op.Fence)
 	}
-	b = appendString(b, op.Client)
-	return appendBytes(b, op.Correlation)
+	b = bincode.AppendString(b, op.Client)
+	return bincode.AppendBytes(b, op.Correlation)
 }
 
 // decodeForwardedWrite reads one item that appendForwardedWrite wrote.
 // The byte slices alias the decoder's input.
 func decodeForwardedWrite(d *decoder) forwardedWrite {
 	var w forwardedWrite
-	w.id = d.uvarint()
-	w.verb = wire.Verb(d.byte())
-	w.cond = wire.Condition(d.byte())
-	flags := d.byte()
-	w.px = d.varint()
-	w.key = d.bytes()
-	w.value = d.bytes()
+	w.id = d.Uvarint()
+	w.verb = wire.Verb(d.Byte())
+	w.cond = wire.Condition(d.Byte())
+	flags := d.Byte()
+	w.px = d.Varint()
+	w.key = d.Bytes()
+	w.value = d.Bytes()
 	if flags&fwdHasTS != 0 {
-		w.ts, w.hasTS = d.version(), true
+		w.ts, w.hasTS = d.Stamp(), true
 	}
 	if flags&fwdHasFence != 0 {
-		w.fence, w.hasFence = d.version(), true
+		w.fence, w.hasFence = d.Stamp(), true
 	}
 	w.volatile = flags&fwdVolatile != 0
-	w.client = d.string()
-	w.corr = d.bytes()
+	w.client = d.Str()
+	w.corr = d.Bytes()
 	switch w.verb {
 	case wire.VerbSet, wire.VerbDel, wire.VerbVDel:
 	default:
-		d.fail()
+		d.Fail()
 	}
 	return w
 }
@@ -158,11 +159,11 @@ func (r *forwardResult) result() engine.Result {
 
 func appendForwardResult(b []byte, r *forwardResult) []byte {
 	b = binary.AppendUvarint(b, r.id)
-	b = appendString(b, r.err)
+	b = bincode.AppendString(b, r.err)
 	b = append(b, byte(r.outcome))
 	if r.hasVersion {
 		b = append(b, 1)
-		b = appendVersion(b, r.version)
+		b = bincode.AppendStamp(b, r.version)
 	} else {
 		b = append(b, 0)
 	}
@@ -171,13 +172,13 @@ func appendForwardResult(b []byte, r *forwardResult) []byte {
 
 func decodeForwardResult(d *decoder) forwardResult {
 	var r forwardResult
-	r.id = d.uvarint()
-	r.err = d.string()
-	r.outcome = store.Outcome(d.byte())
-	if d.byte() == 1 {
-		r.version, r.hasVersion = d.version(), true
+	r.id = d.Uvarint()
+	r.err = d.Str()
+	r.outcome = store.Outcome(d.Byte())
+	if d.Byte() == 1 {
+		r.version, r.hasVersion = d.Stamp(), true
 	}
-	r.index = d.uvarint()
+	r.index = d.Uvarint()
 	return r
 }
 
@@ -225,12 +226,12 @@ func readFrame(r *bufio.Reader) (*decoder, int, error) {
 	if _, err := io.ReadFull(r, body); err != nil {
 		return nil, 0, err
 	}
-	d := &decoder{b: body}
-	count := d.uvarint()
-	if d.err != nil || count > n {
+	d := newDecoder(body)
+	count := d.Uvarint()
+	if d.Err() != nil || count > n {
 		return nil, 0, errShort
 	}
-	return d, int(count), nil
+	return &d, int(count), nil
 }
 
 // forwardHeader opens a stream: who sends it, and which of its streams
@@ -243,7 +244,7 @@ type forwardHeader struct {
 
 func appendForwardHeader(b []byte, h forwardHeader) []byte {
 	b = append(b, forwardMagic...)
-	b = appendString(b, h.node)
+	b = bincode.AppendString(b, h.node)
 	b = binary.AppendUvarint(b, h.epoch)
 	return binary.AppendUvarint(b, h.seq)
 }

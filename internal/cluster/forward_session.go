@@ -99,7 +99,7 @@ func (n *Node) serveForward(c net.Conn) {
 		}
 		for range count {
 			w := decodeForwardedWrite(d)
-			if d.err != nil {
+			if d.Err() != nil {
 				n.log.Warn("forwarding stream closed: malformed write", "from", h.node)
 				return
 			}

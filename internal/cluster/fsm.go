@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/dssio/dss/internal/bincode"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -217,21 +218,21 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if _, err := io.ReadFull(br, meta); err != nil {
 		return fmt.Errorf("cluster: snapshot: %w", err)
 	}
-	d := decoder{b: meta}
-	applied := d.uvarint()
-	lastTime := d.varint()
+	d := newDecoder(meta)
+	applied := d.Uvarint()
+	lastTime := d.Varint()
 	table := decodeDedupe(&d, f.dedupe.window)
 	var startedTerm uint64
-	if len(d.b) > 0 {
+	if d.Len() > 0 {
 		// Written after the table since the term-start's term was kept.
-		startedTerm = d.uvarint()
+		startedTerm = d.Uvarint()
 	}
 	var broker []byte
-	if len(d.b) > 0 {
+	if d.Len() > 0 {
 		// The broker's replicated metadata, since it spans the cluster.
-		broker = d.bytes()
+		broker = d.Bytes()
 	}
-	if d.err != nil {
+	if d.Err() != nil {
 		return errors.New("cluster: damaged snapshot header")
 	}
 	m := store.NewKeyed(f.n.cfg.HashKey())
@@ -266,7 +267,7 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	meta = binary.AppendVarint(meta, s.state.LastTime)
 	meta = append(meta, s.dedupe...)
 	meta = binary.AppendUvarint(meta, s.startedTerm)
-	meta = appendBytes(meta, s.pubsub)
+	meta = bincode.AppendBytes(meta, s.pubsub)
 	head := append([]byte(snapshotMagic), binary.AppendUvarint(nil, uint64(len(meta)))...)
 	head = append(head, meta...)
 	_, err := sink.Write(head)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"fmt"
+	"github.com/dssio/dss/internal/bincode"
 	"io"
 )
 
@@ -32,7 +33,7 @@ type relayHeader struct {
 
 func appendRelayHeader(b []byte, h relayHeader) []byte {
 	b = append(b, relayMagic...)
-	b = appendString(b, h.node)
+	b = bincode.AppendString(b, h.node)
 	return binary.AppendUvarint(b, h.epoch)
 }
 
@@ -69,9 +70,9 @@ func appendRelayMessage(b []byte, it *relayItem, left int64) []byte {
 	b = binary.AppendVarint(b, left)
 	b = binary.AppendUvarint(b, uint64(len(it.groups)))
 	for _, g := range it.groups {
-		b = appendString(b, g)
+		b = bincode.AppendString(b, g)
 	}
-	return appendBytes(b, it.msg)
+	return bincode.AppendBytes(b, it.msg)
 }
 
 // relayed is a message item as the receiver reads it.
@@ -86,30 +87,30 @@ type relayed struct {
 // decodeRelayItem reads the next item of d: a message (ping false) or a
 // ping.
 func decodeRelayItem(d *decoder) (m relayed, ping bool) {
-	switch kind := d.byte(); kind {
+	switch kind := d.Byte(); kind {
 	case relayPing:
 		return m, true
 	case relayMessage:
 	default:
-		if d.err == nil {
-			d.fail()
+		if d.Err() == nil {
+			d.Fail()
 		}
 		return m, false
 	}
-	m.seq = d.uvarint()
-	m.qos = d.byte()
-	m.left = d.varint()
-	n := d.uvarint()
-	if n > uint64(len(d.b)) {
-		d.fail()
+	m.seq = d.Uvarint()
+	m.qos = d.Byte()
+	m.left = d.Varint()
+	n := d.Uvarint()
+	if n > uint64(d.Len()) {
+		d.Fail()
 		return m, false
 	}
 	if n > 0 {
 		m.groups = make([]string, n)
 		for i := range m.groups {
-			m.groups[i] = d.string()
+			m.groups[i] = d.Str()
 		}
 	}
-	m.msg = d.bytes()
+	m.msg = d.Bytes()
 	return m, false
 }

@@ -21,7 +21,7 @@ func TestRelayItemsRoundTrip(t *testing.T) {
 	if ping || m.seq != 7 || m.qos != 1 || m.left != 1500 || len(m.groups) != 1 || m.groups[0] != "$share/g/a" || string(m.msg) != "m" {
 		t.Fatalf("message %+v", m)
 	}
-	if _, ping := decodeRelayItem(d); !ping || d.err != nil {
+	if _, ping := decodeRelayItem(d); !ping || d.Err() != nil {
 		t.Fatal("no ping")
 	}
 	h, err := readRelayHeader(bufio.NewReader(bytes.NewReader(appendRelayHeader(nil, relayHeader{node: "n2", epoch: 9}))))
@@ -43,7 +43,7 @@ func FuzzRelayItems(f *testing.F) {
 		if d, n, err := readFrame(br); err == nil {
 			for range n {
 				decodeRelayItem(d)
-				if d.err != nil {
+				if d.Err() != nil {
 					break
 				}
 			}

@@ -337,8 +337,8 @@ func (l *link) readAcks(c net.Conn) {
 			return
 		}
 		for range count {
-			seq := d.uvarint()
-			if d.err != nil {
+			seq := d.Uvarint()
+			if d.Err() != nil {
 				break
 			}
 			l.acked(c, seq)

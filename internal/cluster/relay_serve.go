@@ -56,7 +56,7 @@ func (r *relay) serve(c net.Conn) {
 		now := time.Now().UnixNano()
 		for range count {
 			m, ping := decodeRelayItem(d)
-			if d.err != nil {
+			if d.Err() != nil {
 				rc.mu.Unlock()
 				r.n.log.Warn("message stream closed: malformed message", "from", h.node)
 				return

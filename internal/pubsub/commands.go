@@ -3,6 +3,7 @@ package pubsub
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/dssio/dss/internal/bincode"
 
 	"github.com/dssio/dss/hlc"
 )
@@ -49,14 +50,14 @@ func (b *Batch) Reset() { b.b, b.n = b.b[:0], 0 }
 // Routes records that node added and removed routes.
 func (b *Batch) Routes(node string, add, remove []string) {
 	b.b = append(b.b, cmdRoutes)
-	b.b = appendString(b.b, node)
+	b.b = bincode.AppendString(b.b, node)
 	b.b = binary.AppendUvarint(b.b, uint64(len(add)))
 	for _, f := range add {
-		b.b = appendString(b.b, f)
+		b.b = bincode.AppendString(b.b, f)
 	}
 	b.b = binary.AppendUvarint(b.b, uint64(len(remove)))
 	for _, f := range remove {
-		b.b = appendString(b.b, f)
+		b.b = bincode.AppendString(b.b, f)
 	}
 	b.n++
 }
@@ -66,9 +67,9 @@ func (b *Batch) Routes(node string, add, remove []string) {
 // command's time (Unix milliseconds).
 func (b *Batch) Retain(topic string, stamp hlc.Timestamp, msg []byte, expires, at int64) {
 	b.b = append(b.b, cmdRetain)
-	b.b = appendString(b.b, topic)
-	b.b = appendStamp(b.b, stamp)
-	b.b = appendBytes(b.b, msg)
+	b.b = bincode.AppendString(b.b, topic)
+	b.b = bincode.AppendStamp(b.b, stamp)
+	b.b = bincode.AppendBytes(b.b, msg)
 	b.b = binary.AppendVarint(b.b, expires)
 	b.b = binary.AppendVarint(b.b, at)
 	b.n++
@@ -88,8 +89,8 @@ func (b *Batch) ExpireRetained(es []RetainedExpiry, at int64) {
 	b.b = binary.AppendVarint(b.b, at)
 	b.b = binary.AppendUvarint(b.b, uint64(len(es)))
 	for _, e := range es {
-		b.b = appendString(b.b, e.Topic)
-		b.b = appendStamp(b.b, e.Stamp)
+		b.b = bincode.AppendString(b.b, e.Topic)
+		b.b = bincode.AppendStamp(b.b, e.Stamp)
 	}
 	b.n++
 }
@@ -111,13 +112,13 @@ type Claim struct {
 // Claim records that a connection took a client id.
 func (b *Batch) Claim(c Claim) {
 	b.b = append(b.b, cmdClaim)
-	b.b = appendString(b.b, c.Client)
-	b.b = appendString(b.b, c.Node)
+	b.b = bincode.AppendString(b.b, c.Client)
+	b.b = bincode.AppendString(b.b, c.Node)
 	b.b = binary.AppendUvarint(b.b, c.Epoch)
-	b.b = appendStamp(b.b, c.Stamp)
-	b.b = appendString(b.b, c.Owner)
-	b.b = appendBool(b.b, c.Clean)
-	b.b = appendBool(b.b, c.Persistent)
+	b.b = bincode.AppendStamp(b.b, c.Stamp)
+	b.b = bincode.AppendString(b.b, c.Owner)
+	b.b = bincode.AppendBool(b.b, c.Clean)
+	b.b = bincode.AppendBool(b.b, c.Persistent)
 	b.b = binary.AppendUvarint(b.b, uint64(c.Expiry))
 	b.n++
 }
@@ -126,9 +127,9 @@ func (b *Batch) Claim(c Claim) {
 // the connection stamped stamp holds.
 func (b *Batch) Subscriptions(client string, stamp hlc.Timestamp, subs []byte) {
 	b.b = append(b.b, cmdSubscriptions)
-	b.b = appendString(b.b, client)
-	b.b = appendStamp(b.b, stamp)
-	b.b = appendBytes(b.b, subs)
+	b.b = bincode.AppendString(b.b, client)
+	b.b = bincode.AppendStamp(b.b, stamp)
+	b.b = bincode.AppendBytes(b.b, subs)
 	b.n++
 }
 
@@ -137,9 +138,9 @@ func (b *Batch) Subscriptions(client string, stamp hlc.Timestamp, subs []byte) {
 // and dropped otherwise.
 func (b *Batch) Release(client string, stamp hlc.Timestamp, persistent bool, expiry uint32, at int64) {
 	b.b = append(b.b, cmdRelease)
-	b.b = appendString(b.b, client)
-	b.b = appendStamp(b.b, stamp)
-	b.b = appendBool(b.b, persistent)
+	b.b = bincode.AppendString(b.b, client)
+	b.b = bincode.AppendStamp(b.b, stamp)
+	b.b = bincode.AppendBool(b.b, persistent)
 	b.b = binary.AppendUvarint(b.b, uint64(expiry))
 	b.b = binary.AppendVarint(b.b, at)
 	b.n++
@@ -149,7 +150,7 @@ func (b *Batch) Release(client string, stamp hlc.Timestamp, persistent bool, exp
 // connections of its earlier processes are gone.
 func (b *Batch) NodeStarted(node string, epoch uint64, at int64) {
 	b.b = append(b.b, cmdNodeStarted)
-	b.b = appendString(b.b, node)
+	b.b = bincode.AppendString(b.b, node)
 	b.b = binary.AppendUvarint(b.b, epoch)
 	b.b = binary.AppendVarint(b.b, at)
 	b.n++
@@ -159,7 +160,7 @@ func (b *Batch) NodeStarted(node string, epoch uint64, at int64) {
 // its connections are gone.
 func (b *Batch) DropNode(node string, at int64) {
 	b.b = append(b.b, cmdDropNode)
-	b.b = appendString(b.b, node)
+	b.b = bincode.AppendString(b.b, node)
 	b.b = binary.AppendVarint(b.b, at)
 	b.n++
 }
@@ -177,8 +178,8 @@ func (b *Batch) Expire(es []Expiry) {
 	b.b = append(b.b, cmdExpire)
 	b.b = binary.AppendUvarint(b.b, uint64(len(es)))
 	for _, e := range es {
-		b.b = appendString(b.b, e.Client)
-		b.b = appendStamp(b.b, e.Stamp)
+		b.b = bincode.AppendString(b.b, e.Client)
+		b.b = bincode.AppendStamp(b.b, e.Stamp)
 	}
 	b.n++
 }
@@ -203,16 +204,16 @@ type claimChange struct {
 // same bytes: a batch that does not decode is an error, and the caller
 // must not go on with a state the others do not have.
 func (s *State) Apply(data []byte) error {
-	d := decoder{b: data}
-	n := d.count()
+	d := newDecoder(data)
+	n := d.Count()
 	var ch changes
 	s.mu.Lock()
-	for i := 0; i < n && d.err == nil; i++ {
+	for i := 0; i < n && d.Err() == nil; i++ {
 		s.applyOne(&d, &ch)
 	}
 	s.mu.Unlock()
-	if d.err == nil && len(d.b) != 0 {
-		d.err = fmt.Errorf("%w: %d bytes after the last command", ErrMalformed, len(d.b))
+	if d.Err() == nil && d.Len() != 0 {
+		d.SetErr(fmt.Errorf("%w: %d bytes after the last command", ErrMalformed, d.Len()))
 	}
 	if s.obs != nil {
 		for _, c := range ch.retained {
@@ -222,42 +223,42 @@ func (s *State) Apply(data []byte) error {
 			s.obs.Claimed(c.client, c.s)
 		}
 	}
-	return d.err
+	return d.Err()
 }
 
 // applyOne applies the next command of d. It holds s.mu.
 func (s *State) applyOne(d *decoder, ch *changes) {
-	switch kind := d.byte(); kind {
+	switch kind := d.Byte(); kind {
 	case cmdRoutes:
-		node := d.string()
-		for range d.count() {
-			s.addRoute(node, d.string())
+		node := d.Str()
+		for range d.Count() {
+			s.addRoute(node, d.Str())
 		}
-		for range d.count() {
-			s.removeRoute(node, d.string())
+		for range d.Count() {
+			s.removeRoute(node, d.Str())
 		}
 	case cmdRetain:
-		topic, stamp, msg, expires, at := d.string(), d.stamp(), d.clone(), d.varint(), d.varint()
-		if d.err != nil {
+		topic, stamp, msg, expires, at := d.Str(), d.Stamp(), d.Clone(), d.Varint(), d.Varint()
+		if d.Err() != nil {
 			return
 		}
 		s.last = max(s.last, at)
 		s.setRetained(topic, Retained{Stamp: stamp, Message: msg, Expires: expires}, ch)
 	case cmdExpireRetain:
-		at := d.varint()
+		at := d.Varint()
 		s.last = max(s.last, at)
-		for range d.count() {
-			topic, stamp := d.string(), d.stamp()
-			if cur, ok := s.retained[topic]; d.err == nil && ok && cur.Message != nil && cur.Stamp == stamp {
+		for range d.Count() {
+			topic, stamp := d.Str(), d.Stamp()
+			if cur, ok := s.retained[topic]; d.Err() == nil && ok && cur.Message != nil && cur.Stamp == stamp {
 				// A tombstone with the expired message's stamp: an
 				// older set that comes late stays out.
 				s.setRetained(topic, Retained{Stamp: stamp}, ch)
 			}
 		}
 	case cmdClaim:
-		c := Claim{Client: d.string(), Node: d.string(), Epoch: d.uvarint(), Stamp: d.stamp(), Owner: d.string(),
-			Clean: d.bool(), Persistent: d.bool(), Expiry: uint32(d.uvarint())}
-		if d.err != nil {
+		c := Claim{Client: d.Str(), Node: d.Str(), Epoch: d.Uvarint(), Stamp: d.Stamp(), Owner: d.Str(),
+			Clean: d.Bool(), Persistent: d.Bool(), Expiry: uint32(d.Uvarint())}
+		if d.Err() != nil {
 			return
 		}
 		cur := s.sessions[c.Client]
@@ -277,13 +278,13 @@ func (s *State) applyOne(d *decoder, ch *changes) {
 		s.sessions[c.Client] = x
 		ch.claimed = append(ch.claimed, claimChange{c.Client, *x})
 	case cmdSubscriptions:
-		client, stamp, subs := d.string(), d.stamp(), d.clone()
-		if x := s.sessions[client]; d.err == nil && x != nil && x.Stamp == stamp {
+		client, stamp, subs := d.Str(), d.Stamp(), d.Clone()
+		if x := s.sessions[client]; d.Err() == nil && x != nil && x.Stamp == stamp {
 			x.Subscriptions = subs
 		}
 	case cmdRelease:
-		client, stamp, persistent, expiry, at := d.string(), d.stamp(), d.bool(), uint32(d.uvarint()), d.varint()
-		if d.err != nil {
+		client, stamp, persistent, expiry, at := d.Str(), d.Stamp(), d.Bool(), uint32(d.Uvarint()), d.Varint()
+		if d.Err() != nil {
 			return
 		}
 		s.last = max(s.last, at)
@@ -292,8 +293,8 @@ func (s *State) applyOne(d *decoder, ch *changes) {
 			s.endConnection(client, x, at)
 		}
 	case cmdNodeStarted:
-		node, epoch, at := d.string(), d.uvarint(), d.varint()
-		if d.err != nil {
+		node, epoch, at := d.Str(), d.Uvarint(), d.Varint()
+		if d.Err() != nil {
 			return
 		}
 		s.last = max(s.last, at)
@@ -303,8 +304,8 @@ func (s *State) applyOne(d *decoder, ch *changes) {
 			}
 		}
 	case cmdDropNode:
-		node, at := d.string(), d.varint()
-		if d.err != nil {
+		node, at := d.Str(), d.Varint()
+		if d.Err() != nil {
 			return
 		}
 		s.last = max(s.last, at)
@@ -317,15 +318,15 @@ func (s *State) applyOne(d *decoder, ch *changes) {
 			}
 		}
 	case cmdExpire:
-		for range d.count() {
-			client, stamp := d.string(), d.stamp()
-			if x := s.sessions[client]; d.err == nil && x != nil && x.Stamp == stamp && !x.Connected {
+		for range d.Count() {
+			client, stamp := d.Str(), d.Stamp()
+			if x := s.sessions[client]; d.Err() == nil && x != nil && x.Stamp == stamp && !x.Connected {
 				delete(s.sessions, client)
 			}
 		}
 	default:
-		if d.err == nil {
-			d.err = fmt.Errorf("%w: command kind %d", ErrMalformed, kind)
+		if d.Err() == nil {
+			d.SetErr(fmt.Errorf("%w: command kind %d", ErrMalformed, kind))
 		}
 	}
 }

@@ -3,6 +3,7 @@ package pubsub
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/dssio/dss/internal/bincode"
 )
 
 // snapshotVersion starts an encoded state.
@@ -18,31 +19,31 @@ func (s *State) AppendSnapshot(b []byte) []byte {
 	b = binary.AppendVarint(b, s.last)
 	b = binary.AppendUvarint(b, uint64(len(s.routes)))
 	for node, fs := range s.routes {
-		b = appendString(b, node)
+		b = bincode.AppendString(b, node)
 		b = binary.AppendUvarint(b, uint64(len(fs)))
 		for f := range fs {
-			b = appendString(b, f)
+			b = bincode.AppendString(b, f)
 		}
 	}
 	b = binary.AppendUvarint(b, uint64(len(s.retained)))
 	for t, r := range s.retained {
-		b = appendString(b, t)
-		b = appendStamp(b, r.Stamp)
-		b = appendBytes(b, r.Message)
+		b = bincode.AppendString(b, t)
+		b = bincode.AppendStamp(b, r.Stamp)
+		b = bincode.AppendBytes(b, r.Message)
 		b = binary.AppendVarint(b, r.Expires)
 	}
 	b = binary.AppendUvarint(b, uint64(len(s.sessions)))
 	for c, x := range s.sessions {
-		b = appendString(b, c)
-		b = appendString(b, x.Node)
+		b = bincode.AppendString(b, c)
+		b = bincode.AppendString(b, x.Node)
 		b = binary.AppendUvarint(b, x.Epoch)
-		b = appendStamp(b, x.Stamp)
-		b = appendString(b, x.Owner)
-		b = appendBool(b, x.Clean)
-		b = appendBool(b, x.Persistent)
+		b = bincode.AppendStamp(b, x.Stamp)
+		b = bincode.AppendString(b, x.Owner)
+		b = bincode.AppendBool(b, x.Clean)
+		b = bincode.AppendBool(b, x.Persistent)
 		b = binary.AppendUvarint(b, uint64(x.Expiry))
-		b = appendBytes(b, x.Subscriptions)
-		b = appendBool(b, x.Connected)
+		b = bincode.AppendBytes(b, x.Subscriptions)
+		b = bincode.AppendBool(b, x.Connected)
 		b = binary.AppendVarint(b, x.Ended)
 	}
 	return b
@@ -70,32 +71,32 @@ func (s *State) Restore(data []byte) error {
 }
 
 func (s *State) decode(data []byte) error {
-	d := decoder{b: data}
-	if v := d.byte(); d.err == nil && v != snapshotVersion {
+	d := newDecoder(data)
+	if v := d.Byte(); d.Err() == nil && v != snapshotVersion {
 		return fmt.Errorf("pubsub: a state of version %d, this build reads %d", v, snapshotVersion)
 	}
-	s.last = d.varint()
-	for range d.count() {
-		node := d.string()
-		for range d.count() {
-			s.addRoute(node, d.string())
+	s.last = d.Varint()
+	for range d.Count() {
+		node := d.Str()
+		for range d.Count() {
+			s.addRoute(node, d.Str())
 		}
 	}
-	for range d.count() {
-		t, stamp, msg, expires := d.string(), d.stamp(), d.clone(), d.varint()
+	for range d.Count() {
+		t, stamp, msg, expires := d.Str(), d.Stamp(), d.Clone(), d.Varint()
 		s.retained[t] = Retained{Stamp: stamp, Message: msg, Expires: expires}
 		if msg == nil {
 			s.tombstone++
 		}
 	}
-	for range d.count() {
-		c := d.string()
-		x := &Session{Node: d.string(), Epoch: d.uvarint(), Stamp: d.stamp(), Owner: d.string(), Clean: d.bool(), Persistent: d.bool(),
-			Expiry: uint32(d.uvarint()), Subscriptions: d.clone(), Connected: d.bool(), Ended: d.varint()}
+	for range d.Count() {
+		c := d.Str()
+		x := &Session{Node: d.Str(), Epoch: d.Uvarint(), Stamp: d.Stamp(), Owner: d.Str(), Clean: d.Bool(), Persistent: d.Bool(),
+			Expiry: uint32(d.Uvarint()), Subscriptions: d.Clone(), Connected: d.Bool(), Ended: d.Varint()}
 		s.sessions[c] = x
 	}
-	if d.err == nil && len(d.b) != 0 {
-		return fmt.Errorf("%w: %d bytes after the state", ErrMalformed, len(d.b))
+	if d.Err() == nil && d.Len() != 0 {
+		return fmt.Errorf("%w: %d bytes after the state", ErrMalformed, d.Len())
 	}
-	return d.err
+	return d.Err()
 }
