@@ -27,7 +27,7 @@ type Cluster interface {
 	SyncRoutes(ctx context.Context) error
 	Retain(topic string, stamp hlc.Timestamp, msg []byte, expires int64, done func(error))
 	Claim(c pubsub.Claim, done func(error))
-	SessionSubscriptions(client string, stamp hlc.Timestamp, subs []byte)
+	SessionSubscriptions(client string, stamp hlc.Timestamp, subs []byte, done func(error))
 	Release(client string, stamp hlc.Timestamp, persistent bool, expiry uint32)
 	FetchSession(ctx context.Context, node, client, owner string, stamp hlc.Timestamp, clean bool) ([]byte, bool, error)
 	Send(dests []cluster.Dest, msg []byte, qos byte, expires int64, done func()) bool

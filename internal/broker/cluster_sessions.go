@@ -124,14 +124,15 @@ func (sp *spanning) awaitClaim(claim pubsub.Claim, late string) {
 // replicated state, under the new connection's claim.
 func (sp *spanning) established(cl *mqtt.Client) {
 	if !cl.Net.Inline {
-		sp.replicateSubscriptions(cl)
+		sp.replicateSubscriptions(cl, nil)
 	}
 }
 
 // subscribed waits, before the SUBACK, until the routes the subscription
-// added are in effect on every reachable node (unless no majority can be
-// reached), and keeps a persistent session's subscriptions in the
-// replicated state.
+// added are in effect on every reachable node and a persistent session's
+// subscriptions are in every reachable node's replicated state (unless
+// no majority can be reached): a client that reconnects through another
+// node, even after this one died, finds what its SUBACK granted.
 func (sp *spanning) subscribed(cl *mqtt.Client, reasonCodes []byte) {
 	if cl.Net.Inline {
 		return
@@ -140,10 +141,23 @@ func (sp *spanning) subscribed(cl *mqtt.Client, reasonCodes []byte) {
 	for _, c := range reasonCodes {
 		granted = granted || c <= packets.CodeGrantedQos2.Code
 	}
+	var stored chan error
+	if sp.c.HasLeader() {
+		stored = make(chan error, 1)
+	}
+	if !sp.replicateSubscriptions(cl, stored) {
+		stored = nil
+	}
 	if granted {
 		sp.syncRoutes(cl.ID)
 	}
-	sp.replicateSubscriptions(cl)
+	if stored != nil {
+		select {
+		case <-stored:
+		case <-time.After(routesWait):
+			sp.b.log.Debug("a persistent session's subscriptions not confirmed by every node in time", "client", cl.ID)
+		}
+	}
 }
 
 // syncRoutes waits until the routes of this node are in effect on every
@@ -160,23 +174,29 @@ func (sp *spanning) syncRoutes(client string) {
 }
 
 // replicateSubscriptions proposes the subscriptions of cl's session, if
-// it is persistent and held here.
-func (sp *spanning) replicateSubscriptions(cl *mqtt.Client) {
+// it is persistent and held here, and reports whether it did; done, if
+// not nil, is sent the outcome once every reachable node applied them.
+func (sp *spanning) replicateSubscriptions(cl *mqtt.Client, done chan<- error) bool {
 	if persistent, _ := sp.sessionLife(cl); !persistent {
-		return
+		return false
 	}
 	sp.mu.Lock()
 	lc := sp.conns[cl.ID]
 	sp.mu.Unlock()
 	if lc == nil || lc.cl != cl {
-		return
+		return false
 	}
 	all := cl.State.Subscriptions.GetAll()
 	subs := make([]packets.Subscription, 0, len(all))
 	for _, s := range all {
 		subs = append(subs, s)
 	}
-	sp.c.SessionSubscriptions(cl.ID, lc.stamp, appendSubscriptions(nil, subs))
+	var f func(error)
+	if done != nil {
+		f = func(err error) { done <- err }
+	}
+	sp.c.SessionSubscriptions(cl.ID, lc.stamp, appendSubscriptions(nil, subs), f)
+	return true
 }
 
 // disconnected releases cl's claim when its connection ends: the

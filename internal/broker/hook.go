@@ -49,7 +49,7 @@ func (h *hook) OnSubscribed(cl *mqtt.Client, pk packets.Packet, reasonCodes []by
 func (h *hook) OnUnsubscribed(cl *mqtt.Client, pk packets.Packet) {
 	h.b.routes.invalidate()
 	if sp := h.b.span; sp != nil && !cl.Net.Inline {
-		sp.replicateSubscriptions(cl)
+		sp.replicateSubscriptions(cl, nil)
 	}
 }
 

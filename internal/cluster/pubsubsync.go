@@ -447,8 +447,9 @@ func (n *Node) Claim(c pubsub.Claim, done func(error)) {
 }
 
 // SessionSubscriptions proposes the subscriptions of the persistent
-// session of client that the connection stamped stamp holds.
-func (n *Node) SessionSubscriptions(client string, stamp hlc.Timestamp, subs []byte) {
+// session of client that the connection stamped stamp holds. done, if not
+// nil, is called as for a claim: once every reachable node applied them.
+func (n *Node) SessionSubscriptions(client string, stamp hlc.Timestamp, subs []byte, done func(error)) {
 	m := n.meta
 	m.mu.Lock()
 	// A newer list of the same connection replaces one not yet proposed.
@@ -456,12 +457,17 @@ func (n *Node) SessionSubscriptions(client string, stamp hlc.Timestamp, subs []b
 		s := &m.sessions[i]
 		if s.claim == nil && !s.release && s.client == client && s.stamp == stamp {
 			s.subs = subs
+			if prev := s.done; prev != nil && done != nil {
+				s.done = func(err error) { prev(err); done(err) }
+			} else if done != nil {
+				s.done = done
+			}
 			m.mu.Unlock()
 			m.signal()
 			return
 		}
 	}
-	m.sessions = append(m.sessions, sessionReq{client: client, stamp: stamp, subs: subs})
+	m.sessions = append(m.sessions, sessionReq{client: client, stamp: stamp, subs: subs, done: done})
 	m.mu.Unlock()
 	m.signal()
 }
