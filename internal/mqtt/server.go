@@ -610,8 +610,13 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 	// dss: a message routed to the connection before its CONNACK is
 	// queued, and sent after it with the session's messages; upstream
 	// could write it before the CONNACK.
-	err = s.SendConnack(cl, code, sessionPresent, nil) // [MQTT-3.1.4-5] [MQTT-3.2.0-1] [MQTT-3.2.0-2] &[MQTT-3.14.0-1]
+	//
+	// The CONNACK is written under the handover lock: a QoS 0 delivery,
+	// which is dropped while the CONNACK is awaited, waits for it instead
+	// of falling between its write and the end of the wait (a message
+	// published after the client had its CONNACK was now and then lost).
 	cl.State.handover.Lock()
+	err = s.SendConnack(cl, code, sessionPresent, nil) // [MQTT-3.1.4-5] [MQTT-3.2.0-1] [MQTT-3.2.0-2] &[MQTT-3.14.0-1]
 	cl.State.awaitingConnack = false
 	cl.State.handover.Unlock()
 	if err != nil {
