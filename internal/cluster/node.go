@@ -291,6 +291,9 @@ func (n *Node) Close() error {
 	n.closed = true
 	n.ready = false
 	n.mu.Unlock()
+	if n.meta != nil {
+		n.meta.stop()
+	}
 	var err error
 	if n.raft != nil {
 		if wasReady {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"sync"
@@ -42,6 +43,13 @@ const (
 // routes converge to the local subscriptions whatever was lost.
 type metaSync struct {
 	n *Node
+
+	// quit ends the proposer before Raft stops (stop): a proposal Raft
+	// took into its queue and never read before its shutdown is never
+	// answered, and the proposer would wait for it for good.
+	quit    chan struct{}
+	stopped chan struct{} // closed when run returns
+	running atomic.Bool
 
 	mu       sync.Mutex
 	want     map[string]struct{}   // guarded by mu; filters with local subscribers
@@ -94,12 +102,24 @@ func newMetaSync(n *Node) *metaSync {
 		retained: map[string]*retainReq{},
 		full:     true,
 		wake:     make(chan struct{}, 1),
+		quit:     make(chan struct{}),
+		stopped:  make(chan struct{}),
 	}
 }
 
 func (m *metaSync) start() {
+	m.running.Store(true)
 	m.n.wg.Add(1)
 	go m.run()
+}
+
+// stop ends the proposer once its round under way is over; Raft still
+// runs, so that round ends.
+func (m *metaSync) stop() {
+	close(m.quit)
+	if m.running.Load() {
+		<-m.stopped
+	}
 }
 
 func (m *metaSync) signal() {
@@ -111,6 +131,7 @@ func (m *metaSync) signal() {
 
 func (m *metaSync) run() {
 	defer m.n.wg.Done()
+	defer close(m.stopped)
 	tick := time.NewTicker(metaTick)
 	defer tick.Stop()
 	ticks := 0
@@ -126,11 +147,15 @@ func (m *metaSync) run() {
 			}
 		case <-m.n.stop:
 			return
+		case <-m.quit:
+			return
 		}
 		if !m.round() {
 			select {
 			case <-time.After(metaRetry):
 			case <-m.n.stop:
+				return
+			case <-m.quit:
 				return
 			}
 		}
