@@ -11,11 +11,7 @@ import (
 // Metrics counts what the attacher does. The request metrics have the
 // names of dss serve's, so that dashboards read either.
 type Metrics struct {
-	Requests      *prometheus.CounterVec // by verb
-	Refused       *prometheus.CounterVec // requests not executed, by reason
-	Errors        *prometheus.CounterVec // requests answered with -ERR, by text
-	Notifications prometheus.Counter
-	Watches       prometheus.Gauge
+	service.RequestMetrics
 	// Latency is dss_request_duration_seconds, as dss serve's.
 	Latency *service.Latency
 	// Duplicates counts requests that arrived again, by what became of
@@ -51,22 +47,8 @@ type Metrics struct {
 // NewMetrics returns unregistered metrics.
 func NewMetrics() *Metrics {
 	m := &Metrics{
-		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "dss_requests_total", Help: "State store requests executed, by verb.",
-		}, []string{"verb"}),
-		Refused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "dss_requests_refused_total", Help: "State store requests refused before execution, by reason.",
-		}, []string{"reason"}),
-		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "dss_request_errors_total", Help: "State store requests answered with an error payload, by error text.",
-		}, []string{"error"}),
-		Notifications: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "dss_notifications_total", Help: "KEYNOTIFY notifications published.",
-		}),
-		Watches: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "dss_keynotify_registrations", Help: "Current KEYNOTIFY registrations.",
-		}),
-		Latency: service.NewLatency(),
+		RequestMetrics: service.NewRequestMetrics(),
+		Latency:        service.NewLatency(),
 		Duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dss_attach_duplicate_requests_total", Help: "Requests that arrived again, by what became of them: pending (the first was being carried out), answered again (a client's retry got the first result), redelivery (the broker's redelivery of an answered request, not answered twice).",
 		}, []string{"outcome"}),
@@ -111,9 +93,9 @@ func NewMetrics() *Metrics {
 
 // Collectors returns every metric, for registration.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{
-		m.Requests, m.Refused, m.Errors, m.Notifications, m.Watches, m.Latency.Collector(), m.Duplicates,
+	return append(m.RequestMetrics.Collectors(),
+		m.Latency.Collector(), m.Duplicates,
 		m.Connected, m.Subscribed, m.Connections, m.ConnectionLosses, m.ConnectFailures,
 		m.SessionsLost, m.Departures, m.LeasesExpired, m.Dropped, m.QueuedBytes,
-	}
+	)
 }

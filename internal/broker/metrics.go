@@ -7,17 +7,14 @@ import (
 
 	mqtt "github.com/dssio/dss/internal/mqtt"
 	"github.com/dssio/dss/internal/mqtt/listeners"
+	"github.com/dssio/dss/internal/service"
 )
 
 // Metrics counts what the binding does. Register it with a Prometheus
 // registry to export it.
 type Metrics struct {
-	Requests      *prometheus.CounterVec // by verb
-	Refused       *prometheus.CounterVec // requests not executed, by reason
-	Errors        *prometheus.CounterVec // requests answered with -ERR, by text
-	Notifications prometheus.Counter
-	Watches       prometheus.Gauge
-	Disconnects   prometheus.Counter // clients disconnected for a forbidden response topic
+	service.RequestMetrics
+	Disconnects prometheus.Counter // clients disconnected for a forbidden response topic
 	// LoginsRefused counts connections refused by authentication or
 	// authorization, by reason.
 	LoginsRefused *prometheus.CounterVec
@@ -69,21 +66,7 @@ func NewMetrics() *Metrics {
 		LoginsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dss_logins_refused_total", Help: "Connections refused by authentication or authorization, by reason.",
 		}, []string{"reason"}),
-		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "dss_requests_total", Help: "State store requests executed, by verb.",
-		}, []string{"verb"}),
-		Refused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "dss_requests_refused_total", Help: "State store requests refused before execution, by reason.",
-		}, []string{"reason"}),
-		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "dss_request_errors_total", Help: "State store requests answered with an error payload, by error text.",
-		}, []string{"error"}),
-		Notifications: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "dss_notifications_total", Help: "KEYNOTIFY notifications published.",
-		}),
-		Watches: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "dss_keynotify_registrations", Help: "Current KEYNOTIFY registrations.",
-		}),
+		RequestMetrics: service.NewRequestMetrics(),
 		Disconnects: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "dss_forbidden_response_topic_disconnects_total", Help: "Clients disconnected for naming a forbidden response topic.",
 		}),
@@ -193,9 +176,9 @@ func (m *Metrics) infoCount(counter func(*mqtt.Info) *int64) func() float64 {
 
 // Collectors returns the metrics for registration.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return append([]prometheus.Collector{m.Requests, m.Refused, m.Errors, m.Notifications, m.Watches, m.Disconnects,
+	return append(append(m.RequestMetrics.Collectors(), m.Disconnects,
 		m.RefusedPackets, m.Panics, m.RefusedTopics, m.StalledPackets, m.AcceptErrors,
 		m.RefusedRetained, m.Retained, m.RetainedBytes, m.LoginsRefused,
 		m.QueuedBytes, m.HeldBytes, m.QueueDropsSession, m.QueueDropsTotal, m.DropsUnacknowledged, m.DropsPendingWrites,
-	}, m.traffic.collectors()...)
+	), m.traffic.collectors()...)
 }
