@@ -92,6 +92,14 @@ func (a *access) readable() func(key string) bool {
 	return func(key string) bool { return g.Read([]byte(key)) }
 }
 
+// mayReadKey reports whether the client may read key by the grants in force
+// now: readable for a single key, without the function value (a
+// pattern's notification asks it of each change).
+func (a *access) mayReadKey(key string) bool {
+	g := a.grants.Load()
+	return g == nil || g.Read([]byte(key))
+}
+
 // accessOf returns cl's access, nil when authentication is off.
 func accessOf(cl *mqtt.Client) *access {
 	a, _ := cl.Auth.(*access)

@@ -125,12 +125,8 @@ func mayHear(cl *mqtt.Client, key string, _ struct{}, byPattern bool) bool {
 	if !byPattern {
 		return true
 	}
-	if a := accessOf(cl); a != nil {
-		if mayRead := a.readable(); mayRead != nil && !mayRead(key) {
-			return false
-		}
-	}
-	return true
+	a := accessOf(cl)
+	return a == nil || a.mayReadKey(key)
 }
 
 func (r *registry) deliver(c *store.Change, conns []*mqtt.Client) {

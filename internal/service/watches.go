@@ -1,6 +1,7 @@
 package service
 
 import (
+	"slices"
 	"unicode/utf8"
 
 	"github.com/dssio/dss/internal/wire"
@@ -174,46 +175,71 @@ func (w *Watches[R, V]) Watching(key string) bool {
 // pattern): a requester whose first matching registration does not count
 // is still told through another that does. The result is nil when there
 // is none, and nothing is allocated then.
+//
+// It costs about the same whether the requesters registered for the key
+// or for patterns: the patterns that match are found first, the result
+// is allocated once at its size, and requesters are checked for
+// duplicates only when more than one registration matched, by a look
+// through the result while it is short.
 func (w *Watches[R, V]) Recipients(key string, keep func(r R, key string, v V, byPattern bool) bool) []R {
-	var out []R
-	if watchers := w.byKey[key]; len(watchers) > 0 {
-		out = make([]R, 0, len(watchers))
-		for r, v := range watchers {
-			if keep == nil || keep(r, key, v, false) {
-				out = append(out, r)
-			}
+	watchers := w.byKey[key]
+	var buf [4]*patternGroup[R, V]
+	groups := buf[:0]
+	if len(w.pats.byText) > 0 && utf8.ValidString(key) {
+		groups = w.pats.match(key, groups)
+	}
+	total := len(watchers)
+	for _, g := range groups {
+		total += len(g.reqs)
+	}
+	if total == 0 {
+		return nil
+	}
+	out := make([]R, 0, total)
+	for r, v := range watchers {
+		if keep == nil || keep(r, key, v, false) {
+			out = append(out, r)
 		}
 	}
-	p := &w.pats
-	if len(p.byText) == 0 || !utf8.ValidString(key) {
-		return out
-	}
+	// A requester is in out at most once as long as a single
+	// registration (the key's watchers, or one pattern) contributes.
+	sole := len(groups) == 0 || len(groups) == 1 && len(watchers) == 0
 	var seen map[R]struct{}
-	for n := 0; n <= min(len(key), p.longest); n++ {
-		for _, g := range p.byPrefix[key[:n]] {
-			if !wire.MatchPattern(g.text, key) {
-				continue
-			}
-			for r, v := range g.reqs {
-				if seen == nil {
-					seen = make(map[R]struct{}, len(out)+1)
+	for _, g := range groups {
+		for r, v := range g.reqs {
+			if !sole {
+				if seen == nil && len(out) > dedupeScan {
+					seen = make(map[R]struct{}, total)
 					for _, o := range out {
 						seen[o] = struct{}{}
 					}
 				}
-				if _, dup := seen[r]; dup {
+				if seen != nil {
+					if _, dup := seen[r]; dup {
+						continue
+					}
+				} else if slices.Contains(out, r) {
 					continue
 				}
-				if keep != nil && !keep(r, key, v, true) {
-					continue
-				}
-				seen[r] = struct{}{}
-				out = append(out, r)
 			}
+			if keep != nil && !keep(r, key, v, true) {
+				continue
+			}
+			if seen != nil {
+				seen[r] = struct{}{}
+			}
+			out = append(out, r)
 		}
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }
+
+// dedupeScan is the length up to which Recipients looks for a duplicate
+// requester by a scan of its result rather than a set.
+const dedupeScan = 16
 
 // Each calls fn for every registration: its requester, key or pattern,
 // and value. fn must not change the table; collect what to remove.
