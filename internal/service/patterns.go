@@ -61,14 +61,27 @@ func (g *patternGroup[R, V]) matches(key string) bool {
 	return g.tail || wire.MatchPattern(g.rest, key[len(g.prefix):])
 }
 
-// match appends to gs the patterns that key matches; key must be valid
-// UTF-8. It allocates nothing while gs has room.
+// match appends to gs the patterns that key matches. A key that is not
+// valid UTF-8 matches none; it is checked once, when a pattern's literal
+// start begins it (most changes of a busy store have none). It allocates
+// nothing while gs has room.
 func (p *patterns[R, V]) match(key string, gs []*patternGroup[R, V]) []*patternGroup[R, V] {
+	checked := false
 	for _, n := range p.lengths {
 		if n > len(key) {
 			break
 		}
-		for _, g := range p.byPrefix[key[:n]] {
+		same := p.byPrefix[key[:n]]
+		if len(same) == 0 {
+			continue
+		}
+		if !checked {
+			if !utf8.ValidString(key) {
+				return gs
+			}
+			checked = true
+		}
+		for _, g := range same {
 			if g.matches(key) {
 				gs = append(gs, g)
 			}

@@ -2,7 +2,6 @@ package service
 
 import (
 	"slices"
-	"unicode/utf8"
 
 	"github.com/dssio/dss/internal/wire"
 )
@@ -185,7 +184,7 @@ func (w *Watches[R, V]) Recipients(key string, keep func(r R, key string, v V, b
 	watchers := w.byKey[key]
 	var buf [4]*patternGroup[R, V]
 	groups := buf[:0]
-	if len(w.pats.byText) > 0 && utf8.ValidString(key) {
+	if len(w.pats.byText) > 0 {
 		groups = w.pats.match(key, groups)
 	}
 	total := len(watchers)
