@@ -8,86 +8,175 @@ import (
 )
 
 // patterns holds the pattern registrations (KEYNOTIFY pattern PATTERN,
-// dss's extension) of a Watches. A change is matched against the
-// patterns whose literal start (wire.PatternPrefix) begins the key: one
-// map lookup for each length of literal start that some pattern has
-// (patterns written alike share one: a thousand patterns <p>/<i>/* cost
-// one lookup), and a match of the rest of the pattern only for the
-// patterns found. So a change costs about what a change of a key watched
-// by its key does, however many patterns there are.
+// dss's extension) of a Watches. Each pattern is indexed by its longer
+// literal end: its literal start (wire.PatternPrefix), or its literal end
+// (wire.PatternSuffix) when that is longer. A change is matched against
+// the patterns found by one map lookup for each length of literal start,
+// and of literal end, that some pattern has (patterns written alike share
+// one: a thousand patterns <p>/<i>/* cost one lookup, as do a thousand
+// */<i>/temp), and for those only the rest of the pattern is matched. So
+// a change costs about what a change of a key watched by its key does,
+// however many patterns there are; only patterns with no literal at
+// either end (*, *x*) are matched against every key.
 type patterns[R comparable, V any] struct {
-	byText   map[string]*patternGroup[R, V]
-	byPrefix map[string][]*patternGroup[R, V] // literal start -> its patterns
-	// lengths are the lengths of the literal starts in byPrefix, each
-	// once, ascending; perLength counts the literal starts of each.
+	byText map[string]*patternGroup[R, V]
+	// start indexes the patterns by their literal start (those with no
+	// literal at either end under ""), end by their literal end.
+	start, end literals[R, V]
+	byReq      map[R]map[string]struct{}
+}
+
+// literals indexes patterns by a literal end of theirs.
+type literals[R comparable, V any] struct {
+	byText map[string][]*patternGroup[R, V]
+	// lengths are the lengths of the literals in byText, each once,
+	// ascending; perLength counts the literals of each.
 	lengths   []int
 	perLength map[int]int
-	byReq     map[R]map[string]struct{}
 }
 
 // patternGroup is one pattern and the requesters registered for it, each
 // with the value of its registration.
 type patternGroup[R comparable, V any] struct {
-	text, prefix string
-	// rest is the pattern after its literal start; tail says that it is
-	// "*", which every key with the literal start matches.
-	rest string
-	tail bool
+	text string
+	// lit is the literal end the pattern is indexed by, its start or
+	// (atEnd) its end; rest is the pattern without it; tail says that
+	// rest is "*", which every key with the literal matches.
+	lit, rest   string
+	atEnd, tail bool
 	// valid says whether the pattern is UTF-8: one that is not matches
 	// no key.
 	valid bool
-	// at is the group's index in byPrefix[prefix].
+	// at is the group's index in its literals' byText[lit].
 	at   int
 	reqs map[R]V
 }
 
 func newPatterns[R comparable, V any]() patterns[R, V] {
 	return patterns[R, V]{
-		byText:    make(map[string]*patternGroup[R, V]),
-		byPrefix:  make(map[string][]*patternGroup[R, V]),
-		perLength: make(map[int]int),
-		byReq:     make(map[R]map[string]struct{}),
+		byText: make(map[string]*patternGroup[R, V]),
+		start:  newLiterals[R, V](),
+		end:    newLiterals[R, V](),
+		byReq:  make(map[R]map[string]struct{}),
 	}
 }
 
-// matches reports whether key, which begins with g.prefix and is valid
-// UTF-8, matches g's pattern. The literal start ends where a wildcard
-// (an ASCII byte) begins, so the rest of a valid pattern matches the rest
-// of the key exactly when the whole pattern matches the whole key.
-func (g *patternGroup[R, V]) matches(key string) bool {
-	if !g.valid {
-		return false
+func newLiterals[R comparable, V any]() literals[R, V] {
+	return literals[R, V]{byText: make(map[string][]*patternGroup[R, V]), perLength: make(map[int]int)}
+}
+
+// newPatternGroup returns the group of pattern, with no requester.
+func newPatternGroup[R comparable, V any](pattern string) *patternGroup[R, V] {
+	g := &patternGroup[R, V]{text: pattern, valid: utf8.ValidString(pattern), reqs: make(map[R]V)}
+	prefix, suffix := wire.PatternPrefix(pattern), wire.PatternSuffix(pattern)
+	if len(suffix) > len(prefix) {
+		g.lit, g.rest, g.atEnd = suffix, pattern[:len(pattern)-len(suffix)], true
+	} else {
+		g.lit, g.rest = prefix, pattern[len(prefix):]
 	}
-	return g.tail || wire.MatchPattern(g.rest, key[len(g.prefix):])
+	g.tail = g.rest == "*"
+	return g
+}
+
+// matches reports whether key, which has g.lit at its start (at its end
+// when g.atEnd) and is valid UTF-8, matches g's pattern. A literal end
+// meets a wildcard (an ASCII byte) or a set, which match whole
+// characters, so the rest of a valid pattern matches the rest of the key
+// exactly when the whole pattern matches the whole key.
+func (g *patternGroup[R, V]) matches(key string) bool {
+	switch {
+	case !g.valid:
+		return false
+	case g.tail:
+		return true
+	case g.atEnd:
+		return wire.MatchPattern(g.rest, key[:len(key)-len(g.lit)])
+	}
+	return wire.MatchPattern(g.rest, key[len(g.lit):])
 }
 
 // match appends to gs the patterns that key matches. A key that is not
 // valid UTF-8 matches none; it is checked once, when a pattern's literal
-// start begins it (most changes of a busy store have none). It allocates
-// nothing while gs has room.
+// begins or ends it (most changes of a busy store have none). It
+// allocates nothing while gs has room.
 func (p *patterns[R, V]) match(key string, gs []*patternGroup[R, V]) []*patternGroup[R, V] {
 	checked := false
-	for _, n := range p.lengths {
-		if n > len(key) {
-			break
+	for _, end := range []bool{false, true} {
+		x := &p.start
+		if end {
+			x = &p.end
 		}
-		same := p.byPrefix[key[:n]]
-		if len(same) == 0 {
-			continue
-		}
-		if !checked {
-			if !utf8.ValidString(key) {
-				return gs
+		for _, n := range x.lengths {
+			if n > len(key) {
+				break
 			}
-			checked = true
-		}
-		for _, g := range same {
-			if g.matches(key) {
-				gs = append(gs, g)
+			lit := key[:n]
+			if end {
+				lit = key[len(key)-n:]
+			}
+			same := x.byText[lit]
+			if len(same) == 0 {
+				continue
+			}
+			if !checked {
+				if !utf8.ValidString(key) {
+					return gs
+				}
+				checked = true
+			}
+			for _, g := range same {
+				if g.matches(key) {
+					gs = append(gs, g)
+				}
 			}
 		}
 	}
 	return gs
+}
+
+// index returns the literals that index g.
+func (p *patterns[R, V]) index(g *patternGroup[R, V]) *literals[R, V] {
+	if g.atEnd {
+		return &p.end
+	}
+	return &p.start
+}
+
+// add indexes g by g.lit.
+func (x *literals[R, V]) add(g *patternGroup[R, V]) {
+	same := x.byText[g.lit]
+	if len(same) == 0 {
+		n := len(g.lit)
+		if x.perLength[n] == 0 {
+			i, _ := slices.BinarySearch(x.lengths, n)
+			x.lengths = slices.Insert(x.lengths, i, n)
+		}
+		x.perLength[n]++
+	}
+	g.at = len(same)
+	x.byText[g.lit] = append(same, g)
+}
+
+// remove takes g out of the index.
+func (x *literals[R, V]) remove(g *patternGroup[R, V]) {
+	same := x.byText[g.lit]
+	last := len(same) - 1
+	same[g.at] = same[last]
+	same[g.at].at = g.at
+	same[last] = nil
+	if last > 0 {
+		x.byText[g.lit] = same[:last]
+		return
+	}
+	delete(x.byText, g.lit)
+	n := len(g.lit)
+	if x.perLength[n]--; x.perLength[n] > 0 {
+		return
+	}
+	delete(x.perLength, n)
+	if i, ok := slices.BinarySearch(x.lengths, n); ok {
+		x.lengths = slices.Delete(x.lengths, i, i+1)
+	}
 }
 
 // lookup returns the value of r's registration for pattern.
@@ -108,22 +197,9 @@ func (p *patterns[R, V]) count(r R) int { return len(p.byReq[r]) }
 func (p *patterns[R, V]) put(r R, pattern string, v V) {
 	g := p.byText[pattern]
 	if g == nil {
-		prefix := wire.PatternPrefix(pattern)
-		g = &patternGroup[R, V]{
-			text:   pattern,
-			prefix: prefix,
-			rest:   pattern[len(prefix):],
-			tail:   pattern[len(prefix):] == "*",
-			valid:  utf8.ValidString(pattern),
-			reqs:   make(map[R]V),
-		}
+		g = newPatternGroup[R, V](pattern)
 		p.byText[pattern] = g
-		same := p.byPrefix[prefix]
-		if len(same) == 0 {
-			p.addLength(len(prefix))
-		}
-		g.at = len(same)
-		p.byPrefix[prefix] = append(same, g)
+		p.index(g).add(g)
 	}
 	g.reqs[r] = v
 	mine := p.byReq[r]
@@ -152,39 +228,9 @@ func (p *patterns[R, V]) remove(r R, pattern string) (V, bool) {
 	}
 	if len(g.reqs) == 0 {
 		delete(p.byText, pattern)
-		same := p.byPrefix[g.prefix]
-		last := len(same) - 1
-		same[g.at] = same[last]
-		same[g.at].at = g.at
-		same[last] = nil
-		if last == 0 {
-			delete(p.byPrefix, g.prefix)
-			p.removeLength(len(g.prefix))
-		} else {
-			p.byPrefix[g.prefix] = same[:last]
-		}
+		p.index(g).remove(g)
 	}
 	return v, true
-}
-
-// addLength counts a new literal start of n bytes.
-func (p *patterns[R, V]) addLength(n int) {
-	if p.perLength[n] == 0 {
-		i, _ := slices.BinarySearch(p.lengths, n)
-		p.lengths = slices.Insert(p.lengths, i, n)
-	}
-	p.perLength[n]++
-}
-
-// removeLength forgets a literal start of n bytes.
-func (p *patterns[R, V]) removeLength(n int) {
-	if p.perLength[n]--; p.perLength[n] > 0 {
-		return
-	}
-	delete(p.perLength, n)
-	if i, ok := slices.BinarySearch(p.lengths, n); ok {
-		p.lengths = slices.Delete(p.lengths, i, i+1)
-	}
 }
 
 // of returns the patterns r is registered for.

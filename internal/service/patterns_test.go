@@ -29,8 +29,9 @@ func TestWatchesRecipientsAgainstModel(t *testing.T) {
 		"a", "a/1", "a/2", "ab", "a/1/x", "é", "\xc3", // keys
 		"*", "a*", "a/*", "a/1*", "a/1/*", "a/?", "a/[12]", "a/[!1]*",
 		"*1", "*/x", "a/1/x", "ab*", "[a]*", "é*", "\xc3*", "\xc3\xa9*",
+		"*a*", "?/1", "*/1/x", "a*/x", "[ab]/1", "*\xa9", "*é", "a]*", "*]x",
 	}
-	keys := []string{"a", "a/1", "a/2", "a/3", "ab", "abc", "a/1/x", "b", "é", "éa", "\xc3", "x1", "", "a/1/xx"}
+	keys := []string{"a", "a/1", "a/2", "a/3", "ab", "abc", "a/1/x", "b", "é", "éa", "aé", "\xc3", "x1", "", "a/1/xx", "b/1/x", "a]/x", "]x"}
 	model := map[reg]bool{}
 	w := NewWatches[int, int]()
 	for step := range 1500 {
@@ -84,34 +85,48 @@ func TestWatchesRecipientsAgainstModel(t *testing.T) {
 	}
 }
 
-// TestPatternsLengthsFollowRegistrations: a literal start's length is
-// looked up while a pattern with a start of that length is registered,
-// and no longer after the last one goes.
+// TestPatternsLengthsFollowRegistrations: a pattern is indexed by its
+// longer literal end, and a literal's length is looked up while a
+// pattern with a literal of that length is registered, and no longer
+// after the last one goes.
 func TestPatternsLengthsFollowRegistrations(t *testing.T) {
 	w := NewWatches[string, int]()
-	for i, p := range []string{"a/*", "b/*", "a/b/*", "*"} {
+	for i, p := range []string{"a/*", "b/*", "a/b/*", "*", "*/t", "a*/temp", "x*", "*a*"} {
 		if _, err := w.Add(fmt.Sprint("r", i), 2, p, true, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := w.pats.lengths; !slices.Equal(got, []int{0, 2, 4}) {
-		t.Fatalf("lengths %v, want 0 2 4", got)
+	lengths := func(start, end []int) {
+		t.Helper()
+		if got := w.pats.start.lengths; !slices.Equal(got, start) {
+			t.Fatalf("lengths of literal starts %v, want %v", got, start)
+		}
+		if got := w.pats.end.lengths; !slices.Equal(got, end) {
+			t.Fatalf("lengths of literal ends %v, want %v", got, end)
+		}
+	}
+	lengths([]int{0, 1, 2, 4}, []int{2, 5})
+	if got := w.pats.start.byText[""]; len(got) != 2 {
+		t.Fatalf("%d patterns without a literal end, want 2 (* and *a*)", len(got))
 	}
 	w.Remove("r0", "a/*", true)
-	if got := w.pats.lengths; !slices.Equal(got, []int{0, 2, 4}) {
-		t.Fatalf("b/* left, lengths %v, want 0 2 4", got)
-	}
+	lengths([]int{0, 1, 2, 4}, []int{2, 5})
 	w.Remove("r1", "b/*", true)
 	w.Remove("r3", "*", true)
-	if got := w.pats.lengths; !slices.Equal(got, []int{4}) {
-		t.Fatalf("lengths %v, want 4", got)
+	w.Remove("r4", "*/t", true)
+	lengths([]int{0, 1, 4}, []int{5})
+	got := w.Recipients("a/b/temp", nil)
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"r2", "r5", "r7"}) {
+		t.Fatalf("recipients %v, want r2 r5 r7", got)
 	}
-	if got := w.Recipients("a/b/c", nil); !slices.Equal(got, []string{"r2"}) {
-		t.Fatalf("recipients %v", got)
+	for _, r := range []string{"r2", "r5", "r6", "r7"} {
+		w.Drop(r)
 	}
-	w.Drop("r2")
-	if len(w.pats.lengths) != 0 || len(w.pats.perLength) != 0 || len(w.pats.byPrefix) != 0 {
-		t.Fatalf("nothing registered, yet lengths %v %v, prefixes %d", w.pats.lengths, w.pats.perLength, len(w.pats.byPrefix))
+	for _, x := range []*literals[string, int]{&w.pats.start, &w.pats.end} {
+		if len(x.lengths) != 0 || len(x.perLength) != 0 || len(x.byText) != 0 {
+			t.Fatalf("nothing registered, yet lengths %v %v, literals %d", x.lengths, x.perLength, len(x.byText))
+		}
 	}
 }
 

@@ -119,3 +119,10 @@ func PatternPrefix(pattern string) string {
 	}
 	return pattern
 }
+
+// PatternSuffix returns the literal end of pattern: every key that
+// pattern matches ends with it. It is what follows the last wildcard or
+// bracket, so that no set can reach into it.
+func PatternSuffix(pattern string) string {
+	return pattern[strings.LastIndexAny(pattern, "*?[]")+1:]
+}

@@ -110,6 +110,17 @@ func TestPatternPrefix(t *testing.T) {
 	}
 }
 
+func TestPatternSuffix(t *testing.T) {
+	for pattern, want := range map[string]string{
+		"*/temp": "/temp", "*": "", "a?b": "b", "[ab]c": "c", "plain": "plain", "a[b": "b",
+		"a]b": "b", "[]]x": "x", "[!a-z]": "", "sensor/*": "", "*é": "é",
+	} {
+		if got := PatternSuffix(pattern); got != want {
+			t.Errorf("PatternSuffix(%q) = %q, want %q", pattern, got, want)
+		}
+	}
+}
+
 // FuzzMatchPattern checks that matching terminates, never matches what is
 // not UTF-8, agrees with the literal prefix, and that a pattern without
 // wildcards matches itself alone.
@@ -126,6 +137,19 @@ func FuzzMatchPattern(f *testing.F) {
 		}
 		if got && !strings.HasPrefix(key, PatternPrefix(pattern)) {
 			t.Fatalf("%q matched %q without its prefix %q", pattern, key, PatternPrefix(pattern))
+		}
+		if got && !strings.HasSuffix(key, PatternSuffix(pattern)) {
+			t.Fatalf("%q matched %q without its suffix %q", pattern, key, PatternSuffix(pattern))
+		}
+		// The rest of a pattern after its literal start, or before its
+		// literal end, decides the match of the rest of the key alone.
+		if utf8.ValidString(pattern) && utf8.ValidString(key) {
+			pre, suf := PatternPrefix(pattern), PatternSuffix(pattern)
+			byStart := strings.HasPrefix(key, pre) && MatchPattern(pattern[len(pre):], key[len(pre):])
+			byEnd := strings.HasSuffix(key, suf) && MatchPattern(pattern[:len(pattern)-len(suf)], key[:len(key)-len(suf)])
+			if byStart != got || byEnd != got {
+				t.Fatalf("%q against %q: %v, by its literal start %v, by its literal end %v", pattern, key, got, byStart, byEnd)
+			}
 		}
 		if !strings.ContainsAny(pattern, "*?[") && utf8.ValidString(pattern) {
 			if MatchPattern(pattern, pattern) != true || (key != pattern && got) {
