@@ -27,10 +27,9 @@ type notifyCase struct {
 //
 //   - key-each / pattern-each: connection i watches b/<i>/k, or b/<i>/*;
 //     a change of one key reaches one connection. The patterns cost one
-//     map lookup per length of their literal start.
+//     map lookup, all their literal starts having one length.
 //   - pattern-each-no-prefix: connection i watches *<i>/k, patterns with
-//     no literal start, so that every change is matched against all
-//     1,000: the worst case for the index.
+//     no literal start, found by their literal end instead.
 //   - key-shared / pattern-shared: every connection watches b/0/k, or
 //     b/*; a change reaches all 1,000.
 //
