@@ -26,19 +26,22 @@ type registry struct {
 	send func(cl *mqtt.Client, pk *packets.Packet)
 	// keep is mayHear as a func value, bound once: a method value taken
 	// per change would allocate.
-	keep func(cl *mqtt.Client, key string, _ struct{}, byPattern bool) bool
+	keep func(cl *mqtt.Client, key string, a *access, byPattern bool) bool
 
 	mu sync.Mutex
 	// w holds the registrations, for keys and for patterns (KEYNOTIFY
-	// pattern PATTERN); guarded by mu.
-	w *service.Watches[*mqtt.Client, struct{}]
+	// pattern PATTERN), each with the access of its connection (nil
+	// without authentication), which stays the connection's for its
+	// life: a change's recipients are found without a look at the
+	// connections themselves. Guarded by mu.
+	w *service.Watches[*mqtt.Client, *access]
 }
 
 var _ engine.Notifier = (*registry)(nil)
 
 // newRegistry returns an empty registry.
 func newRegistry(m *Metrics, send func(*mqtt.Client, *packets.Packet)) *registry {
-	return &registry{metrics: m, send: send, keep: mayHear, w: service.NewWatches[*mqtt.Client, struct{}]()}
+	return &registry{metrics: m, send: send, keep: mayHear, w: service.NewWatches[*mqtt.Client, *access]()}
 }
 
 // KeyNotify registers or unregisters the calling connection. A
@@ -58,7 +61,7 @@ func (r *registry) KeyNotify(op *engine.Op) {
 	if cl.Closed() {
 		return // OnDisconnect may already have run; the registration would leak
 	}
-	added, err := r.w.Add(cl, len(cl.ID), key, pattern, struct{}{})
+	added, err := r.w.Add(cl, len(cl.ID), key, pattern, accessOf(cl))
 	if err != nil {
 		op.Result.Err = err
 		return
@@ -120,13 +123,9 @@ func (r *registry) Changed(c *store.Change) func() {
 // mayHear reports whether a connection hears of a change through a
 // registration: through one for the key, always (it was granted); through
 // a pattern, under a policy, only of keys it may read by the grants in
-// force now.
-func mayHear(cl *mqtt.Client, key string, _ struct{}, byPattern bool) bool {
-	if !byPattern {
-		return true
-	}
-	a := accessOf(cl)
-	return a == nil || a.mayReadKey(key)
+// force now. a is the connection's access.
+func mayHear(_ *mqtt.Client, key string, a *access, byPattern bool) bool {
+	return !byPattern || a == nil || a.mayReadKey(key)
 }
 
 func (r *registry) deliver(c *store.Change, conns []*mqtt.Client) {

@@ -1,6 +1,8 @@
 package server_test
 
 import (
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,4 +118,39 @@ func TestPatternNotificationsUnderAPolicy(t *testing.T) {
 	// Both changes were delivered by now: mallory, who may read only
 	// "public", heard of neither.
 	mallory.NoMessage(100 * time.Millisecond)
+}
+
+// TestPatternNotificationsFollowAPolicyChange: a pattern's notifications
+// leave out the keys its client may not read by the grants in force when
+// the key changes, not those of its registration.
+func TestPatternNotificationsFollowAPolicyChange(t *testing.T) {
+	f := newAttackFixture(t)
+	bob := f.dial(t, "bob-1", "bob")
+	mallory := f.dial(t, "mallory-1", "mallory")
+	mallory.Subscribe(wire.NotifyTopicFilter("mallory-1"))
+	watchPattern(t, mallory, "*")
+	expect(t, "bob's SET", bob.Set([]string{"app/bob/v", "1"}), "+OK\r\n", "any")
+
+	// mallory may read bob's keys from now on.
+	const from = `      - method: Read
+        keyType: String
+        keys: ["public"]
+`
+	if !strings.Contains(attackPolicy, from) {
+		t.Fatal("the policy has changed: mallory's grant is not where the test looks")
+	}
+	wider := strings.Replace(attackPolicy, from, from+`      - method: Read
+        keyType: Pattern
+        keys: ["app/bob/*"]
+`, 1)
+	if err := os.WriteFile(f.policy, []byte(wider), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, "bob's SET", bob.Set([]string{"app/bob/w", "3"}), "+OK\r\n", "any")
+	// The first notification mallory hears is of the change after the
+	// policy's: the one before it stays unheard.
+	expectNotification(t, mallory, "app/bob/w", notifySet("3"), "any")
 }

@@ -26,9 +26,11 @@ type patterns[R comparable, V any] struct {
 	byReq      map[R]map[string]struct{}
 }
 
-// literals indexes patterns by a literal end of theirs.
+// literals indexes patterns by a literal end of theirs. The patterns of
+// one literal are a list through their groups, so that a lookup reaches
+// the first group straight from the map.
 type literals[R comparable, V any] struct {
-	byText map[string][]*patternGroup[R, V]
+	byText map[string]*patternGroup[R, V]
 	// lengths are the lengths of the literals in byText, each once,
 	// ascending; perLength counts the literals of each.
 	lengths   []int
@@ -47,9 +49,9 @@ type patternGroup[R comparable, V any] struct {
 	// valid says whether the pattern is UTF-8: one that is not matches
 	// no key.
 	valid bool
-	// at is the group's index in its literals' byText[lit].
-	at   int
-	reqs map[R]V
+	// prev and next link the groups of one literal.
+	prev, next *patternGroup[R, V]
+	reqs       map[R]V
 }
 
 func newPatterns[R comparable, V any]() patterns[R, V] {
@@ -62,7 +64,7 @@ func newPatterns[R comparable, V any]() patterns[R, V] {
 }
 
 func newLiterals[R comparable, V any]() literals[R, V] {
-	return literals[R, V]{byText: make(map[string][]*patternGroup[R, V]), perLength: make(map[int]int)}
+	return literals[R, V]{byText: make(map[string]*patternGroup[R, V]), perLength: make(map[int]int)}
 }
 
 // newPatternGroup returns the group of pattern, with no requester.
@@ -114,8 +116,8 @@ func (p *patterns[R, V]) match(key string, gs []*patternGroup[R, V]) []*patternG
 			if end {
 				lit = key[len(key)-n:]
 			}
-			same := x.byText[lit]
-			if len(same) == 0 {
+			first := x.byText[lit]
+			if first == nil {
 				continue
 			}
 			if !checked {
@@ -124,7 +126,7 @@ func (p *patterns[R, V]) match(key string, gs []*patternGroup[R, V]) []*patternG
 				}
 				checked = true
 			}
-			for _, g := range same {
+			for g := first; g != nil; g = g.next {
 				if g.matches(key) {
 					gs = append(gs, g)
 				}
@@ -144,28 +146,32 @@ func (p *patterns[R, V]) index(g *patternGroup[R, V]) *literals[R, V] {
 
 // add indexes g by g.lit.
 func (x *literals[R, V]) add(g *patternGroup[R, V]) {
-	same := x.byText[g.lit]
-	if len(same) == 0 {
+	first := x.byText[g.lit]
+	if first == nil {
 		n := len(g.lit)
 		if x.perLength[n] == 0 {
 			i, _ := slices.BinarySearch(x.lengths, n)
 			x.lengths = slices.Insert(x.lengths, i, n)
 		}
 		x.perLength[n]++
+	} else {
+		first.prev = g
 	}
-	g.at = len(same)
-	x.byText[g.lit] = append(same, g)
+	g.next = first
+	x.byText[g.lit] = g
 }
 
 // remove takes g out of the index.
 func (x *literals[R, V]) remove(g *patternGroup[R, V]) {
-	same := x.byText[g.lit]
-	last := len(same) - 1
-	same[g.at] = same[last]
-	same[g.at].at = g.at
-	same[last] = nil
-	if last > 0 {
-		x.byText[g.lit] = same[:last]
+	if g.next != nil {
+		g.next.prev = g.prev
+	}
+	if g.prev != nil {
+		g.prev.next = g.next
+		return
+	}
+	if g.next != nil {
+		x.byText[g.lit] = g.next
 		return
 	}
 	delete(x.byText, g.lit)
