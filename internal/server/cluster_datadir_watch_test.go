@@ -11,9 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eclipse/paho.golang/paho"
+
 	"github.com/dssio/dss/internal/cluster"
 	"github.com/dssio/dss/internal/dsstest"
 	"github.com/dssio/dss/internal/server"
+	"github.com/dssio/dss/internal/wire"
 )
 
 // watchedNode is a node of a cluster started for a test of its files.
@@ -133,9 +136,24 @@ func TestClusterNodeWhoseRaftLogGoesAwayStopsItsWrites(t *testing.T) {
 					code, body := dsstest.HTTPGet(t, victim.s.HTTPAddr(), "/healthz")
 					return code == http.StatusServiceUnavailable && strings.Contains(body, seg)
 				})
+				// One at a time on the connection that wrote before, on a
+				// fresh one, and pipelined.
 				for i := range 5 {
 					if p := cl.Set([]string{"after", fmt.Sprint(i)}); string(p.Payload) == "+OK\r\n" {
 						t.Fatalf("write %d through the %s whose Raft log was %s was acknowledged", i, role, how)
+					}
+				}
+				fresh := dsstest.Dial(t, victim.s.Addr(), "fresh")
+				if p := fresh.Set([]string{"fresh", "v"}); string(p.Payload) == "+OK\r\n" {
+					t.Fatalf("a write on a fresh connection through the %s was acknowledged", role)
+				}
+				var pipelined []chan *paho.Publish
+				for i := range 20 {
+					pipelined = append(pipelined, cl.Send(dsstest.Cmd("SET", "piped", fmt.Sprint(i)), paho.UserProperty{Key: wire.PropTimestamp, Value: dsstest.Now()}))
+				}
+				for i, ch := range pipelined {
+					if p := cl.Await(ch); string(p.Payload) == "+OK\r\n" {
+						t.Fatalf("pipelined write %d through the %s was acknowledged", i, role)
 					}
 				}
 				if code, _ := dsstest.HTTPGet(t, victim.s.HTTPAddr(), "/readyz"); code != http.StatusServiceUnavailable {
