@@ -88,6 +88,7 @@ file, the file over the defaults.`,
 			cfg.Attach = &acfg
 			defer tuning.ForServer(tuning.Options{
 				SyncEveryWrite: cfg.DataDir != "" && cfg.Fsync == journal.FsyncAlways,
+				ClusterNode:    cfg.Cluster.Listen != "",
 				Logger:         logger,
 			})()
 			srv, err := server.New(cfg)

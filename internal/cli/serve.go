@@ -57,6 +57,7 @@ TLS files (which are also re-read when they change).`,
 			// (package tuning says what and why).
 			defer tuning.ForServer(tuning.Options{
 				SyncEveryWrite: cfg.DataDir != "" && cfg.Fsync == journal.FsyncAlways,
+				ClusterNode:    cfg.Cluster.Listen != "",
 				Logger:         cfg.Logger,
 			})()
 			srv, err := server.New(cfg)

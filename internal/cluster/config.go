@@ -59,8 +59,13 @@ type Config struct {
 	Advertise string
 	// Peers are the initial members, the same list on every node.
 	Peers []Peer
-	// DataDir holds the Raft log (raft.db) and snapshots (snapshots/).
+	// DataDir holds the Raft log (raft/log/), the term and vote
+	// (raft/stable) and the snapshots (raft/snapshots/).
 	DataDir string
+	// StorageCheck is how often the node looks whether its Raft files
+	// are still where they were (see Node.StorageErr); zero means one
+	// second.
+	StorageCheck time.Duration
 	// Fsync is when appends to the Raft log reach stable storage.
 	Fsync journal.Fsync
 	// Secret authenticates and encrypts the cluster connections; required
@@ -126,6 +131,9 @@ func (c *Config) setDefaults() error {
 				c.Advertise = p.Addr
 			}
 		}
+	}
+	if c.StorageCheck == 0 {
+		c.StorageCheck = defaultStorageCheck
 	}
 	if c.DedupeWindow == 0 {
 		c.DedupeWindow = 2 * time.Minute

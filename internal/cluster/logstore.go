@@ -28,7 +28,8 @@ func (n *Node) openLogStores(dir string) error {
 			"(if every node of the cluster has such a file, start them all with empty data directories: a new cluster)",
 			ErrOldLogFormat, dir)
 	}
-	l, err := raftlog.Open(raftlog.Options{Dir: filepath.Join(dir, "log"), Fsync: n.cfg.Fsync, Logger: n.log, Timings: n.cfg.LogTimings})
+	l, err := raftlog.Open(raftlog.Options{Dir: filepath.Join(dir, "log"), Fsync: n.cfg.Fsync, Logger: n.log, Timings: n.cfg.LogTimings,
+		Failed: func(error) { n.checkStorageSoon() }})
 	if err != nil {
 		return err
 	}

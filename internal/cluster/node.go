@@ -78,6 +78,12 @@ type Node struct {
 	// inflight counts requests forwarded to the leader or waiting for a
 	// read index.
 	inflight atomic.Int64
+	// snapErr is set while the snapshot the log starts after is gone
+	// (see checkSnapshots).
+	snapErr atomic.Pointer[error]
+	// raftStopped is set once the node left Raft because its log failed.
+	raftStopped atomic.Bool
+	storageWake chan struct{}
 
 	wake     chan struct{}
 	leaderCh chan bool
@@ -106,13 +112,14 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	n := &Node{
-		cfg:      cfg,
-		log:      cfg.Logger.With("component", "cluster"),
-		pending:  make(map[uint64]*engine.Op),
-		sessions: make(map[string]*forwardSession),
-		wake:     make(chan struct{}, 1),
-		leaderCh: make(chan bool, 16),
-		stop:     make(chan struct{}),
+		cfg:         cfg,
+		log:         cfg.Logger.With("component", "cluster"),
+		pending:     make(map[uint64]*engine.Op),
+		sessions:    make(map[string]*forwardSession),
+		wake:        make(chan struct{}, 1),
+		storageWake: make(chan struct{}, 1),
+		leaderCh:    make(chan bool, 16),
+		stop:        make(chan struct{}),
 	}
 	var e [8]byte
 	_, _ = rand.Read(e[:])
@@ -207,9 +214,10 @@ func (n *Node) Start(e *engine.Node) error {
 		}
 	}
 	n.watchPeers()
-	n.wg.Add(2)
+	n.wg.Add(3)
 	go n.watchLeadership()
 	go n.propose()
+	go n.watchStorage(n.cfg.StorageCheck)
 	n.reads.start()
 	n.fwd.start()
 	n.meta.start()
@@ -674,6 +682,11 @@ func (n *Node) Ready() error {
 func (n *Node) Submit(ctx context.Context, op *engine.Op) bool {
 	switch op.Request.Verb {
 	case wire.VerbSet, wire.VerbDel, wire.VerbVDel:
+		if n.StorageErr() != nil {
+			// What this node's files hold is not what a restart needs:
+			// it acknowledges nothing more, whoever would apply it.
+			return answerNow(op, wire.ErrUnavailable)
+		}
 		if n.isReady() && n.fwd.idle() {
 			return n.engine.Submit(ctx, op)
 		}

@@ -29,6 +29,11 @@ const (
 	relayRedialMax = 2 * time.Second
 	// relayMaxFrame bounds the messages a stream writes at once.
 	relayMaxFrame = 1 << 20
+	// relayAckEvery and relayAckAfter bound the messages, and the time,
+	// the receiver of a stream delivers before it acknowledges them
+	// while more frames wait in its buffer (see relay.serve).
+	relayAckEvery = 256
+	relayAckAfter = 5 * time.Millisecond
 	// relayQuietStart is how long a peer that was never reached may be
 	// away before it is logged as unreachable: the nodes of a cluster
 	// start one after the other.

@@ -30,8 +30,14 @@ func (r *relay) receiver(node string) *receiver {
 }
 
 // serve reads a stream of messages from a peer on c and delivers them to
-// this node's broker, in order, acknowledging each frame once its
-// messages are delivered.
+// this node's broker, in order, and acknowledges what it delivered once
+// the next frame is not in its buffer yet (reading it may wait), or
+// after relayAckEvery messages or relayAckAfter, whichever comes first.
+//
+// The sender writes a frame as soon as it has a message, so under load
+// frames of one message wait here one after the other: an
+// acknowledgement each would cost a write here and a read there per
+// message.
 func (r *relay) serve(c net.Conn) {
 	br := bufio.NewReaderSize(c, 64<<10)
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -43,6 +49,8 @@ func (r *relay) serve(c net.Conn) {
 	_ = c.SetReadDeadline(time.Time{})
 	rc := r.receiver(h.node)
 	var f frame
+	var owed int        // messages and pings delivered and not acknowledged
+	var owedSince int64 // when the first of them was, Unix ns
 	for {
 		d, count, err := readFrame(br)
 		if err != nil {
@@ -80,6 +88,14 @@ func (r *relay) serve(c net.Conn) {
 		}
 		last := rc.last
 		rc.mu.Unlock()
+		if owed == 0 {
+			owedSince = now
+		}
+		owed += count
+		if owed < relayAckEvery && now-owedSince < int64(relayAckAfter) && frameBuffered(br) {
+			continue
+		}
+		owed = 0
 		f.reset()
 		f.buf = binary.AppendUvarint(f.buf, last)
 		f.count = 1
@@ -88,4 +104,12 @@ func (r *relay) serve(c net.Conn) {
 			return
 		}
 	}
+}
+
+// frameBuffered reports whether br holds the whole of the next frame, so
+// that reading it does not wait for the connection.
+func frameBuffered(br *bufio.Reader) bool {
+	b, _ := br.Peek(min(br.Buffered(), binary.MaxVarintLen64))
+	n, k := binary.Uvarint(b)
+	return k > 0 && uint64(br.Buffered()-k) >= n
 }

@@ -37,12 +37,8 @@ func (j *Journal) Err() error {
 // checkSegmentLocked returns an error if the segment being appended to
 // was deleted. wmu is held.
 func (j *Journal) checkSegmentLocked() error {
-	fi, err := j.file.Stat()
-	if err != nil {
-		return fmt.Errorf("stat %s: %w", j.file.Name(), err)
-	}
-	if n, ok := linkCount(fi); ok && n == 0 {
-		return fmt.Errorf("%w: %s was deleted", ErrFileGone, j.file.Name())
+	if err := CheckLinked(j.file); err != nil {
+		return fmt.Errorf("%w: %w", ErrFileGone, err)
 	}
 	return nil
 }
@@ -51,24 +47,11 @@ func (j *Journal) checkSegmentLocked() error {
 // where it was: the segment being appended to, the snapshot recovery
 // starts from, and the directory. wmu is held.
 func (j *Journal) checkFilesLocked() error {
-	if err := j.checkSegmentLocked(); err != nil {
-		return err
+	if err := CheckInPlace(j.file, j.file.Name()); err != nil {
+		return fmt.Errorf("%w: %w", ErrFileGone, err)
 	}
-	open, err := j.file.Stat()
-	if err != nil {
-		return fmt.Errorf("stat %s: %w", j.file.Name(), err)
-	}
-	at, err := os.Stat(j.file.Name())
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("%w: %s is gone", ErrFileGone, j.file.Name())
-	case err != nil:
-		return fmt.Errorf("stat %s: %w", j.file.Name(), err)
-	case !os.SameFile(open, at):
-		return fmt.Errorf("%w: %s was replaced", ErrFileGone, j.file.Name())
-	}
-	if dir, err := os.Stat(j.opts.Dir); err != nil || (j.dirInfo != nil && !os.SameFile(dir, j.dirInfo)) {
-		return fmt.Errorf("%w: the data directory %s was removed or replaced", ErrFileGone, j.opts.Dir)
+	if err := CheckDir(j.opts.Dir, j.dirInfo); err != nil {
+		return fmt.Errorf("%w: %w", ErrFileGone, err)
 	}
 	j.mu.Lock()
 	snap := j.snapshotFile
@@ -77,6 +60,54 @@ func (j *Journal) checkFilesLocked() error {
 		if _, err := os.Stat(snap); errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("%w: %s is gone", ErrFileGone, snap)
 		}
+	}
+	return nil
+}
+
+// CheckLinked returns an error if the open file f was deleted: the writes
+// into it reach no file a restart reads. It costs one fstat, so a writer
+// can call it before it acknowledges what it wrote.
+func CheckLinked(f *os.File) error { return checkLinked(f, f.Name()) }
+
+func checkLinked(f *os.File, name string) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", name, err)
+	}
+	if n, ok := linkCount(fi); ok && n == 0 {
+		return fmt.Errorf("%s was deleted", name)
+	}
+	return nil
+}
+
+// CheckInPlace returns an error if the open file f is no longer the file
+// at name (its name, unless it was opened under another and renamed):
+// deleted, moved away or replaced by another.
+func CheckInPlace(f *os.File, name string) error {
+	if err := checkLinked(f, name); err != nil {
+		return err
+	}
+	open, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", name, err)
+	}
+	at, err := os.Stat(name)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%s is gone", name)
+	case err != nil:
+		return fmt.Errorf("stat %s: %w", name, err)
+	case !os.SameFile(open, at):
+		return fmt.Errorf("%s was replaced", name)
+	}
+	return nil
+}
+
+// CheckDir returns an error if the directory dir is gone or, when was is
+// not nil, is no longer the directory was describes.
+func CheckDir(dir string, was os.FileInfo) error {
+	if fi, err := os.Stat(dir); err != nil || (was != nil && !os.SameFile(fi, was)) {
+		return fmt.Errorf("the data directory %s was removed or replaced", dir)
 	}
 	return nil
 }

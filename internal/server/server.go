@@ -345,10 +345,15 @@ func withoutRepeat(err, seen error) error {
 // storageErr returns the error that stopped the node's writes: a
 // journal that failed, which the node learns at its next write and the
 // journal may know before (a file of it removed while the server is
-// idle).
+// idle), or in a cluster a Raft file that went away.
 func (s *Server) storageErr() error {
 	if err := s.node.Err(); err != nil {
 		return err
+	}
+	if s.cluster != nil {
+		if err := s.cluster.StorageErr(); err != nil {
+			return err
+		}
 	}
 	if s.journal != nil {
 		return s.journal.Err()

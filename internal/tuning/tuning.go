@@ -14,7 +14,10 @@ type Options struct {
 	// SyncEveryWrite is set when the journal is synced before each
 	// response (--fsync always with a data directory).
 	SyncEveryWrite bool
-	Logger         *slog.Logger
+	// ClusterNode is set for a node of a cluster (--cluster-listen): its
+	// writes reach stable storage through the Raft log instead.
+	ClusterNode bool
+	Logger      *slog.Logger
 }
 
 // ForServer tunes the process for a dss server and returns the function
@@ -23,7 +26,7 @@ func ForServer(o Options) (stop func()) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.SyncEveryWrite {
+	if o.twoProcs() {
 		ensureTwoProcs(o.Logger)
 	}
 	gc := startGCTuner()

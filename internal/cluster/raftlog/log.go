@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -32,6 +33,9 @@ type Options struct {
 	// Timings, when set, receives how long writes and fsyncs take (its
 	// Snapshot is not called: Raft's snapshots are not the log's).
 	Timings *journal.Timings
+	// Failed, when set, is called once when the log fails, with a lock
+	// held: it must not block or call the log.
+	Failed func(error)
 }
 
 // Log is the Raft log on segment files. Create it with Open and close it
@@ -44,15 +48,19 @@ type Log struct {
 	// sync's choice of file); reads take only mu, so they go on while a
 	// batch is written and synced.
 	wmu    sync.Mutex
-	buf    []byte // guarded by wmu
-	dirty  bool   // guarded by wmu; written since the last sync
-	failed error  // guarded by wmu; a sync that failed: nothing is written after it
-	closed bool   // guarded by wmu
+	buf    []byte                // guarded by wmu
+	dirty  bool                  // guarded by wmu; written since the last sync
+	failed error                 // guarded by wmu; a sync that failed or a file gone: nothing is written after it
+	closed bool                  // guarded by wmu
+	err    atomic.Pointer[error] // failed, for readers that must not wait for a write
 
 	mu    sync.RWMutex
 	segs  []*segment // guarded by mu; in order, contiguous
 	first uint64     // guarded by mu; 0 when the log is empty
 	last  uint64     // guarded by mu
+
+	// dirInfo is the directory as it was at Open.
+	dirInfo os.FileInfo
 
 	stop chan struct{}
 	done sync.WaitGroup
@@ -75,6 +83,11 @@ func Open(opts Options) (*Log, error) {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	l := &Log{opts: opts, log: opts.Logger, stop: make(chan struct{})}
+	dirInfo, err := os.Stat(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	l.dirInfo = dirInfo
 	firsts, err := listSegments(opts.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
@@ -272,6 +285,10 @@ func (l *Log) StoreLogs(entries []*raft.Log) error {
 	} else {
 		l.dirty = true
 	}
+	if err := journal.CheckLinked(tail.f); err != nil {
+		l.failGone(err)
+		return l.failed
+	}
 	l.mu.Lock()
 	tail.offsets = append(tail.offsets, offsets...)
 	tail.size += int64(len(buf))
@@ -292,6 +309,7 @@ var errClosed = errors.New("cluster: the Raft log is closed")
 // on, so the log takes no more entries.
 func (l *Log) fail(s *segment, err error) {
 	l.failed = fmt.Errorf("cluster: fsync %s: %w", s.name, err)
+	l.published()
 	l.log.Error("the Raft log cannot reach stable storage; the node takes no more entries", "err", err)
 }
 

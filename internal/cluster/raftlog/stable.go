@@ -210,3 +210,20 @@ func (s *Stable) GetUint64(key []byte) (uint64, error) {
 	}
 	return binary.BigEndian.Uint64(v), nil
 }
+
+// Repair writes the file again from the values in memory if it is not
+// where it was (deleted, moved away or replaced while the node runs):
+// without it, a restart would forget the node's term and vote and let it
+// vote twice in one term. It returns what it found (nil when the file
+// was in place) and, if writing it again failed, why.
+func (s *Stable) Repair() (found, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return nil, nil // not written yet, or rewritten whole by the next Set
+	}
+	if found = journal.CheckInPlace(s.f, s.name); found == nil {
+		return nil, nil
+	}
+	return found, s.rewriteLocked()
+}
