@@ -75,3 +75,30 @@ func TestReadmeMosquittoExample(t *testing.T) {
 		t.Fatalf("mosquitto_rr without -q 1 and correlation data printed %q, want %q", got, want)
 	}
 }
+
+// SCAN from outside: mosquitto_rr, a client that knows nothing of dss,
+// sends the bytes of PROTOCOL.md §11 and prints the answer dss gives: a
+// page with the matching keys, then nothing for a pattern nothing
+// matches, then a bad token refused.
+func TestScanThroughMosquittoRR(t *testing.T) {
+	rr := mosquittoRR(t)
+	s := dsstest.StartServer(t, server.Config{})
+	c := dsstest.Dial(t, s.Addr(), "writer")
+	for _, k := range []string{"key1", "key2", "other"} {
+		expect(t, "SET "+k, c.Set([]string{k, "v"}), "+OK\r\n", "any")
+	}
+	scan := func(request string) string {
+		return runRR(t, rr, s.Addr(), "mosquitto_rr -t statestore/v1/FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8/command/invoke "+
+			"-e my/responses -q 1 -D publish correlation-data 1 -m $'"+request+"'\n")
+	}
+	page := scan(`*2\r\n$4\r\nSCAN\r\n$4\r\nkey*\r\n`)
+	if page != "*1\r\n*2\r\n$4\r\nkey1\r\n$4\r\nkey2\r\n\n" && page != "*1\r\n*2\r\n$4\r\nkey2\r\n$4\r\nkey1\r\n\n" {
+		t.Fatalf("SCAN key* printed %q, want the last page with key1 and key2", page)
+	}
+	if got, want := scan(`*2\r\n$4\r\nSCAN\r\n$8\r\nnothing*\r\n`), "*1\r\n*0\r\n\n"; got != want {
+		t.Fatalf("SCAN nothing* printed %q, want %q", got, want)
+	}
+	if got := scan(`*3\r\n$4\r\nSCAN\r\n$1\r\n*\r\n$4\r\n1;1;\r\n`); !strings.HasPrefix(got, "-ERR ") {
+		t.Fatalf("SCAN with a token dss never made printed %q, want an error", got)
+	}
+}
