@@ -88,6 +88,7 @@ type Node struct {
 	wake     chan struct{}
 	leaderCh chan bool
 	stop     chan struct{}
+	closing  chan struct{} // closed when Close starts
 	wg       sync.WaitGroup
 }
 
@@ -120,6 +121,7 @@ func New(cfg Config) (*Node, error) {
 		storageWake: make(chan struct{}, 1),
 		leaderCh:    make(chan bool, 16),
 		stop:        make(chan struct{}),
+		closing:     make(chan struct{}),
 	}
 	var e [8]byte
 	_, _ = rand.Read(e[:])
@@ -299,6 +301,7 @@ func (n *Node) Close() error {
 	n.closed = true
 	n.ready = false
 	n.mu.Unlock()
+	close(n.closing)
 	if n.meta != nil {
 		n.meta.stop()
 	}
@@ -427,7 +430,7 @@ func (n *Node) propose() {
 		// no longer leads or shuts down). The requests of a committed
 		// batch were answered when it was applied; those of a batch Raft
 		// did not commit are answered "the state store is unavailable".
-		if err := n.raft.Apply(entry, 0).Error(); err != nil {
+		if err := n.await(n.raft.Apply(entry, 0)); err != nil {
 			n.log.Debug("writes not committed", "err", err, "requests", len(ids))
 			n.abandon(ids)
 			n.endEpoch()
@@ -519,7 +522,7 @@ func (n *Node) watchLeadership() {
 // leader that never started its term would refuse every write.
 func (n *Node) startTerm() {
 	for {
-		err := n.raft.Apply([]byte{entryTermStart}, applyTimeout).Error()
+		err := n.await(n.raft.Apply([]byte{entryTermStart}, applyTimeout))
 		if n.raft.State() != raft.Leader {
 			if err != nil {
 				n.log.Warn("leadership lost before the term-start entry was committed", "err", err)

@@ -556,7 +556,7 @@ func (n *Node) applyPubSub(batch []byte) (uint64, error) {
 	entry := make([]byte, 0, 1+len(batch))
 	entry = append(append(entry, entryPubSub), batch...)
 	f := n.raft.Apply(entry, metaWait)
-	if err := f.Error(); err != nil {
+	if err := n.await(f); err != nil {
 		return 0, err
 	}
 	return f.Index(), nil
