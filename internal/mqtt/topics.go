@@ -247,16 +247,28 @@ func (s *InlineSubscriptions) Delete(id int) {
 }
 
 // Subscriptions is a map of subscriptions keyed on client.
+//
+// dss: a set of one subscription, the usual one (a filter's only
+// subscriber, a device's one filter), is held in one small entry (one)
+// rather than a map, whose first group holds eight subscriptions: an
+// idle connection with one subscription paid about 1.5 KiB for the two
+// maps, its own and its filter's. The map is made for a second entry,
+// and holds them all from then on.
 type Subscriptions struct {
 	internal map[string]packets.Subscription
+	one      *subscriptionEntry // the only subscription, while internal is nil
 	sync.RWMutex
+}
+
+// subscriptionEntry is a set's only subscription, and its key.
+type subscriptionEntry struct {
+	id  string
+	sub packets.Subscription
 }
 
 // NewSubscriptions returns a new instance of Subscriptions.
 func NewSubscriptions() *Subscriptions {
-	return &Subscriptions{
-		internal: map[string]packets.Subscription{},
-	}
+	return new(Subscriptions)
 }
 
 // Add adds a new subscription for a client. ID can be a filter in the
@@ -264,10 +276,15 @@ func NewSubscriptions() *Subscriptions {
 func (s *Subscriptions) Add(id string, val packets.Subscription) {
 	s.Lock()
 	defer s.Unlock()
-	if s.internal == nil {
-		s.internal = map[string]packets.Subscription{}
+	switch {
+	case s.internal != nil:
+		s.internal[id] = val
+	case s.one == nil || s.one.id == id:
+		s.one = &subscriptionEntry{id: id, sub: val}
+	default:
+		s.internal = map[string]packets.Subscription{s.one.id: s.one.sub, id: val}
+		s.one = nil
 	}
-	s.internal[id] = val
 }
 
 // GetAll returns all subscriptions.
@@ -275,6 +292,9 @@ func (s *Subscriptions) GetAll() map[string]packets.Subscription {
 	s.RLock()
 	defer s.RUnlock()
 	m := map[string]packets.Subscription{}
+	if s.one != nil {
+		m[s.one.id] = s.one.sub
+	}
 	for k, v := range s.internal {
 		m[k] = v
 	}
@@ -285,6 +305,12 @@ func (s *Subscriptions) GetAll() map[string]packets.Subscription {
 func (s *Subscriptions) Get(id string) (val packets.Subscription, ok bool) {
 	s.RLock()
 	defer s.RUnlock()
+	if s.one != nil {
+		if s.one.id == id {
+			return s.one.sub, true
+		}
+		return val, false
+	}
 	val, ok = s.internal[id]
 	return val, ok
 }
@@ -293,14 +319,22 @@ func (s *Subscriptions) Get(id string) (val packets.Subscription, ok bool) {
 func (s *Subscriptions) Len() int {
 	s.RLock()
 	defer s.RUnlock()
-	val := len(s.internal)
-	return val
+	if s.one != nil {
+		return 1
+	}
+	return len(s.internal)
 }
 
 // Delete removes a subscription by client or filter id.
 func (s *Subscriptions) Delete(id string) {
 	s.Lock()
 	defer s.Unlock()
+	if s.one != nil {
+		if s.one.id == id {
+			s.one = nil
+		}
+		return
+	}
 	delete(s.internal, id)
 }
 
@@ -364,10 +398,7 @@ type TopicsIndex struct {
 func NewTopicsIndex() *TopicsIndex {
 	return &TopicsIndex{
 		Retained: packets.NewPackets(),
-		root: &particle{
-			particles:     newParticles(),
-			subscriptions: NewSubscriptions(),
-		},
+		root:     new(particle),
 	}
 }
 
@@ -823,15 +854,18 @@ func wildcardsAlone(filter string) bool {
 }
 
 // particle is a child node on the tree.
+//
+// dss: its sets of subscriptions are part of it rather than three
+// objects of their own, made for every level (about 100 bytes a level).
 type particle struct {
-	key                 string               // the key of the particle
-	parent              *particle            // a pointer to the parent of the particle
-	particles           particles            // a map of child particles
-	subscriptions       *Subscriptions       // a map of subscriptions made by clients to this ending address
-	shared              *SharedSubscriptions // a map of shared subscriptions keyed on group name
-	inlineSubscriptions *InlineSubscriptions // a map of inline subscriptions for this particle
-	retainPath          string               // path of a retained message
-	sync.Mutex                               // mutex for when making changes to the particle
+	key                 string              // the key of the particle
+	parent              *particle           // a pointer to the parent of the particle
+	particles           particles           // a map of child particles
+	subscriptions       Subscriptions       // a map of subscriptions made by clients to this ending address
+	shared              SharedSubscriptions // a map of shared subscriptions keyed on group name
+	inlineSubscriptions InlineSubscriptions // a map of inline subscriptions for this particle
+	retainPath          string              // path of a retained message
+	sync.Mutex                              // mutex for when making changes to the particle
 }
 
 // newParticle returns a pointer to a new instance of particle.
@@ -840,36 +874,38 @@ type particle struct {
 // that only leads to the next held four empty maps, and the levels of a
 // deep filter are mostly such.
 func newParticle(key string, parent *particle) *particle {
-	return &particle{
-		key:                 key,
-		parent:              parent,
-		subscriptions:       new(Subscriptions),
-		shared:              new(SharedSubscriptions),
-		inlineSubscriptions: new(InlineSubscriptions),
-	}
+	return &particle{key: key, parent: parent}
 }
 
 // particles is a concurrency safe map of particles.
+//
+// dss: a level with one child, as most levels of a deep filter are,
+// holds it in one rather than in a map (about 250 bytes a level); the
+// map is made for a second child.
 type particles struct {
 	internal map[string]*particle
+	one      *particle // the only child, while internal is nil
 	sync.RWMutex
 }
 
 // newParticles returns a map of particles.
 func newParticles() particles {
-	return particles{
-		internal: map[string]*particle{},
-	}
+	return particles{}
 }
 
 // add adds a new particle.
 func (p *particles) add(val *particle) {
 	p.Lock()
-	if p.internal == nil {
-		p.internal = map[string]*particle{}
+	defer p.Unlock()
+	switch {
+	case p.internal != nil:
+		p.internal[val.key] = val
+	case p.one == nil || p.one.key == val.key:
+		p.one = val
+	default:
+		p.internal = map[string]*particle{p.one.key: p.one, val.key: val}
+		p.one = nil
 	}
-	p.internal[val.key] = val
-	p.Unlock()
 }
 
 // getAll returns all particles.
@@ -877,6 +913,9 @@ func (p *particles) getAll() map[string]*particle {
 	p.RLock()
 	defer p.RUnlock()
 	m := map[string]*particle{}
+	if p.one != nil {
+		m[p.one.key] = p.one
+	}
 	for k, v := range p.internal {
 		m[k] = v
 	}
@@ -887,6 +926,9 @@ func (p *particles) getAll() map[string]*particle {
 func (p *particles) appendTo(dst []*particle) []*particle {
 	p.RLock()
 	defer p.RUnlock()
+	if p.one != nil {
+		dst = append(dst, p.one)
+	}
 	for _, v := range p.internal {
 		dst = append(dst, v)
 	}
@@ -897,6 +939,12 @@ func (p *particles) appendTo(dst []*particle) []*particle {
 func (p *particles) get(id string) *particle {
 	p.RLock()
 	defer p.RUnlock()
+	if p.one != nil {
+		if p.one.key == id {
+			return p.one
+		}
+		return nil
+	}
 	return p.internal[id]
 }
 
@@ -904,13 +952,21 @@ func (p *particles) get(id string) *particle {
 func (p *particles) len() int {
 	p.RLock()
 	defer p.RUnlock()
-	val := len(p.internal)
-	return val
+	if p.one != nil {
+		return 1
+	}
+	return len(p.internal)
 }
 
 // delete removes a particle.
 func (p *particles) delete(id string) {
 	p.Lock()
 	defer p.Unlock()
+	if p.one != nil {
+		if p.one.key == id {
+			p.one = nil
+		}
+		return
+	}
 	delete(p.internal, id)
 }
