@@ -149,7 +149,7 @@ func (cl *Client) startWriting() {
 	start := q.wantsWriter()
 	q.mu.Unlock()
 	if start {
-		go cl.writeOut()
+		cl.ops.workers.write(cl)
 	}
 }
 
@@ -157,7 +157,7 @@ func (cl *Client) startWriting() {
 // bytes it could not write, and starts the writer if entries wait.
 func (cl *Client) giveBackToken(rest []byte) {
 	if cl.State.outbound.giveBack(rest) {
-		go cl.writeOut()
+		cl.ops.workers.write(cl)
 	}
 }
 
@@ -254,7 +254,7 @@ func (cl *Client) enqueueBounded(w pendingWrite, bounded bool) bool {
 	}
 	atomic.AddInt32(&cl.State.outboundQty, 1)
 	if start {
-		go cl.writeOut()
+		cl.ops.workers.write(cl)
 	}
 	return true
 }

@@ -164,7 +164,7 @@ func (l *readLoop) handBack(cl *Client, err error) {
 	}
 	l.drop(cl)
 	ls.mu.Unlock()
-	go cl.resumeParked(err)
+	cl.ops.workers.resume(cl, err)
 }
 
 // run waits for connections with data and gives each a turn, until the

@@ -222,6 +222,7 @@ type Server struct {
 	sessionMu    sync.Mutex           // dss: serializes session takeover and the end-of-connection cleanup
 	readLoops    []*readLoop          // dss: see Options.ReadLoops
 	nextLoop     atomic.Uint32        // dss: the read loop of the next connection
+	workers      *workerPool          // dss: see workers.go
 	// Faults counts refused packets and contained panics (dss, see
 	// faults.go); faultLog limits the log lines about them.
 	Faults   *Faults
@@ -272,6 +273,9 @@ type ops struct {
 	// resume continues a connection taken back from its read loop, on
 	// the caller's goroutine (dss, see Client.park).
 	resume func(cl *Client, err error)
+	// workers run the connections' work that has no goroutine of its
+	// own (dss, see workers.go).
+	workers *workerPool
 }
 
 // New returns a broker core that is ready for hooks and listeners. Optional parameters
@@ -284,6 +288,7 @@ func New(opts *Options) *Server {
 	opts.ensureDefaults()
 
 	s := &Server{
+		workers:   newWorkerPool(),
 		done:      make(chan bool),
 		Clients:   NewClients(),
 		Topics:    NewTopicsIndex(),
@@ -364,6 +369,7 @@ func (s *Server) NewClient(c net.Conn, listener string, id string, inline bool) 
 		faultLog: s.faultLog,
 		readFast: s.readFast,
 		resume:   s.resumeClient,
+		workers:  s.workers,
 	})
 
 	cl.ID = id
@@ -2303,6 +2309,7 @@ func (s *Server) Close() error {
 	for _, l := range s.readLoops {
 		l.close()
 	}
+	s.workers.close()
 
 	s.Log.Debug("mqtt core stopped")
 	return nil
