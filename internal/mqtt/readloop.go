@@ -212,15 +212,17 @@ func (cl *Client) serving() bool {
 }
 
 // parks reports whether the reader goroutine leaves the connection to a
-// read loop now: one is available and nothing is buffered.
+// read loop now: one is available and nothing is buffered or waiting
+// to be written.
 //
-// dss: a connection with writes queued parks too (its writer goes on):
-// one that waited for its writer read on its goroutine, which stayed
-// after the writes, until the client's next packet (a PINGREQ, as much
-// as a keepalive later).
+// dss: a connection with writes queued when it read its last packet
+// stays with its goroutine, waiting for its next packet (a PINGREQ at
+// the latest), and parks then: the loop would hand back every request
+// of such a connection, to be answered by a goroutine that waits for the
+// connection to take the answer.
 func (cl *Client) parks() bool {
 	return cl.Net.loop.loop != nil && !cl.Net.loop.refused.Load() && !cl.readHeld() && cl.Net.bconn.Buffered() == 0 &&
-		len(cl.Net.src.pending) == 0
+		len(cl.Net.src.pending) == 0 && atomic.LoadInt32(&cl.State.outboundQty) == 0
 }
 
 // errParked ends a reader goroutine that parked its connection in a read
@@ -238,17 +240,10 @@ var errParked = errors.New("parked in a read loop")
 func (cl *Client) park() bool {
 	ls := &cl.Net.loop
 	if !cl.Net.deadlineAt.IsZero() {
-		// The loop does not move the read deadline: the keepalive is
-		// watched by the timer. The writer's writes keep theirs, while
-		// it writes: one past while the socket takes bytes is moved on
-		// (Client.lateWrite).
-		if atomic.LoadInt32(&cl.State.outboundQty) == 0 {
-			cl.Net.deadlineAt, cl.Net.deadlineSet = time.Time{}, false
-			_ = cl.Net.Conn.SetDeadline(time.Time{})
-		} else {
-			cl.Net.deadlineSet = false // set again when the goroutine reads
-			_ = cl.Net.Conn.SetReadDeadline(time.Time{})
-		}
+		// The loop does not move the deadline, and the writer's writes
+		// must not fail for it; the keepalive is watched by the timer.
+		cl.Net.deadlineAt, cl.Net.deadlineSet = time.Time{}, false
+		_ = cl.Net.Conn.SetDeadline(time.Time{})
 	}
 	ls.read.Store(monoNow())
 	ls.partial.Store(0) // nothing is buffered: no packet begun
