@@ -279,8 +279,10 @@ func (s *Subscriptions) Add(id string, val packets.Subscription) {
 	switch {
 	case s.internal != nil:
 		s.internal[id] = val
-	case s.one == nil || s.one.id == id:
+	case s.one == nil:
 		s.one = &subscriptionEntry{id: id, sub: val}
+	case s.one.id == id:
+		s.one.sub = val // under the lock that Get takes to read it
 	default:
 		s.internal = map[string]packets.Subscription{s.one.id: s.one.sub, id: val}
 		s.one = nil
