@@ -33,10 +33,9 @@ func NewTopicAliases(topicAliasMaximum uint16) TopicAliases {
 
 // NewInboundTopicAliases returns a pointer to InboundTopicAliases.
 func NewInboundTopicAliases(topicAliasMaximum uint16) *InboundTopicAliases {
-	return &InboundTopicAliases{
-		maximum:  topicAliasMaximum,
-		internal: map[uint16]string{},
-	}
+	// dss: the map is made at the first alias: most clients set none,
+	// and an idle connection paid for two empty maps.
+	return &InboundTopicAliases{maximum: topicAliasMaximum}
 }
 
 // InboundTopicAliases contains a map of topic aliases received from the client.
@@ -66,6 +65,9 @@ func (a *InboundTopicAliases) Set(id uint16, topic string) (resolved string, ok 
 		return existing, ok
 	}
 
+	if a.internal == nil {
+		a.internal = map[uint16]string{}
+	}
 	a.internal[id] = topic
 	return topic, true
 }
@@ -80,10 +82,7 @@ type OutboundTopicAliases struct {
 
 // NewOutboundTopicAliases returns a pointer to OutboundTopicAliases.
 func NewOutboundTopicAliases(topicAliasMaximum uint16) *OutboundTopicAliases {
-	return &OutboundTopicAliases{
-		maximum:  topicAliasMaximum,
-		internal: map[string]uint16{},
-	}
+	return &OutboundTopicAliases{maximum: topicAliasMaximum} // dss: its map made at the first alias
 }
 
 // Set sets a new topic alias for a topic and returns the alias value, and a boolean
@@ -108,6 +107,9 @@ func (a *OutboundTopicAliases) Set(topic string) (uint16, bool) {
 
 	// dss: the topic may point into memory its publisher recycles (see
 	// Packet.Owner); the table keeps a copy.
+	if a.internal == nil {
+		a.internal = map[string]uint16{}
+	}
 	a.internal[strings.Clone(topic)] = uint16(i) + 1
 	atomic.StoreUint32(&a.cursor, i+1)
 	return uint16(i) + 1, false

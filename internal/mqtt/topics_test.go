@@ -857,7 +857,7 @@ func TestIsSharedFilter(t *testing.T) {
 func TestNewInboundAliases(t *testing.T) {
 	a := NewInboundTopicAliases(5)
 	require.NotNil(t, a)
-	require.NotNil(t, a.internal)
+	require.Nil(t, a.internal, "made at the first alias")
 	require.Equal(t, uint16(5), a.maximum)
 }
 
@@ -894,7 +894,7 @@ func TestInboundAliasesSetMaxZero(t *testing.T) {
 func TestNewOutboundAliases(t *testing.T) {
 	a := NewOutboundTopicAliases(5)
 	require.NotNil(t, a)
-	require.NotNil(t, a.internal)
+	require.Nil(t, a.internal, "made at the first alias")
 	require.Equal(t, uint16(5), a.maximum)
 	require.Equal(t, uint32(0), a.cursor)
 }
