@@ -892,11 +892,6 @@ type particles struct {
 	sync.RWMutex
 }
 
-// newParticles returns a map of particles.
-func newParticles() particles {
-	return particles{}
-}
-
 // add adds a new particle.
 func (p *particles) add(val *particle) {
 	p.Lock()

@@ -735,14 +735,14 @@ func BenchmarkMessages(b *testing.B) {
 }
 
 func TestNewParticles(t *testing.T) {
-	cl := newParticles()
+	cl := particles{}
 	require.Zero(t, cl.len())
 }
 
 // TestParticlesOfOneThenMany checks a level through one child, replaced,
 // then three, then back to none.
 func TestParticlesOfOneThenMany(t *testing.T) {
-	p := newParticles()
+	p := particles{}
 	a := &particle{key: "a"}
 	p.add(&particle{key: "a"})
 	p.add(a)
@@ -768,13 +768,13 @@ func TestParticlesOfOneThenMany(t *testing.T) {
 }
 
 func TestParticlesAdd(t *testing.T) {
-	p := newParticles()
+	p := particles{}
 	p.add(&particle{key: "a"})
 	require.NotNil(t, p.get("a"))
 }
 
 func TestParticlesGet(t *testing.T) {
-	p := newParticles()
+	p := particles{}
 	p.add(&particle{key: "a"})
 	p.add(&particle{key: "b"})
 	require.NotNil(t, p.get("a"))
@@ -786,7 +786,7 @@ func TestParticlesGet(t *testing.T) {
 }
 
 func TestParticlesGetAll(t *testing.T) {
-	p := newParticles()
+	p := particles{}
 	p.add(&particle{key: "a"})
 	p.add(&particle{key: "b"})
 	p.add(&particle{key: "c"})
@@ -799,7 +799,7 @@ func TestParticlesGetAll(t *testing.T) {
 }
 
 func TestParticlesLen(t *testing.T) {
-	p := newParticles()
+	p := particles{}
 	p.add(&particle{key: "a"})
 	p.add(&particle{key: "b"})
 	require.NotNil(t, p.get("a"))
@@ -808,7 +808,7 @@ func TestParticlesLen(t *testing.T) {
 }
 
 func TestParticlesDelete(t *testing.T) {
-	p := newParticles()
+	p := particles{}
 	p.add(&particle{key: "a"})
 	require.NotNil(t, p.get("a"))
 

@@ -99,14 +99,6 @@ func newIdleServer(addr, mode string) (*idleServer, error) {
 	return s, nil
 }
 
-// addr is the address the server listens on.
-func (s *idleServer) addr() (netip.AddrPort, error) {
-	if s.ln != nil {
-		return netip.ParseAddrPort(s.ln.Addr().String())
-	}
-	return boundAddr(s.lfd)
-}
-
 // close stops accepting and reading; the connections held go with the
 // process (or the test).
 func (s *idleServer) close() {
@@ -328,17 +320,4 @@ func idleLoad(cfg idleLoadConfig) (idleReport, error) {
 		return idleReport{}, err
 	}
 	return idleReport{Connections: len(fds), RSSStart: r0.ServerRSS, RSSEnd: r1.ServerRSS}, nil
-}
-
-// boundAddr is the IPv4 address a socket is bound to.
-func boundAddr(fd int) (netip.AddrPort, error) {
-	sa, err := syscall.Getsockname(fd)
-	if err != nil {
-		return netip.AddrPort{}, os.NewSyscallError("getsockname", err)
-	}
-	in4, ok := sa.(*syscall.SockaddrInet4)
-	if !ok {
-		return netip.AddrPort{}, errors.New("not an IPv4 socket")
-	}
-	return netip.AddrPortFrom(netip.AddrFrom4(in4.Addr), uint16(in4.Port)), nil
 }

@@ -3,8 +3,10 @@
 package main
 
 import (
+	"errors"
 	"net/netip"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -111,4 +113,25 @@ func TestIdleServerRefusesAnUnknownMode(t *testing.T) {
 	if _, err := newIdleServer("127.0.0.1:0", "threads"); err == nil {
 		t.Fatal("no error")
 	}
+}
+
+// addr is the address the server listens on.
+func (s *idleServer) addr() (netip.AddrPort, error) {
+	if s.ln != nil {
+		return netip.ParseAddrPort(s.ln.Addr().String())
+	}
+	return boundAddr(s.lfd)
+}
+
+// boundAddr is the IPv4 address a socket is bound to.
+func boundAddr(fd int) (netip.AddrPort, error) {
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		return netip.AddrPort{}, os.NewSyscallError("getsockname", err)
+	}
+	in4, ok := sa.(*syscall.SockaddrInet4)
+	if !ok {
+		return netip.AddrPort{}, errors.New("not an IPv4 socket")
+	}
+	return netip.AddrPortFrom(netip.AddrFrom4(in4.Addr), uint16(in4.Port)), nil
 }
