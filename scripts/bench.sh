@@ -722,17 +722,52 @@ scenario_connections_4096() {
 		"$(fmt "$(med fpeak .server_cpu_us_per_request)") / $(fmt "$(med fconns .server_cpu_us_per_request)")" ""
 }
 
-# Memory of 10,000 idle connections.
+# Memory of 10,000 idle connections: MQTT 5 connections with a keep
+# alive of 60 s and one subscription each (dss bench --op idle) held by
+# dss and by Mosquitto, RUNS times each, and in the same runs what the
+# machine and Go cost for a bare TCP connection (tcpfloor idle-serve: a
+# goroutine blocked in a read; a net.Conn in an epoll instance of the
+# server's, no goroutine; a bare descriptor in one), and Redis's
+# connections (redis-benchmark -I, not MQTT) for comparison.
 scenario_idle_10k() {
-	log "10,000 idle connections"
-	start_dss
-	dss_bench idle --op idle --clients 10000 --duration 5s --timeout 30s
-	local d0 d1
-	d0=$(j idle .server_rss_start_bytes)
-	d1=$(j idle .server_rss_end_bytes)
-	stop_dss
+	local i mode growth r0 r1 rb
+	growth() { jq -r '(.server_rss_end_bytes - .server_rss_start_bytes) / 1048576' "$WORK/$1.json"; }
+	per_conn() { jq -r '(.server_rss_end_bytes - .server_rss_start_bytes) / .connections / 1024' "$WORK/$1.json"; }
+	for i in $(seq 1 "$RUNS"); do
+		log "10,000 idle connections, run $i/$RUNS: dss"
+		start_dss
+		dss_bench "idle.$i" --op idle --clients 10000 --duration 5s --timeout 30s
+		stop_dss
+		log "10,000 idle connections, run $i/$RUNS: Mosquitto"
+		start_mosquitto
+		taskset -c "$LOAD_CPU" "$DSS" bench --server "127.0.0.1:$MQ_PORT" --server-pid "$MQ_PID" --json \
+			--op idle --clients 10000 --duration 5s --timeout 30s >"$WORK/mqidle.$i.json" 2>>"$WORK/bench.log" ||
+			log "dss bench against Mosquitto reported errors"
+		stop_pid MQ_PID
+		for mode in goroutine netconn epoll; do
+			log "10,000 idle connections, run $i/$RUNS: tcpfloor, $mode"
+			stop_floor
+			port_free "$FLOOR_PORT"
+			taskset -c "$SERVER_CPU" "$FLOOR" idle-serve --addr "127.0.0.1:$FLOOR_PORT" --mode "$mode" 2>>"$WORK/floor.log" &
+			FLOOR_PID=$!
+			wait_port "$FLOOR_PORT"
+			taskset -c "$LOAD_CPU" "$FLOOR" idle-load --addr "127.0.0.1:$FLOOR_PORT" --conns 10000 --hold 5s \
+				--server-pid "$FLOOR_PID" >"$WORK/fidle-$mode.$i.json" 2>>"$WORK/floor.log"
+			stop_floor
+		done
+	done
+	local dss mq k
+	dss=$(for k in $(seq 1 "$RUNS"); do growth "idle.$k"; done | median)
+	mq=$(for k in $(seq 1 "$RUNS"); do growth "mqidle.$k"; done | median)
+	row "10,000 idle MQTT 5 conns, keep alive 60 s, 1 subscription each" "server RSS growth MiB; reference: Mosquitto (goal: ratio ≤ 2)" \
+		"$(fmt "$dss")" "$(fmt "$mq")"
+	row "10,000 idle MQTT 5 conns, keep alive 60 s, 1 subscription each" "server RSS growth KiB per connection; reference: Mosquitto" \
+		"$(fmt "$(for k in $(seq 1 "$RUNS"); do per_conn "idle.$k"; done | median)" 2)" \
+		"$(fmt "$(for k in $(seq 1 "$RUNS"); do per_conn "mqidle.$k"; done | median)" 2)"
+	row "tcpfloor, 10,000 idle TCP conns" "RSS growth KiB per connection: goroutine in a read / net.Conn, no goroutine / bare epoll" \
+		"$(for mode in goroutine netconn epoll; do fmt "$(for k in $(seq 1 "$RUNS"); do per_conn "fidle-$mode.$k"; done | median)" 2; done | paste -sd/ | sed 's|/| / |g')" ""
+	log "10,000 idle connections: Redis"
 	start_redis
-	local r0 r1 rb
 	r0=$(rss_kb "$REDIS_PID")
 	taskset -c "$LOAD_CPU" redis-benchmark -p "$REDIS_PORT" -c 10000 -I >/dev/null 2>&1 &
 	rb=$!
@@ -741,8 +776,8 @@ scenario_idle_10k() {
 	kill "$rb" 2>/dev/null || true
 	wait "$rb" 2>/dev/null || true
 	stop_redis
-	row "10,000 idle conns" "server RSS growth MiB" \
-		"$(awk -v a="$d0" -v b="$d1" 'BEGIN { printf "%.1f", (b - a) / 1048576 }')" \
+	row "10,000 idle conns; reference: Redis (redis-benchmark -I)" "server RSS growth MiB" \
+		"$(fmt "$dss")" \
 		"$(awk -v a="$r0" -v b="$r1" 'BEGIN { printf "%.1f", (b - a) / 1024 }')"
 }
 

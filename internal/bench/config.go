@@ -164,6 +164,10 @@ type Config struct {
 	Password []byte
 	// TLS, when set, makes every connection speak TLS with it.
 	TLS *tls.Config
+
+	// keepAlive is the Keep Alive of every CONNECT, in seconds; 0, none
+	// (a connection may be idle for a whole run). Idle mode sets it.
+	keepAlive uint16
 }
 
 func (c *Config) setDefaults() error {

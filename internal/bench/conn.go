@@ -71,9 +71,8 @@ func (c *conn) handshake(ctx context.Context, cfg *Config, qos byte, extra []str
 		ProtocolVersion: 5,
 		ClientID:        c.id,
 		CleanStart:      true,
-		// No keep-alive: a connection may be idle for the whole run.
-		KeepAlive:  0,
-		Properties: &packets.Properties{ReceiveMaximum: &recvMax},
+		KeepAlive:       cfg.keepAlive,
+		Properties:      &packets.Properties{ReceiveMaximum: &recvMax},
 	}
 	if cfg.Username != "" {
 		connect.UsernameFlag, connect.Username = true, cfg.Username

@@ -42,8 +42,9 @@ type Config struct {
 	// nil means DefaultCapabilities.
 	Capabilities *Capabilities
 	// ReadLoops is the number of read loops that serve busy connections
-	// (epoll, Linux only) instead of a goroutine woken per request: 0
-	// means one per CPU the process may use, a negative number none.
+	// (epoll, Linux only) instead of a goroutine woken per request, and
+	// hold idle ones with no goroutine of their own: 0 means one per CPU
+	// the process may use, a negative number none.
 	ReadLoops int
 	// ConnectTimeout bounds the time a new connection has to send its
 	// CONNECT; 0 means 10 seconds.

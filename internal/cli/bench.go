@@ -53,7 +53,8 @@ Operations (--op):
                         the CPU per message of both servers (--server-pid,
                         --sub-server-pid)
   fill                  store every key once, then stop
-  idle                  hold --clients idle connections for --duration
+  idle                  hold --clients idle connections for --duration (keep
+                        alive 60 s, a PINGREQ every 30 s)
 
 get, mix, del and vdel first store every key (unless --no-preload), so that
 reads find a value of --value-size bytes.

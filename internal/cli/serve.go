@@ -123,7 +123,7 @@ TLS files (which are also re-read when they change).`,
 	f.BoolVar(&caps.SharedSubscriptions, "shared-subscriptions", caps.SharedSubscriptions, "let clients subscribe to $share/GROUP/FILTER (false: SUBACK 0x9E)")
 	f.Uint16Var(&caps.TopicAliasMaximum, "topic-alias-maximum", caps.TopicAliasMaximum, "topic aliases a client may set on its publishes (0: none)")
 	f.Uint16Var(&caps.ReceiveMaximum, "receive-maximum", caps.ReceiveMaximum, "QoS 1 and 2 publishes a client may have unacknowledged by the server (1 to 65535; one more: DISCONNECT 0x93)")
-	f.IntVar(&cfg.ReadLoops, "read-loops", 0, "read loops (epoll, Linux) that serve busy connections instead of a goroutine each (0: one per CPU the server may use; -1: none)")
+	f.IntVar(&cfg.ReadLoops, "read-loops", 0, "read loops (epoll, Linux) that serve busy connections and hold idle ones, instead of a goroutine each (0: one per CPU the server may use; -1: none)")
 	return cmd, build
 }
 

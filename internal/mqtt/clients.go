@@ -255,7 +255,6 @@ func newClient(c net.Conn, o *ops) *Client {
 			TopicAliases:  NewTopicAliases(o.options.Capabilities.TopicAliasMaximum),
 			open:          ctx,
 			Keepalive:     defaultKeepalive,
-			outbound:      outboundQueue{ready: make(chan struct{}, 1)},
 		},
 		Properties: ClientProperties{
 			ProtocolVersion: defaultClientProtocolVersion, // default protocol version
@@ -281,193 +280,10 @@ func newClient(c net.Conn, o *ops) *Client {
 	cl.State.cancelOpen = func() {
 		cl.State.ended.Store(true)
 		cancel()
+		cl.leaveLoop() // dss: a parked connection has no goroutine to see it
 	}
 
 	return cl
-}
-
-// pendingWrite is one entry of a client's outbound queue.
-//
-// dss: ack, when set, is written just before pk, in the same write: the
-// state store answers a request with its PUBACK and its response together.
-//
-// raw, when set instead, is bytes already encoded that the connection
-// did not take at once (see WriteNow); it is written as it is.
-type pendingWrite struct {
-	pk  *packets.Packet
-	ack *packets.Packet
-	raw []byte
-}
-
-// outboundQueue holds the packets waiting for the client's write loop.
-//
-// dss: it was a channel with room for MaximumClientWritesPending entries,
-// allocated whole for every connection (128 KiB by default) and scanned by
-// every garbage collection even when empty. A slice that grows when
-// needed costs nothing while the connection is idle, and lets the write
-// loop send everything waiting with one write.
-//
-// Whoever writes what the queue holds, or writes past it (WriteNow), holds
-// the queue's write token (writing) for the duration, so that the bytes
-// go out in the order they were queued.
-type outboundQueue struct {
-	mu      sync.Mutex
-	items   []pendingWrite
-	writing bool          // the write token is taken
-	ready   chan struct{} // has a token when items is not empty
-}
-
-// push queues w unless max entries are waiting.
-func (q *outboundQueue) push(w pendingWrite, max int) bool {
-	q.mu.Lock()
-	if max > 0 && len(q.items) >= max {
-		q.mu.Unlock()
-		return false
-	}
-	w.pk.Retain() // dss: released by the write loop once written
-	q.items = append(q.items, w)
-	q.mu.Unlock()
-	q.signal()
-	return true
-}
-
-func (q *outboundQueue) signal() {
-	select {
-	case q.ready <- struct{}{}:
-	default:
-	}
-}
-
-// take takes the write token and moves every waiting entry to into. It
-// reports false, and takes nothing, when the token is taken: its holder
-// signals the write loop when it is done.
-func (q *outboundQueue) take(into []pendingWrite) ([]pendingWrite, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.writing {
-		return into, false
-	}
-	q.writing = true
-	into = append(into, q.items...)
-	clear(q.items)
-	if cap(q.items) > 64 {
-		q.items = nil // a burst is over: give its memory back
-	} else {
-		q.items = q.items[:0]
-	}
-	return into, true
-}
-
-// claim takes the write token if nothing is queued.
-func (q *outboundQueue) claim() bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.writing || len(q.items) > 0 {
-		return false
-	}
-	q.writing = true
-	return true
-}
-
-// giveBack returns the write token, with rest, bytes its holder could not
-// write, to be written before anything queued meanwhile.
-func (q *outboundQueue) giveBack(rest []byte) {
-	q.mu.Lock()
-	if len(rest) > 0 {
-		q.items = append(q.items, pendingWrite{})
-		copy(q.items[1:], q.items)
-		q.items[0] = pendingWrite{raw: rest}
-	}
-	q.writing = false
-	waiting := len(q.items) > 0
-	q.mu.Unlock()
-	if waiting {
-		q.signal()
-	}
-}
-
-// writeBatch bounds how many packets one write carries.
-const writeBatch = 64
-
-// WriteLoop ranges over pending outbound messages and writes them to the client connection.
-func (cl *Client) WriteLoop() {
-	var batch []pendingWrite
-	var pks []*packets.Packet
-	for {
-		select {
-		case <-cl.State.outbound.ready:
-			var ok bool
-			batch, ok = cl.State.outbound.take(batch[:0])
-			if !ok {
-				continue // a WriteNow is under way; it signals when done
-			}
-			for len(batch) > 0 {
-				if batch[0].raw != nil {
-					cl.writeRaw(batch[0].raw)
-					atomic.AddInt32(&cl.State.outboundQty, -1)
-					batch[0] = pendingWrite{}
-					batch = batch[1:]
-					continue
-				}
-				n := 0
-				pks = pks[:0]
-				for _, w := range batch[:min(len(batch), writeBatch)] {
-					if w.raw != nil {
-						break
-					}
-					if w.ack != nil {
-						pks = append(pks, w.ack)
-					}
-					pks = append(pks, w.pk)
-					n++
-				}
-				if err := cl.writePacketsWaiting(pks); err != nil {
-					cl.ops.log.Debug("failed publishing packet", "error", err, "client", cl.ID)
-				}
-				for _, w := range batch[:n] {
-					w.pk.Release() // encoded: the write buffer has its bytes
-				}
-				atomic.AddInt32(&cl.State.outboundQty, -int32(n))
-				clear(batch[:n])
-				clear(pks)
-				batch = batch[n:]
-			}
-			cl.State.outbound.giveBack(nil)
-			cl.State.retained.wake() // dss: room for retained messages
-			batch, pks = batch[:0], pks[:0]
-			if cap(pks) > 2*writeBatch {
-				pks = nil
-			}
-		case <-cl.State.open.Done():
-			return
-		}
-	}
-}
-
-// WriteLater queues pk for the client's write loop. It reports false when
-// the queue is full.
-//
-// dss: for a PUBACK that goes out later than the publish was read.
-func (cl *Client) WriteLater(pk packets.Packet) bool {
-	return cl.enqueue(pendingWrite{pk: &pk})
-}
-
-// enqueue hands w to the client's write loop, unless the queue is full.
-func (cl *Client) enqueue(w pendingWrite) bool {
-	return cl.enqueueBounded(w, true)
-}
-
-// enqueueBounded is enqueue, bounded by the queue's size or not.
-func (cl *Client) enqueueBounded(w pendingWrite, bounded bool) bool {
-	limit := 0
-	if bounded {
-		limit = int(cl.ops.options.Capabilities.MaximumClientWritesPending)
-	}
-	if !cl.State.outbound.push(w, limit) {
-		return false
-	}
-	atomic.AddInt32(&cl.State.outboundQty, 1)
-	return true
 }
 
 // ParseConnect parses the connect parameters and properties for a client.
@@ -813,11 +629,8 @@ func (cl *Client) Read(packetHandler ReadFn) error {
 
 		cl.readOn()
 		cl.endPacket()
-		if cl.parks() {
-			if err := cl.park(); err != nil {
-				return err
-			}
-			continue
+		if cl.parks() && cl.park() {
+			return errParked // the connection goes on without this goroutine
 		}
 
 		cl.refreshDeadline(cl.State.Keepalive)

@@ -54,7 +54,7 @@ func newTestClient() (cl *Client, r net.Conn, w net.Conn) {
 	cl.Properties.Props.TopicAliasMaximum = 0
 	cl.Properties.Props.RequestResponseInfo = 0x1
 
-	go cl.WriteLoop()
+	cl.startWriting()
 	testClients.Lock()
 	testClients.all = append(testClients.all, cl)
 	testClients.Unlock()
@@ -872,7 +872,7 @@ func TestClientWriteLoopBatches(t *testing.T) {
 		}
 	}
 
-	go cl.WriteLoop()
+	cl.startWriting()
 	got := make([]byte, want.Len())
 	n, err := io.ReadFull(r, got)
 	require.NoError(t, err)

@@ -23,7 +23,8 @@ const loopTopic = "req/loop"
 
 // echoHook answers every publish to loopTopic with its PUBACK and a
 // publish to "resp" of the same payload, written from the goroutine that
-// handles the request, and counts where that goroutine was.
+// handles the request, and counts where that goroutine was; it lets
+// every other publish through.
 type echoHook struct {
 	HookBase
 	byLoop, byReader atomic.Int64
@@ -44,6 +45,9 @@ func (h *echoHook) OnConnectAuthenticate(*Client, packets.Packet) bool { return 
 func (h *echoHook) OnACLCheck(*Client, string, bool) bool { return true }
 
 func (h *echoHook) OnPublish(cl *Client, pk packets.Packet) (packets.Packet, error) {
+	if pk.TopicName != loopTopic {
+		return pk, nil // published as any other message
+	}
 	return pk, h.ConsumePublish(cl, &pk)
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"sync"
@@ -164,8 +165,12 @@ func (b *loopBuffers) giveBack(cl *Client) {
 }
 
 // readers holds the buffered readers of connections parked in a read
-// loop, which need none until one is handed back.
+// loop, which need none until one is taken back.
 var readers sync.Pool
+
+// readBufferSize is the size of a connection's buffered reader:
+// Options.ClientNetReadBufferSize, as bufio makes it.
+func readBufferSize(o *Options) int { return max(o.ClientNetReadBufferSize, 16) }
 
 // monoEpoch is when the process started, as the monotonic clock reads it.
 var monoEpoch = time.Now()
@@ -178,15 +183,22 @@ var monoEpoch = time.Now()
 func monoNow() int64 { return int64(time.Since(monoEpoch)) }
 
 // loopState is what a connection shares with the read loop that reads it
-// while its reader goroutine waits.
+// while it is parked.
 type loopState struct {
-	loop    *readLoop
-	mu      sync.Mutex // held by the loop during a turn, and to add or remove the connection
-	fd      int        // the connection's descriptor, while added
-	added   bool       // the loop reads the connection (under mu)
+	loop    *readLoop   // set once, before the connection is read
+	refused atomic.Bool // the loop could not take the connection, which keeps its goroutine
+	mu      sync.Mutex  // held by the loop during a turn, and to add or take back the connection
+	fd      int         // the connection's descriptor, while added
+	added   bool        // the loop reads the connection (under mu)
 	serving atomic.Bool
-	resume  chan error   // the loop hands the connection back, with the error that ended it
-	read    atomic.Int64 // monoNow of the loop's last read, for the keepalive
+	// parked is set while the connection has no reader goroutine: from
+	// before it is added to the loop until the goroutine that took it
+	// back (resume) runs.
+	parked atomic.Bool
+	// timer watches the keepalive and the packet timeout of the parked
+	// connection (parkExpired); made at the first park that needs it.
+	timer *time.Timer
+	read  atomic.Int64 // monoNow of the loop's last read, for the keepalive
 	// partial is the monoNow of the last bytes of a packet whose rest
 	// has not come, which the loop holds; 0 when it holds none. For
 	// Options.PacketReadTimeout. dss.
@@ -202,83 +214,149 @@ func (cl *Client) serving() bool {
 // parks reports whether the reader goroutine leaves the connection to a
 // read loop now: one is available and nothing is buffered or waiting
 // to be written.
+//
+// dss: a connection with writes queued when it read its last packet
+// stays with its goroutine, waiting for its next packet (a PINGREQ at
+// the latest), and parks then: the loop would hand back every request
+// of such a connection, to be answered by a goroutine that waits for the
+// connection to take the answer.
 func (cl *Client) parks() bool {
-	return cl.Net.loop.loop != nil && !cl.readHeld() && cl.Net.bconn.Buffered() == 0 &&
+	return cl.Net.loop.loop != nil && !cl.Net.loop.refused.Load() && !cl.readHeld() && cl.Net.bconn.Buffered() == 0 &&
 		len(cl.Net.src.pending) == 0 && atomic.LoadInt32(&cl.State.outboundQty) == 0
 }
 
-// park hands the connection to its read loop and waits until the loop
-// hands it back (nil, or the error that ended it), the client is
-// stopped, or its keepalive expires.
-func (cl *Client) park() error {
+// errParked ends a reader goroutine that parked its connection in a read
+// loop: the connection goes on, on another goroutine once it has
+// something to read (see park).
+var errParked = errors.New("parked in a read loop")
+
+// park hands the connection to its read loop, and reports whether it
+// did. The reader goroutine then ends (Read returns errParked): an idle
+// connection holds no goroutine, no stack and no read buffer. It is
+// taken back, and read on a new goroutine (ops.resume), by the first of:
+// the loop, when a packet comes that it does not handle itself or the
+// connection ends; the keepalive's or the packet timeout's timer
+// (parkExpired); the client's end (Stop, see leaveLoop).
+func (cl *Client) park() bool {
 	ls := &cl.Net.loop
 	if !cl.Net.deadlineAt.IsZero() {
-		// The loop does not move the deadline, and the write loop's
-		// writes must not fail for it; the keepalive is watched here.
+		// The loop does not move the deadline, and the writer's writes
+		// must not fail for it; the keepalive is watched by the timer.
 		cl.Net.deadlineAt, cl.Net.deadlineSet = time.Time{}, false
 		_ = cl.Net.Conn.SetDeadline(time.Time{})
 	}
 	ls.read.Store(monoNow())
 	ls.partial.Store(0) // nothing is buffered: no packet begun
 	// The loop's turns read with its own reader: this one goes back to
-	// the pool until the connection is handed back.
-	size := cl.Net.bconn.Size()
+	// the pool until the connection is taken back.
 	cl.Net.bconn.Reset(nil)
 	readers.Put(cl.Net.bconn)
 	cl.Net.bconn = nil
-	defer func() {
-		r, _ := readers.Get().(*bufio.Reader)
-		if r == nil || r.Size() != size {
-			r = bufio.NewReaderSize(nil, size)
-		}
-		r.Reset(&cl.Net.src)
-		cl.Net.bconn = r
-	}()
-	if err := ls.loop.add(cl); err != nil {
-		cl.ops.log.Debug("connection read by its own goroutine", "error", err, "client", cl.ID)
-		ls.loop = nil
-		return nil
-	}
-
+	ls.parked.Store(true)
 	full := keepaliveTimeout(cl.State.Keepalive)
 	stall := cl.ops.options.PacketReadTimeout
-	var expiry <-chan time.Time // nil, never ready, without a keepalive or a packet timeout
-	var t *time.Timer
 	if first := nextCheck(full, stall, full, stall); first > 0 {
-		t = time.NewTimer(first)
-		defer t.Stop()
-		expiry = t.C
-	}
-	for {
-		select {
-		case err := <-ls.resume:
-			return err
-		case <-cl.State.open.Done():
-			return cl.unpark(net.ErrClosed)
-		case <-expiry:
-			now := monoNow()
-			// dss: a packet whose start the loop holds must be whole
-			// within the packet timeout, whatever the keepalive.
-			held := time.Duration(0)
-			if since := ls.partial.Load(); since != 0 {
-				held = time.Duration(now - since)
-			}
-			if stall > 0 && held >= stall {
-				return cl.unpark(errPacketStalled)
-			}
-			idle := time.Duration(now - ls.read.Load())
-			if full > 0 && idle >= full {
-				// dss: bytes in the socket came in time, if the loop
-				// did not read them yet (the server was stopped or
-				// starved): the client is not idle.
-				if !socketReadable(cl.Net.Conn) {
-					return cl.unpark(os.ErrDeadlineExceeded)
-				}
-				ls.read.Store(now)
-				idle = 0
-			}
-			t.Reset(nextCheck(full, stall, full-idle, stall-held))
+		if ls.timer == nil {
+			// Made stopped, and set going once ls.timer is set: the
+			// callback reads it.
+			ls.timer = time.AfterFunc(math.MaxInt64, cl.parkExpired)
 		}
+		ls.timer.Reset(first)
+	}
+	if err := ls.loop.add(cl); err != nil {
+		cl.ops.log.Debug("connection read by its own goroutine", "error", err, "client", cl.ID)
+		ls.refused.Store(true)
+		cl.unparked()
+		return false
+	}
+	// A Stop that came before parked was set did not see it (leaveLoop):
+	// the connection is taken back here, not left in the loop for good.
+	if cl.Closed() && ls.loop.takeBack(cl) {
+		cl.unparked()
+		return false
+	}
+	return true
+}
+
+// unparked readies the connection to be read by its goroutine again,
+// once taken back from its read loop.
+func (cl *Client) unparked() {
+	ls := &cl.Net.loop
+	if ls.timer != nil {
+		ls.timer.Stop()
+	}
+	size := readBufferSize(cl.ops.options)
+	r, _ := readers.Get().(*bufio.Reader)
+	if r == nil || r.Size() != size {
+		r = bufio.NewReaderSize(nil, size)
+	}
+	r.Reset(&cl.Net.src)
+	cl.Net.bconn = r
+	ls.parked.Store(false)
+}
+
+// resumeParked continues the connection taken back from its read loop
+// on the calling goroutine, which the loop or a timer started: err is
+// what ended the connection, if anything did.
+func (cl *Client) resumeParked(err error) {
+	cl.unparked()
+	cl.ops.resume(cl, err)
+}
+
+// leaveLoop takes a parked connection out of its read loop and ends it,
+// on a goroutine of its own: the client was stopped (called as it is
+// marked Closed). The caller may be a read loop's turn, which holds a
+// connection's lock, so it does not wait for any itself.
+func (cl *Client) leaveLoop() {
+	if !cl.Net.loop.parked.Load() {
+		return
+	}
+	go func() {
+		if cl.Net.loop.loop.takeBack(cl) {
+			cl.resumeParked(nil) // the reader sees the client Closed
+		}
+	}()
+}
+
+// parkExpired runs when the parked connection's keepalive or packet
+// timeout may have passed: it ends the connection if one did, and
+// otherwise waits for the next one.
+func (cl *Client) parkExpired() {
+	ls := &cl.Net.loop
+	if !ls.parked.Load() {
+		return // taken back meanwhile
+	}
+	full := keepaliveTimeout(cl.State.Keepalive)
+	stall := cl.ops.options.PacketReadTimeout
+	now := monoNow()
+	// dss: a packet whose start the loop holds must be whole within the
+	// packet timeout, whatever the keepalive.
+	held := time.Duration(0)
+	if since := ls.partial.Load(); since != 0 {
+		held = time.Duration(now - since)
+	}
+	var err error
+	idle := time.Duration(now - ls.read.Load())
+	switch {
+	case stall > 0 && held >= stall:
+		err = errPacketStalled
+	case full > 0 && idle >= full:
+		// dss: bytes in the socket came in time, if the loop did not
+		// read them yet (the server was stopped or starved): the
+		// client is not idle.
+		if !socketReadable(cl.Net.Conn) {
+			err = os.ErrDeadlineExceeded
+			break
+		}
+		ls.read.Store(now)
+		idle = 0
+	}
+	if err == nil {
+		ls.timer.Reset(nextCheck(full, stall, full-idle, stall-held))
+		return
+	}
+	if ls.loop.takeBack(cl) {
+		cl.resumeParked(&net.OpError{Op: "read", Net: "tcp", Source: cl.Net.Conn.LocalAddr(), Addr: cl.Net.Conn.RemoteAddr(), Err: err})
 	}
 }
 
@@ -293,25 +371,6 @@ func nextCheck(full, stall, keepaliveLeft, stallLeft time.Duration) time.Duratio
 		return keepaliveLeft
 	}
 	return stallLeft
-}
-
-// unpark takes the connection back from its read loop, after the loop's
-// turn on it if one is under way, for the reason err. An error the loop
-// handed it back with takes precedence.
-func (cl *Client) unpark(err error) error {
-	ls := &cl.Net.loop
-	ls.loop.remove(cl)
-	select {
-	case lerr := <-ls.resume:
-		if lerr != nil {
-			return lerr
-		}
-	default:
-	}
-	if cl.Closed() {
-		return nil // as the read loop of a closed client
-	}
-	return &net.OpError{Op: "read", Net: "tcp", Source: cl.Net.Conn.LocalAddr(), Addr: cl.Net.Conn.RemoteAddr(), Err: err}
 }
 
 // turn is a read loop's turn on the connection, which has data at now

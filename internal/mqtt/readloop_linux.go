@@ -62,7 +62,7 @@ func newReadLoop(size int) (*readLoop, error) {
 	return l, nil
 }
 
-// add has the loop read cl's connection until it hands it back.
+// add has the loop read cl's connection until it is taken back.
 func (l *readLoop) add(cl *Client) error {
 	ls := &cl.Net.loop
 	var fd int
@@ -95,15 +95,21 @@ func (l *readLoop) add(cl *Client) error {
 	return nil
 }
 
-// remove stops the loop reading cl's connection, after its turn if one
-// is under way.
-func (l *readLoop) remove(cl *Client) {
+// takeBack stops the loop reading cl's connection, after its turn if
+// one is under way, and reports whether the loop was reading it: the
+// caller then continues the connection. Of the loop, the connection's
+// timer and the client's end, the first to take it back does.
+func (l *readLoop) takeBack(cl *Client) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ls := &cl.Net.loop
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
+	if !ls.added {
+		return false
+	}
 	l.drop(cl)
+	return true
 }
 
 // drop removes cl, whose lock the caller holds with the loop's.
@@ -130,8 +136,8 @@ func (l *readLoop) drop(cl *Client) {
 	}
 }
 
-// close stops the loop; the connections it reads go back to their
-// reader goroutines.
+// close stops the loop; the connections it reads go back to reader
+// goroutines.
 func (l *readLoop) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -147,17 +153,18 @@ func (l *readLoop) close() {
 	_ = l.file.Close()
 }
 
-// handBack returns cl to its reader goroutine with err; the caller holds
-// the loop's lock.
+// handBack returns cl to a reader goroutine of its own, with err; the
+// caller holds the loop's lock.
 func (l *readLoop) handBack(cl *Client, err error) {
 	ls := &cl.Net.loop
 	ls.mu.Lock()
-	defer ls.mu.Unlock()
 	if !ls.added {
+		ls.mu.Unlock()
 		return
 	}
 	l.drop(cl)
-	ls.resume <- err
+	ls.mu.Unlock()
+	cl.ops.workers.resume(cl, err)
 }
 
 // run waits for connections with data and gives each a turn, until the

@@ -22,6 +22,6 @@ func newReadLoop(int) (*readLoop, error) { return nil, errReadLoopsUnavailable }
 
 func (l *readLoop) add(*Client) error { return errReadLoopsUnavailable }
 
-func (l *readLoop) remove(*Client) {}
+func (l *readLoop) takeBack(*Client) bool { return false }
 
 func (l *readLoop) close() {}

@@ -218,7 +218,7 @@ func TestPacketSize(t *testing.T) {
 
 func TestClientWriteLoopKeepsOrderWhileALoopServesTheClient(t *testing.T) {
 	cl, peer := tcpTestClient(t)
-	go cl.WriteLoop()
+	cl.startWriting()
 	// While a read loop handles one of the client's packets, the write
 	// loop writes what it took from the queue itself, in order, rather
 	// than queueing it again behind what came after.
@@ -351,7 +351,7 @@ func TestReadLoopRemovesAClosedConnectionNotItsDescriptorsNextOwner(t *testing.T
 	defer connB.Close()
 	require.Equal(t, fdA, fdB, "the kernel gives out the lowest free descriptor")
 	require.NoError(t, l.add(b))
-	l.remove(a) // a's reader goroutine, late
+	require.True(t, l.takeBack(a)) // by the goroutine that ends it, late
 	require.Equal(t, 1, l.count)
 	require.Same(t, b, l.conns[fdB])
 
@@ -370,7 +370,8 @@ func TestReadLoopRemovesAClosedConnectionNotItsDescriptorsNextOwner(t *testing.T
 	require.Equal(t, 1, n, "b's data is reported")
 	require.Equal(t, int32(fdB), events[0].Fd)
 
-	l.remove(b)
+	require.True(t, l.takeBack(b))
+	require.False(t, l.takeBack(b), "taken back once")
 	require.Zero(t, l.count)
 	require.Nil(t, l.conns[fdB])
 }

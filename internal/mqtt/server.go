@@ -222,6 +222,7 @@ type Server struct {
 	sessionMu    sync.Mutex           // dss: serializes session takeover and the end-of-connection cleanup
 	readLoops    []*readLoop          // dss: see Options.ReadLoops
 	nextLoop     atomic.Uint32        // dss: the read loop of the next connection
+	workers      *workerPool          // dss: see workers.go
 	// Faults counts refused packets and contained panics (dss, see
 	// faults.go); faultLog limits the log lines about them.
 	Faults   *Faults
@@ -269,6 +270,12 @@ type ops struct {
 	// Options.ConsumedTopic whose fixed header was read. dss: see
 	// consumed.go.
 	readFast func(cl *Client, fh packets.FixedHeader) error
+	// resume continues a connection taken back from its read loop, on
+	// the caller's goroutine (dss, see Client.park).
+	resume func(cl *Client, err error)
+	// workers run the connections' work that has no goroutine of its
+	// own (dss, see workers.go).
+	workers *workerPool
 }
 
 // New returns a broker core that is ready for hooks and listeners. Optional parameters
@@ -281,6 +288,7 @@ func New(opts *Options) *Server {
 	opts.ensureDefaults()
 
 	s := &Server{
+		workers:   newWorkerPool(),
 		done:      make(chan bool),
 		Clients:   NewClients(),
 		Topics:    NewTopicsIndex(),
@@ -360,13 +368,14 @@ func (s *Server) NewClient(c net.Conn, listener string, id string, inline bool) 
 		faults:   s.Faults,
 		faultLog: s.faultLog,
 		readFast: s.readFast,
+		resume:   s.resumeClient,
+		workers:  s.workers,
 	})
 
 	cl.ID = id
 	cl.Net.Listener = listener
 	if len(s.readLoops) > 0 && cl.Net.raw != nil {
 		cl.Net.loop.loop = s.readLoops[int(s.nextLoop.Add(1))%len(s.readLoops)]
-		cl.Net.loop.resume = make(chan error, 1)
 	}
 
 	if !inline {
@@ -472,6 +481,10 @@ func (s *Server) EstablishConnection(listener string, c net.Conn) error {
 
 // attachClient validates an incoming client connection and if viable, attaches the client
 // to the server, performs session housekeeping, and reads incoming packets.
+//
+// dss: an established connection's reading and end are serveClient's,
+// which may go on on another goroutine (see Client.park): attachClient
+// may return while the connection goes on.
 func (s *Server) attachClient(cl *Client, listener string) error {
 	// dss: Add raced with Close's Wait for a connection accepted as the
 	// server closed; after Close began, a connection is refused.
@@ -484,10 +497,15 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 	s.Listeners.ClientsWg.Add(1)
 	s.connecting[cl] = struct{}{}
 	s.attachMu.Unlock()
-	defer s.Listeners.ClientsWg.Done()
+	served := false // once set, endClient ends the connection
+	defer func() {
+		if !served {
+			cl.Stop(nil)
+			s.Listeners.ClientsWg.Done()
+		}
+	}()
 
-	go cl.WriteLoop()
-	defer cl.Stop(nil)
+	cl.startWriting()
 
 	// dss: a connection has ConnectTimeout to send its whole CONNECT
 	// (also one byte at a time); upstream waited for ever.
@@ -568,7 +586,11 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 	}
 
 	atomic.AddInt64(&s.Info.ClientsConnected, 1)
-	defer atomic.AddInt64(&s.Info.ClientsConnected, -1)
+	defer func() {
+		if !served {
+			atomic.AddInt64(&s.Info.ClientsConnected, -1)
+		}
+	}()
 
 	s.hooks.OnSessionEstablish(cl, pk)
 
@@ -634,7 +656,40 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 
 	s.hooks.OnSessionEstablished(cl, pk)
 
-	err = s.readClient(cl)
+	served = true
+	return s.serveClient(cl)
+}
+
+// serveClient reads the established connection's packets until it ends,
+// and ends it; or until the connection parks in a read loop, which
+// continues it (resumeClient) on another goroutine, and returns nil.
+func (s *Server) serveClient(cl *Client) error {
+	err := s.readClient(cl)
+	if err == errParked {
+		return nil
+	}
+	return s.endClient(cl, err)
+}
+
+// resumeClient continues a connection taken back from its read loop,
+// on the caller's goroutine: err is what ended it while it was parked,
+// if anything did.
+func (s *Server) resumeClient(cl *Client, err error) {
+	if err == nil {
+		_ = s.serveClient(cl)
+		return
+	}
+	_ = s.endClient(cl, err)
+}
+
+// endClient ends the established connection, whose packets could not be
+// read any further because of err (nil: it ended as it should), and
+// returns the error it ended with.
+func (s *Server) endClient(cl *Client, err error) error {
+	defer s.Listeners.ClientsWg.Done()
+	defer cl.Stop(nil)
+	defer atomic.AddInt64(&s.Info.ClientsConnected, -1)
+
 	if code, ok := cl.StopCause().(packets.Code); err == nil && ok && code.Code >= packets.ErrUnspecifiedError.Code {
 		// dss: the server ended the connection with a DISCONNECT; the
 		// reader may have seen that before its read failed. The will is
@@ -648,7 +703,7 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 	} else {
 		cl.Properties.Will = Will{} // [MQTT-3.14.4-3] [MQTT-3.1.2-10]
 	}
-	s.Log.Debug("client disconnected", "error", err, "client", cl.ID, "remote", cl.Net.Remote, "listener", listener)
+	s.Log.Debug("client disconnected", "error", err, "client", cl.ID, "remote", cl.Net.Remote, "listener", cl.Net.Listener)
 
 	expire := (cl.Properties.ProtocolVersion == 5 && cl.Properties.Props.SessionExpiryInterval == 0) || (cl.Properties.ProtocolVersion < 5 && cl.Properties.Clean)
 	s.hooks.OnDisconnect(cl, err, expire)
@@ -2254,6 +2309,7 @@ func (s *Server) Close() error {
 	for _, l := range s.readLoops {
 		l.close()
 	}
+	s.workers.close()
 
 	s.Log.Debug("mqtt core stopped")
 	return nil

@@ -33,10 +33,9 @@ func NewTopicAliases(topicAliasMaximum uint16) TopicAliases {
 
 // NewInboundTopicAliases returns a pointer to InboundTopicAliases.
 func NewInboundTopicAliases(topicAliasMaximum uint16) *InboundTopicAliases {
-	return &InboundTopicAliases{
-		maximum:  topicAliasMaximum,
-		internal: map[uint16]string{},
-	}
+	// dss: the map is made at the first alias: most clients set none,
+	// and an idle connection paid for two empty maps.
+	return &InboundTopicAliases{maximum: topicAliasMaximum}
 }
 
 // InboundTopicAliases contains a map of topic aliases received from the client.
@@ -66,6 +65,9 @@ func (a *InboundTopicAliases) Set(id uint16, topic string) (resolved string, ok 
 		return existing, ok
 	}
 
+	if a.internal == nil {
+		a.internal = map[uint16]string{}
+	}
 	a.internal[id] = topic
 	return topic, true
 }
@@ -80,10 +82,7 @@ type OutboundTopicAliases struct {
 
 // NewOutboundTopicAliases returns a pointer to OutboundTopicAliases.
 func NewOutboundTopicAliases(topicAliasMaximum uint16) *OutboundTopicAliases {
-	return &OutboundTopicAliases{
-		maximum:  topicAliasMaximum,
-		internal: map[string]uint16{},
-	}
+	return &OutboundTopicAliases{maximum: topicAliasMaximum} // dss: its map made at the first alias
 }
 
 // Set sets a new topic alias for a topic and returns the alias value, and a boolean
@@ -108,6 +107,9 @@ func (a *OutboundTopicAliases) Set(topic string) (uint16, bool) {
 
 	// dss: the topic may point into memory its publisher recycles (see
 	// Packet.Owner); the table keeps a copy.
+	if a.internal == nil {
+		a.internal = map[string]uint16{}
+	}
 	a.internal[strings.Clone(topic)] = uint16(i) + 1
 	atomic.StoreUint32(&a.cursor, i+1)
 	return uint16(i) + 1, false
@@ -247,16 +249,28 @@ func (s *InlineSubscriptions) Delete(id int) {
 }
 
 // Subscriptions is a map of subscriptions keyed on client.
+//
+// dss: a set of one subscription, the usual one (a filter's only
+// subscriber, a device's one filter), is held in one small entry (one)
+// rather than a map, whose first group holds eight subscriptions: an
+// idle connection with one subscription paid about 1.5 KiB for the two
+// maps, its own and its filter's. The map is made for a second entry,
+// and holds them all from then on.
 type Subscriptions struct {
 	internal map[string]packets.Subscription
+	one      *subscriptionEntry // the only subscription, while internal is nil
 	sync.RWMutex
+}
+
+// subscriptionEntry is a set's only subscription, and its key.
+type subscriptionEntry struct {
+	id  string
+	sub packets.Subscription
 }
 
 // NewSubscriptions returns a new instance of Subscriptions.
 func NewSubscriptions() *Subscriptions {
-	return &Subscriptions{
-		internal: map[string]packets.Subscription{},
-	}
+	return new(Subscriptions)
 }
 
 // Add adds a new subscription for a client. ID can be a filter in the
@@ -264,10 +278,17 @@ func NewSubscriptions() *Subscriptions {
 func (s *Subscriptions) Add(id string, val packets.Subscription) {
 	s.Lock()
 	defer s.Unlock()
-	if s.internal == nil {
-		s.internal = map[string]packets.Subscription{}
+	switch {
+	case s.internal != nil:
+		s.internal[id] = val
+	case s.one == nil:
+		s.one = &subscriptionEntry{id: id, sub: val}
+	case s.one.id == id:
+		s.one.sub = val // under the lock that Get takes to read it
+	default:
+		s.internal = map[string]packets.Subscription{s.one.id: s.one.sub, id: val}
+		s.one = nil
 	}
-	s.internal[id] = val
 }
 
 // GetAll returns all subscriptions.
@@ -275,6 +296,9 @@ func (s *Subscriptions) GetAll() map[string]packets.Subscription {
 	s.RLock()
 	defer s.RUnlock()
 	m := map[string]packets.Subscription{}
+	if s.one != nil {
+		m[s.one.id] = s.one.sub
+	}
 	for k, v := range s.internal {
 		m[k] = v
 	}
@@ -285,6 +309,12 @@ func (s *Subscriptions) GetAll() map[string]packets.Subscription {
 func (s *Subscriptions) Get(id string) (val packets.Subscription, ok bool) {
 	s.RLock()
 	defer s.RUnlock()
+	if s.one != nil {
+		if s.one.id == id {
+			return s.one.sub, true
+		}
+		return val, false
+	}
 	val, ok = s.internal[id]
 	return val, ok
 }
@@ -293,14 +323,22 @@ func (s *Subscriptions) Get(id string) (val packets.Subscription, ok bool) {
 func (s *Subscriptions) Len() int {
 	s.RLock()
 	defer s.RUnlock()
-	val := len(s.internal)
-	return val
+	if s.one != nil {
+		return 1
+	}
+	return len(s.internal)
 }
 
 // Delete removes a subscription by client or filter id.
 func (s *Subscriptions) Delete(id string) {
 	s.Lock()
 	defer s.Unlock()
+	if s.one != nil {
+		if s.one.id == id {
+			s.one = nil
+		}
+		return
+	}
 	delete(s.internal, id)
 }
 
@@ -364,10 +402,7 @@ type TopicsIndex struct {
 func NewTopicsIndex() *TopicsIndex {
 	return &TopicsIndex{
 		Retained: packets.NewPackets(),
-		root: &particle{
-			particles:     newParticles(),
-			subscriptions: NewSubscriptions(),
-		},
+		root:     new(particle),
 	}
 }
 
@@ -823,15 +858,18 @@ func wildcardsAlone(filter string) bool {
 }
 
 // particle is a child node on the tree.
+//
+// dss: its sets of subscriptions are part of it rather than three
+// objects of their own, made for every level (about 100 bytes a level).
 type particle struct {
-	key                 string               // the key of the particle
-	parent              *particle            // a pointer to the parent of the particle
-	particles           particles            // a map of child particles
-	subscriptions       *Subscriptions       // a map of subscriptions made by clients to this ending address
-	shared              *SharedSubscriptions // a map of shared subscriptions keyed on group name
-	inlineSubscriptions *InlineSubscriptions // a map of inline subscriptions for this particle
-	retainPath          string               // path of a retained message
-	sync.Mutex                               // mutex for when making changes to the particle
+	key                 string              // the key of the particle
+	parent              *particle           // a pointer to the parent of the particle
+	particles           particles           // a map of child particles
+	subscriptions       Subscriptions       // a map of subscriptions made by clients to this ending address
+	shared              SharedSubscriptions // a map of shared subscriptions keyed on group name
+	inlineSubscriptions InlineSubscriptions // a map of inline subscriptions for this particle
+	retainPath          string              // path of a retained message
+	sync.Mutex                              // mutex for when making changes to the particle
 }
 
 // newParticle returns a pointer to a new instance of particle.
@@ -840,36 +878,33 @@ type particle struct {
 // that only leads to the next held four empty maps, and the levels of a
 // deep filter are mostly such.
 func newParticle(key string, parent *particle) *particle {
-	return &particle{
-		key:                 key,
-		parent:              parent,
-		subscriptions:       new(Subscriptions),
-		shared:              new(SharedSubscriptions),
-		inlineSubscriptions: new(InlineSubscriptions),
-	}
+	return &particle{key: key, parent: parent}
 }
 
 // particles is a concurrency safe map of particles.
+//
+// dss: a level with one child, as most levels of a deep filter are,
+// holds it in one rather than in a map (about 250 bytes a level); the
+// map is made for a second child.
 type particles struct {
 	internal map[string]*particle
+	one      *particle // the only child, while internal is nil
 	sync.RWMutex
-}
-
-// newParticles returns a map of particles.
-func newParticles() particles {
-	return particles{
-		internal: map[string]*particle{},
-	}
 }
 
 // add adds a new particle.
 func (p *particles) add(val *particle) {
 	p.Lock()
-	if p.internal == nil {
-		p.internal = map[string]*particle{}
+	defer p.Unlock()
+	switch {
+	case p.internal != nil:
+		p.internal[val.key] = val
+	case p.one == nil || p.one.key == val.key:
+		p.one = val
+	default:
+		p.internal = map[string]*particle{p.one.key: p.one, val.key: val}
+		p.one = nil
 	}
-	p.internal[val.key] = val
-	p.Unlock()
 }
 
 // getAll returns all particles.
@@ -877,6 +912,9 @@ func (p *particles) getAll() map[string]*particle {
 	p.RLock()
 	defer p.RUnlock()
 	m := map[string]*particle{}
+	if p.one != nil {
+		m[p.one.key] = p.one
+	}
 	for k, v := range p.internal {
 		m[k] = v
 	}
@@ -887,6 +925,9 @@ func (p *particles) getAll() map[string]*particle {
 func (p *particles) appendTo(dst []*particle) []*particle {
 	p.RLock()
 	defer p.RUnlock()
+	if p.one != nil {
+		dst = append(dst, p.one)
+	}
 	for _, v := range p.internal {
 		dst = append(dst, v)
 	}
@@ -897,6 +938,12 @@ func (p *particles) appendTo(dst []*particle) []*particle {
 func (p *particles) get(id string) *particle {
 	p.RLock()
 	defer p.RUnlock()
+	if p.one != nil {
+		if p.one.key == id {
+			return p.one
+		}
+		return nil
+	}
 	return p.internal[id]
 }
 
@@ -904,13 +951,21 @@ func (p *particles) get(id string) *particle {
 func (p *particles) len() int {
 	p.RLock()
 	defer p.RUnlock()
-	val := len(p.internal)
-	return val
+	if p.one != nil {
+		return 1
+	}
+	return len(p.internal)
 }
 
 // delete removes a particle.
 func (p *particles) delete(id string) {
 	p.Lock()
 	defer p.Unlock()
+	if p.one != nil {
+		if p.one.key == id {
+			p.one = nil
+		}
+		return
+	}
 	delete(p.internal, id)
 }

@@ -97,21 +97,63 @@ func TestSharedSubscriptionsDelete(t *testing.T) {
 
 func TestNewSubscriptions(t *testing.T) {
 	s := NewSubscriptions()
-	require.NotNil(t, s.internal)
+	require.Zero(t, s.Len())
+}
+
+// subscribed reports whether s holds a subscription for id.
+func subscribed(s *Subscriptions, id string) bool {
+	_, ok := s.Get(id)
+	return ok
+}
+
+// TestSubscriptionsOfOneThenMany checks a set through one subscription,
+// replaced, then three, then back to none.
+func TestSubscriptionsOfOneThenMany(t *testing.T) {
+	s := NewSubscriptions()
+	s.Add("cl1", packets.Subscription{Qos: 0})
+	s.Add("cl1", packets.Subscription{Qos: 1})
+	require.Equal(t, 1, s.Len())
+	require.Nil(t, s.internal, "one subscription needs no map")
+	sub, ok := s.Get("cl1")
+	require.True(t, ok)
+	require.Equal(t, byte(1), sub.Qos)
+	_, ok = s.Get("cl2")
+	require.False(t, ok)
+	s.Delete("cl2")
+	require.Equal(t, 1, s.Len())
+
+	s.Add("cl2", packets.Subscription{Qos: 2})
+	s.Add("cl3", packets.Subscription{})
+	require.Equal(t, 3, s.Len())
+	all := s.GetAll()
+	require.Len(t, all, 3)
+	require.Equal(t, byte(1), all["cl1"].Qos)
+	require.Equal(t, byte(2), all["cl2"].Qos)
+	for _, id := range []string{"cl1", "cl2", "cl3"} {
+		s.Delete(id)
+	}
+	require.Zero(t, s.Len())
+	require.Empty(t, s.GetAll())
+
+	one := NewSubscriptions()
+	one.Add("cl1", packets.Subscription{})
+	one.Delete("cl1")
+	require.Zero(t, one.Len())
+	require.Empty(t, one.GetAll())
 }
 
 func TestSubscriptionsAdd(t *testing.T) {
 	s := NewSubscriptions()
 	s.Add("cl1", packets.Subscription{})
-	require.Contains(t, s.internal, "cl1")
+	require.True(t, subscribed(s, "cl1"))
 }
 
 func TestSubscriptionsGet(t *testing.T) {
 	s := NewSubscriptions()
 	s.Add("cl1", packets.Subscription{Qos: 2})
 	s.Add("cl2", packets.Subscription{Qos: 2})
-	require.Contains(t, s.internal, "cl1")
-	require.Contains(t, s.internal, "cl2")
+	require.True(t, subscribed(s, "cl1"))
+	require.True(t, subscribed(s, "cl2"))
 
 	sub, ok := s.Get("cl1")
 	require.True(t, ok)
@@ -123,9 +165,9 @@ func TestSubscriptionsGetAll(t *testing.T) {
 	s.Add("cl1", packets.Subscription{Qos: 0})
 	s.Add("cl2", packets.Subscription{Qos: 1})
 	s.Add("cl3", packets.Subscription{Qos: 2})
-	require.Contains(t, s.internal, "cl1")
-	require.Contains(t, s.internal, "cl2")
-	require.Contains(t, s.internal, "cl3")
+	require.True(t, subscribed(s, "cl1"))
+	require.True(t, subscribed(s, "cl2"))
+	require.True(t, subscribed(s, "cl3"))
 
 	subs := s.GetAll()
 	require.Len(t, subs, 3)
@@ -135,15 +177,15 @@ func TestSubscriptionsLen(t *testing.T) {
 	s := NewSubscriptions()
 	s.Add("cl1", packets.Subscription{Qos: 0})
 	s.Add("cl2", packets.Subscription{Qos: 1})
-	require.Contains(t, s.internal, "cl1")
-	require.Contains(t, s.internal, "cl2")
+	require.True(t, subscribed(s, "cl1"))
+	require.True(t, subscribed(s, "cl2"))
 	require.Equal(t, 2, s.Len())
 }
 
 func TestSubscriptionsDelete(t *testing.T) {
 	s := NewSubscriptions()
 	s.Add("cl1", packets.Subscription{Qos: 1})
-	require.Contains(t, s.internal, "cl1")
+	require.True(t, subscribed(s, "cl1"))
 
 	s.Delete("cl1")
 	_, ok := s.Get("cl1")
@@ -693,22 +735,50 @@ func BenchmarkMessages(b *testing.B) {
 }
 
 func TestNewParticles(t *testing.T) {
-	cl := newParticles()
-	require.NotNil(t, cl.internal)
+	cl := particles{}
+	require.Zero(t, cl.len())
+}
+
+// TestParticlesOfOneThenMany checks a level through one child, replaced,
+// then three, then back to none.
+func TestParticlesOfOneThenMany(t *testing.T) {
+	p := particles{}
+	a := &particle{key: "a"}
+	p.add(&particle{key: "a"})
+	p.add(a)
+	require.Equal(t, 1, p.len())
+	require.Nil(t, p.internal, "one child needs no map")
+	require.Same(t, a, p.get("a"))
+	require.Nil(t, p.get("b"))
+	p.delete("b")
+	require.Equal(t, 1, p.len())
+
+	p.add(&particle{key: "b"})
+	p.add(&particle{key: "c"})
+	require.Equal(t, 3, p.len())
+	require.Same(t, a, p.get("a"))
+	require.Len(t, p.getAll(), 3)
+	require.Len(t, p.appendTo(nil), 3)
+	for _, k := range []string{"a", "b", "c"} {
+		p.delete(k)
+	}
+	require.Zero(t, p.len())
+	require.Empty(t, p.getAll())
+	require.Empty(t, p.appendTo(nil))
 }
 
 func TestParticlesAdd(t *testing.T) {
-	p := newParticles()
+	p := particles{}
 	p.add(&particle{key: "a"})
-	require.Contains(t, p.internal, "a")
+	require.NotNil(t, p.get("a"))
 }
 
 func TestParticlesGet(t *testing.T) {
-	p := newParticles()
+	p := particles{}
 	p.add(&particle{key: "a"})
 	p.add(&particle{key: "b"})
-	require.Contains(t, p.internal, "a")
-	require.Contains(t, p.internal, "b")
+	require.NotNil(t, p.get("a"))
+	require.NotNil(t, p.get("b"))
 
 	particle := p.get("a")
 	require.NotNil(t, particle)
@@ -716,31 +786,31 @@ func TestParticlesGet(t *testing.T) {
 }
 
 func TestParticlesGetAll(t *testing.T) {
-	p := newParticles()
+	p := particles{}
 	p.add(&particle{key: "a"})
 	p.add(&particle{key: "b"})
 	p.add(&particle{key: "c"})
-	require.Contains(t, p.internal, "a")
-	require.Contains(t, p.internal, "b")
-	require.Contains(t, p.internal, "c")
+	require.NotNil(t, p.get("a"))
+	require.NotNil(t, p.get("b"))
+	require.NotNil(t, p.get("c"))
 
 	particles := p.getAll()
 	require.Len(t, particles, 3)
 }
 
 func TestParticlesLen(t *testing.T) {
-	p := newParticles()
+	p := particles{}
 	p.add(&particle{key: "a"})
 	p.add(&particle{key: "b"})
-	require.Contains(t, p.internal, "a")
-	require.Contains(t, p.internal, "b")
+	require.NotNil(t, p.get("a"))
+	require.NotNil(t, p.get("b"))
 	require.Equal(t, 2, p.len())
 }
 
 func TestParticlesDelete(t *testing.T) {
-	p := newParticles()
+	p := particles{}
 	p.add(&particle{key: "a"})
-	require.Contains(t, p.internal, "a")
+	require.NotNil(t, p.get("a"))
 
 	p.delete("a")
 	particle := p.get("a")
@@ -787,7 +857,7 @@ func TestIsSharedFilter(t *testing.T) {
 func TestNewInboundAliases(t *testing.T) {
 	a := NewInboundTopicAliases(5)
 	require.NotNil(t, a)
-	require.NotNil(t, a.internal)
+	require.Nil(t, a.internal, "made at the first alias")
 	require.Equal(t, uint16(5), a.maximum)
 }
 
@@ -824,7 +894,7 @@ func TestInboundAliasesSetMaxZero(t *testing.T) {
 func TestNewOutboundAliases(t *testing.T) {
 	a := NewOutboundTopicAliases(5)
 	require.NotNil(t, a)
-	require.NotNil(t, a.internal)
+	require.Nil(t, a.internal, "made at the first alias")
 	require.Equal(t, uint16(5), a.maximum)
 	require.Equal(t, uint32(0), a.cursor)
 }

@@ -48,11 +48,11 @@ func (cl *Client) WriteNow(wait bool, pks ...*packets.Packet) (bool, error) {
 	}
 	if wait {
 		err := cl.writePacketsWaiting(pks)
-		cl.State.outbound.giveBack(nil)
+		cl.giveBackToken(nil)
 		return true, err
 	}
 	if !cl.Net.writeMu.TryLock() {
-		cl.State.outbound.giveBack(nil)
+		cl.giveBackToken(nil)
 		return false, nil
 	}
 	rest, err := cl.writeNoWait(pks)
@@ -60,7 +60,7 @@ func (cl *Client) WriteNow(wait bool, pks ...*packets.Packet) (bool, error) {
 	if len(rest) > 0 {
 		atomic.AddInt32(&cl.State.outboundQty, 1)
 	}
-	cl.State.outbound.giveBack(rest)
+	cl.giveBackToken(rest)
 	return true, err
 }
 

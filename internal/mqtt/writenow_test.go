@@ -151,7 +151,7 @@ func TestClientWriteNowNeverWaits(t *testing.T) {
 	require.Greater(t, sent, 5)
 	require.Greater(t, atomic.LoadInt32(&cl.State.outboundQty), int32(5), "the rest waits in the queue, bytes included")
 
-	go cl.WriteLoop()
+	cl.startWriting()
 	got := make([]byte, len(want))
 	_, err := io.ReadFull(peer, got)
 	require.NoError(t, err)

@@ -94,8 +94,9 @@ type Config struct {
 	// means broker.DefaultCapabilities.
 	Capabilities *broker.Capabilities
 	// ReadLoops is the number of read loops that serve busy connections
-	// instead of a goroutine woken per request (Linux): 0 means one per
-	// CPU the process may use, a negative number none.
+	// instead of a goroutine woken per request, and hold idle ones with
+	// no goroutine of their own (Linux): 0 means one per CPU the process
+	// may use, a negative number none.
 	ReadLoops int
 	// ConnectTimeout bounds the time a new connection has to send its
 	// whole CONNECT. Default 10 seconds.

@@ -12,6 +12,9 @@
 //
 //	tcpfloor serve --addr 127.0.0.1:18900 --work 3us
 //	tcpfloor load --addr 127.0.0.1:18900 --conns 4096 --server-pid PID
+//
+// idle-serve and idle-load measure what an idle connection costs a Go
+// server (idle.go).
 package main
 
 import (
@@ -38,6 +41,10 @@ func main() {
 		err = runServe(os.Args[2:])
 	case "load":
 		err = runLoad(os.Args[2:])
+	case "idle-serve":
+		err = runIdleServe(os.Args[2:])
+	case "idle-load":
+		err = runIdleLoad(os.Args[2:])
 	default:
 		usage()
 	}
@@ -48,7 +55,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: tcpfloor serve|load [flags] (tcpfloor serve -h, tcpfloor load -h)")
+	fmt.Fprintln(os.Stderr, "usage: tcpfloor serve|load|idle-serve|idle-load [flags] (tcpfloor serve -h, ...)")
 	os.Exit(2)
 }
 

@@ -68,6 +68,61 @@ func TestLoadRejectsBadConfig(t *testing.T) {
 	}
 }
 
+// TestIdleLoadAgainstEachMode holds a few connections in each shape of
+// the idle server and checks that the report reads the server's memory
+// and that the server holds them (each reads what it is sent, and its
+// connections stay open until the load ends).
+func TestIdleLoadAgainstEachMode(t *testing.T) {
+	for _, mode := range idleModes {
+		t.Run(mode, func(t *testing.T) {
+			s, err := newIdleServer("127.0.0.1:0", mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			served := make(chan error, 1)
+			go func() { served <- s.run() }()
+			defer func() {
+				s.close()
+				if err := <-served; err != nil {
+					t.Errorf("server: %v", err)
+				}
+			}()
+			ap, err := s.addr()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := idleLoad(idleLoadConfig{addr: ap.String(), conns: 20, hello: 64, hold: 50 * time.Millisecond, serverPID: os.Getpid()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Connections != 20 || r.RSSStart <= 0 || r.RSSEnd <= 0 {
+				t.Fatalf("report %+v: want 20 connections and the server's memory", r)
+			}
+			for deadline := time.Now().Add(10 * time.Second); s.accepted.Load() < 20; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the server accepted %d connections of 20", s.accepted.Load())
+				}
+			}
+		})
+	}
+}
+
+// TestIdleServerRefusesAnUnknownMode checks the error of a mode that is
+// not one.
+func TestIdleServerRefusesAnUnknownMode(t *testing.T) {
+	if _, err := newIdleServer("127.0.0.1:0", "threads"); err == nil {
+		t.Fatal("no error")
+	}
+}
+
+// addr is the address the server listens on.
+func (s *idleServer) addr() (netip.AddrPort, error) {
+	if s.ln != nil {
+		return netip.ParseAddrPort(s.ln.Addr().String())
+	}
+	return boundAddr(s.lfd)
+}
+
 // boundAddr is the IPv4 address a socket is bound to.
 func boundAddr(fd int) (netip.AddrPort, error) {
 	sa, err := syscall.Getsockname(fd)
