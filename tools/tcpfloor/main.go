@@ -95,9 +95,7 @@ func runLoad(args []string) error {
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(os.Stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	return printJSON(r)
 }
 
 // listen opens a non-blocking listening socket on ap.
@@ -369,4 +367,12 @@ func load(cfg loadConfig) (loadReport, error) {
 		}
 	}
 	return r, nil
+}
+
+// printJSON writes v to standard output as indented JSON, the form the
+// bench scripts read.
+func printJSON(v any) error {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
