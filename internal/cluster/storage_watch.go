@@ -100,16 +100,14 @@ func (n *Node) checkSnapshots() {
 	}
 	metas, err := n.snaps.List()
 	if err == nil && len(metas) > 0 && metas[0].Index >= last {
-		if n.snapErr.Load() != nil {
-			n.snapErr.Store(nil)
-		}
+		n.snapErr.Store(nil)
 		return
 	}
 	found := fmt.Sprintf("no snapshot at or after entry %d in %s", last, filepath.Join(n.cfg.DataDir, "raft", "snapshots"))
 	if err != nil {
 		found = err.Error()
 	}
-	if serr := n.raft.Snapshot().Error(); serr != nil {
+	if serr := n.await(n.raft.Snapshot()); serr != nil {
 		gone := fmt.Errorf("%w: %s: %w", errSnapshotGone, found, serr)
 		if n.snapErr.Load() == nil {
 			n.log.Error("the Raft snapshot went away and could not be taken again; the node refuses writes until it is", "found", found, "err", serr)
