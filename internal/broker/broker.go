@@ -248,7 +248,7 @@ func New(cfg Config) (*Broker, error) {
 	srv := mqtt.New(&mqtt.Options{
 		Capabilities: caps,
 		Logger:       cfg.Logger.With("component", "mqtt"),
-		// The hook answers every request and copies what it keeps: a
+		// The binding answers every request and copies what it keeps: a
 		// request is read into memory of its connection, reused by the
 		// next packet.
 		ConsumedTopic:  wire.RequestTopic,
@@ -310,9 +310,7 @@ func New(cfg Config) (*Broker, error) {
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.inline = srv.NewClient(nil, mqtt.LocalListener, inlineClientID, true)
 	b.inline.Properties.ProtocolVersion = 5
-	if err := srv.AddHook(&hook{b: b}, nil); err != nil {
-		return nil, fmt.Errorf("broker: %w", err)
-	}
+	(&binding{b: b}).install(srv.Options)
 	if cfg.Listener != nil {
 		b.listener = listeners.NewTCPFromListener("tcp", cfg.Listener)
 	} else {
@@ -528,8 +526,8 @@ func (b *Broker) deliver(cl *mqtt.Client, sub packets.Subscription, out, ack *pa
 	return b.srv.WriteDelivery(cl, out, ack, now)
 }
 
-// deliverOwn is deliver on a requester's own route, whose topic the ACL
-// hooks checked when the route was made.
+// deliverOwn is deliver on a requester's own route, whose topic the
+// binding's Allow checked when the route was made.
 func (b *Broker) deliverOwn(cl *mqtt.Client, sub packets.Subscription, out, ack *packets.Packet, now bool) (bool, error) {
 	send, err := b.srv.PrepareCheckedDelivery(cl, sub, out)
 	if !send || err != nil {

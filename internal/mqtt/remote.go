@@ -197,7 +197,9 @@ func (s *Server) TakeSession(id string, only func(cl *Client) bool, take func(su
 	// before the will's delay passed: it is not sent [MQTT-3.1.3-9].
 	s.loop.willDelayed.Delete(id)
 	s.sessionMu.Unlock()
-	s.hooks.OnUnsubscribed(cl, packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Unsubscribe}, Filters: removed})
+	if ev := s.Options.Subscriptions; ev != nil {
+		ev.Unsubscribed(cl, &packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Unsubscribe}, Filters: removed})
+	}
 	if !cl.Closed() {
 		_ = s.DisconnectClient(cl, packets.ErrSessionTakenOver) // [MQTT-3.1.4-3]
 	}
