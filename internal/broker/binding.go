@@ -36,25 +36,25 @@ func (h *binding) install(o *mqtt.Options) {
 	}
 }
 
-// Subscribed, Unsubscribed and SessionEstablished (which may inherit
-// an earlier session's subscriptions) change who receives what.
+// Subscribed counts the subscriptions made, and has them in effect
+// across the cluster before the SUBACK.
 func (h *binding) Subscribed(cl *mqtt.Client, pk *packets.Packet, reasonCodes []byte) {
-	h.b.routes.invalidate()
 	h.b.metrics.traffic.subscribed(reasonCodes)
 	if sp := h.b.span; sp != nil {
 		sp.subscribed(cl, reasonCodes)
 	}
 }
 
+// Unsubscribed replicates a session's subscriptions without those
+// removed.
 func (h *binding) Unsubscribed(cl *mqtt.Client, pk *packets.Packet) {
-	h.b.routes.invalidate()
 	if sp := h.b.span; sp != nil && !cl.Net.Inline {
 		sp.replicateSubscriptions(cl, nil)
 	}
 }
 
+// SessionEstablished records the session's connection in the cluster.
 func (h *binding) SessionEstablished(cl *mqtt.Client) {
-	h.b.routes.invalidate()
 	if sp := h.b.span; sp != nil {
 		sp.established(cl)
 	}

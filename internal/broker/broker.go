@@ -163,7 +163,7 @@ type Broker struct {
 	wssLn    *listeners.WebSocket // nil without a WebSocket listener over TLS
 	inline   *mqtt.Client
 	watches  *registry
-	routes   *routes
+	own      ownRoutes // see routes.go
 	store    Store
 	span     *spanning // nil for a single node
 	limits   service.Limits
@@ -299,11 +299,10 @@ func New(cfg Config) (*Broker, error) {
 	b.watches = newRegistry(cfg.Metrics, b.notify)
 	// Guarded by the registry's mu, which nobody holds yet.
 	b.watches.w.MaxPer = cfg.MaxWatchesPerClient
-	b.routes = newRoutes(srv)
+	b.own.topics = srv.Topics
 	if span != nil {
 		span.b = b
 		b.span = span
-		b.routes.cluster = span.ps
 		cfg.Cluster.SetBroker(span)
 	}
 	b.completeFn = b.complete
@@ -430,7 +429,7 @@ func (b *Broker) notify(cl *mqtt.Client, pk *packets.Packet) {
 	pk.FixedHeader.Type = packets.Publish
 	pk.Origin = inlineClientID
 	pk.Created = time.Now().Unix()
-	sub, ok := b.routes.subscriptionOf(cl.ID, pk.TopicName)
+	sub, ok := b.subscriptionOf(cl.ID, pk.TopicName)
 	if !ok {
 		sub = packets.Subscription{Filter: pk.TopicName, Qos: 1}
 	}
@@ -458,7 +457,7 @@ func (b *Broker) publishWithAck(pk *packets.Packet, requester *mqtt.Client, ack 
 	pk.FixedHeader.Type = packets.Publish
 	pk.Origin = inlineClientID
 	pk.Created = time.Now().Unix()
-	own, rt := b.routes.forRequester(requester, pk.TopicName)
+	own, rt := b.forRequester(requester, pk.TopicName)
 	if own != nil {
 		pk.Owner = owner
 		sent, err := b.deliverOwn(requester, own.sub, pk, ack, now)
@@ -471,7 +470,7 @@ func (b *Broker) publishWithAck(pk *packets.Packet, requester *mqtt.Client, ack 
 	// With authentication, a response reaches its requester only, through
 	// a subscription of its own (not a shared one).
 	isolated := b.cfg.Auth != nil
-	if rt.general && !isolated {
+	if rt.General && !isolated {
 		b.sendAck(requester, ack, now)
 		b.inject(pk)
 		return false
@@ -479,27 +478,27 @@ func (b *Broker) publishWithAck(pk *packets.Packet, requester *mqtt.Client, ack 
 	pk.Owner = owner
 	// The targets share pk's property slices; nothing on the way
 	// modifies them.
-	for _, t := range rt.targets {
-		if isolated && t.clientID != requester.ID {
+	for _, t := range rt.Clients {
+		if isolated && t.ID != requester.ID {
 			continue
 		}
-		cl, ok := b.srv.Clients.Get(t.clientID)
+		cl, ok := b.srv.Clients.Get(t.ID)
 		if !ok {
 			continue
 		}
 		var err error
 		if cl == requester {
 			var sent bool
-			if len(rt.targets) == 1 {
-				sent, err = b.deliver(cl, t.sub, pk, ack, now)
+			if len(rt.Clients) == 1 {
+				sent, err = b.deliver(cl, t.Sub, pk, ack, now)
 			} else {
-				sent, err = b.deliverCopy(cl, t.sub, pk, ack, now)
+				sent, err = b.deliverCopy(cl, t.Sub, pk, ack, now)
 			}
 			if sent {
 				ack = nil
 			}
 		} else {
-			err = b.srv.PublishToClient(cl, t.sub, pk)
+			err = b.srv.PublishToClient(cl, t.Sub, pk)
 		}
 		b.delivered(cl, pk, err)
 	}

@@ -38,7 +38,7 @@
 //  3. registry.mu, taken by the engine under its lock (KeyNotify,
 //     Changed) and on its own when a connection ends; nothing is called
 //     while it is held.
-//  4. routes.mu, and the broker core's locks (client and topic tables, a
+//  4. The broker core's locks (client and topic tables and routes, a
 //     connection's write lock), taken when a response or notification is
 //     published: inside Submit for a result ready at once, otherwise on
 //     the engine's delivery goroutine without the engine lock.

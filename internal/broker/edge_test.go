@@ -38,9 +38,10 @@ var coreEdge = []string{
 	// retained messages, for metrics.
 	"*mqtt.Queues.Bytes", "*mqtt.Queues.Held", "*mqtt.TopicsIndex.RetainedCount", "*mqtt.TopicsIndex.RetainedBytes",
 	// The request path: a response and its PUBACK in one write, routing
-	// without the topic trie.
+	// by the topic index's routes, without the topic trie.
 	"*mqtt.Server.PrepareDelivery", "*mqtt.Server.WriteDelivery", "*mqtt.Server.PublishToClient",
-	"*mqtt.Server.InjectPacket", "*mqtt.TopicsIndex.Subscribers", "*mqtt.Clients.Get",
+	"*mqtt.Server.InjectPacket", "*mqtt.TopicsIndex.Route", "*mqtt.TopicsIndex.RoutesVersion",
+	"*mqtt.Route.Version", "*mqtt.Clients.Get",
 	"*mqtt.Client.WriteNow", "*mqtt.Client.WriteLater", "*mqtt.Client.WritePacket",
 	// Back-pressure per connection (requests in hand).
 	"*mqtt.Client.BeginPending", "*mqtt.Client.EndPending",

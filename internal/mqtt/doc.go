@@ -14,9 +14,9 @@
 // # Lock order
 //
 // A lock may be taken while holding the locks above it, never the other
-// way round. Locks not listed (the topic aliases', a
-// connection's write queue's) are leaves: nothing is taken while they are
-// held.
+// way round. Locks not listed (the topic aliases', the routes' of
+// routes.go, a connection's write queue's) are leaves: nothing is taken
+// while they are held.
 //
 //  1. Server.sessionMu: a connection taking a session over and
 //     registering, the cleanup of a connection that ends, the expiry of a
