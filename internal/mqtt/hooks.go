@@ -6,7 +6,7 @@ import "github.com/dssio/dss/internal/mqtt/packets"
 
 // dss: the application's part in the broker is a few small interfaces,
 // each set in Options (Access, Consumer, Sessions, Subscriptions,
-// Retained), in place of upstream's hook of 42 methods, whose events were
+// Retained), in place of upstream's hook of 37 methods, whose events were
 // asked for by every hook at every packet. A field left nil is an event
 // nobody hears, except Access: without it every connection is refused
 // (fail closed, as upstream without an authentication hook).
