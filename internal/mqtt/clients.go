@@ -131,7 +131,7 @@ type Client struct {
 	// connection, beside it. dss: the route of the client's responses.
 	Attached atomic.Value
 	// Auth is what the embedding application's authentication found for
-	// the connection (dss: its principal and grants). An OnConnect hook
+	// the connection (dss: its principal and grants). Access.Connect
 	// sets it before the client is registered; it does not change after.
 	Auth any
 }
@@ -501,7 +501,7 @@ func (cl *Client) ResendInflightMessages(force bool) error {
 			// dss: a message resent to a new connection is delivered to
 			// it, and checked as every delivery is; upstream resent the
 			// old session's messages unchecked.
-			if !cl.ops.hooks.OnACLCheck(cl, tk.TopicName, false) {
+			if !cl.ops.options.allowed(cl, tk.TopicName, false) {
 				cl.dropInflight(&tk)
 				continue
 			}
@@ -534,7 +534,6 @@ func (cl *Client) ResendInflightMessages(force bool) error {
 			cl.State.Inflight.DecreaseSendQuota()
 		}
 
-		cl.ops.hooks.OnQosPublish(cl, tk, tk.Created, 0)
 		err := cl.WritePacket(tk)
 		if errors.Is(err, errMessageExpired) {
 			cl.dropInflight(&tk) // dss: expired while the session waited
@@ -546,7 +545,6 @@ func (cl *Client) ResendInflightMessages(force bool) error {
 
 		if tk.FixedHeader.Type == packets.Puback || tk.FixedHeader.Type == packets.Pubcomp {
 			if ok := cl.State.Inflight.DeletePacket(&tk); ok {
-				cl.ops.hooks.OnQosComplete(cl, tk)
 				atomic.AddInt64(&cl.ops.info.Inflight, -1)
 			}
 		}
@@ -559,7 +557,6 @@ func (cl *Client) ResendInflightMessages(force bool) error {
 func (cl *Client) ClearInflights() {
 	for _, tk := range cl.State.Inflight.GetAll(false) {
 		if ok := cl.State.Inflight.DeletePacket(&tk); ok {
-			cl.ops.hooks.OnQosDropped(cl, tk)
 			atomic.AddInt64(&cl.ops.info.Inflight, -1)
 		}
 	}
@@ -595,7 +592,6 @@ func (cl *Client) dropInflight(tk *packets.Packet) bool {
 	if (tk.FixedHeader.Type == packets.Publish || tk.FixedHeader.Type == packets.Pubrel) && tk.Expiry >= 0 {
 		cl.State.Inflight.IncreaseSendQuota()
 	}
-	cl.ops.hooks.OnQosDropped(cl, *tk)
 	atomic.AddInt64(&cl.ops.info.Inflight, -1)
 	return true
 }
@@ -873,9 +869,6 @@ func (cl *Client) ReadPacket(fh *packets.FixedHeader) (pk packets.Packet, err er
 		return pk, packetError(&pk.FixedHeader, pk.FixedHeader.Remaining, err)
 	}
 
-	if cl.ops.hooks.Provides(OnPacketRead) {
-		pk, err = cl.ops.hooks.OnPacketRead(cl, pk)
-	}
 	return
 }
 
@@ -925,18 +918,6 @@ func (cl *Client) decodePublish(pk *packets.Packet, body []byte, consumed bool) 
 		return pk.PublishDecode(bytes.Clone(body))
 	}
 	return err
-}
-
-// onPacketEncode lets the hooks change pk before it is encoded.
-//
-// dss: called only when a hook provides OnPacketEncode, and in a function
-// of its own: the two packet copies the hook call takes (800 bytes each)
-// were in the frame of every packet written, which grew every
-// connection's stack.
-//
-//go:noinline
-func (cl *Client) onPacketEncode(pk *packets.Packet) {
-	*pk = cl.ops.hooks.OnPacketEncode(cl, *pk)
 }
 
 // errMessageExpired reports a message that expired before it could be
@@ -993,7 +974,7 @@ func (cl *Client) writePacketsWaiting(pks []*packets.Packet) error {
 	}
 
 	atomic.AddInt64(&cl.ops.info.BytesSent, int64(n))
-	cl.packetsSent(pks, sizes, data)
+	cl.packetsSent(pks, sizes)
 	return encodeErr
 }
 
@@ -1018,29 +999,14 @@ func (cl *Client) encodePackets(pks []*packets.Packet, buf *bytes.Buffer, sizes 
 	return encodeErr
 }
 
-// packetsSent counts pks as sent and calls the OnPacketSent hooks with
-// their encodings, laid out in data as encodePackets recorded in sizes.
-func (cl *Client) packetsSent(pks []*packets.Packet, sizes []int, data []byte) {
+// packetsSent counts the messages among pks as sent; encodePackets
+// recorded a negative size for those it left out.
+func (cl *Client) packetsSent(pks []*packets.Packet, sizes []int) {
 	for i := range pks {
-		if sizes[i] < 0 {
-			continue
-		}
-		if pks[i].FixedHeader.Type == packets.Publish {
+		if sizes[i] >= 0 && pks[i].FixedHeader.Type == packets.Publish {
 			atomic.AddInt64(&cl.ops.info.MessagesSent, 1)
 		}
-		if cl.ops.hooks.Provides(OnPacketSent) {
-			cl.packetSent(pks[i], data[:sizes[i]])
-		}
-		data = data[sizes[i]:]
 	}
-}
-
-// packetSent runs the OnPacketSent hooks. dss: called only when a hook
-// provides it, so that the packet copy is not on the stack of every write.
-//
-//go:noinline
-func (cl *Client) packetSent(pk *packets.Packet, b []byte) {
-	cl.ops.hooks.OnPacketSent(cl, *pk, b)
 }
 
 // encodePacket prepares pk for this client and appends its encoding to buf.
@@ -1076,10 +1042,6 @@ func (cl *Client) encodePacket(pk *packets.Packet, buf *bytes.Buffer) error {
 
 	if pk.FixedHeader.Type != packets.Connack || cl.Properties.Props.RequestResponseInfo == 0x1 || cl.ops.options.Capabilities.Compatibilities.AlwaysReturnResponseInfo {
 		pk.Mods.AllowResponseInfo = true // [MQTT-3.1.2-28] we need to know which properties we can encode
-	}
-
-	if cl.ops.hooks.Provides(OnPacketEncode) {
-		cl.onPacketEncode(pk)
 	}
 
 	before := buf.Len()

@@ -32,9 +32,8 @@ func newTestClient() (cl *Client, r net.Conn, w net.Conn) {
 	r, w = net.Pipe()
 
 	cl = newClient(w, &ops{
-		info:  new(Info),
-		hooks: new(Hooks),
-		log:   logger,
+		info: new(Info),
+		log:  logger,
 		options: &Options{
 			Capabilities: &Capabilities{
 				ReceiveMaximum:             10,
@@ -446,7 +445,7 @@ func TestClientResendInflightMessagesQueuedIsFirstDelivery(t *testing.T) {
 	pk := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet
 	pk.Queued = true
 	cl, _, _ := newTestClient()
-	require.NoError(t, cl.ops.hooks.Add(new(AllowHook), nil)) // the resent message is authorized
+	cl.ops.options.Access = allowAll{} // the resent message is authorized
 	cl.State.Inflight.Set(pk)
 	for _, wantDup := range []bool{false, true} {
 		r, w := net.Pipe()
@@ -467,7 +466,7 @@ func TestClientResendInflightMessagesWriteFailure(t *testing.T) {
 	pk1 := packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1Dup)
 	cl, r, _ := newTestClient()
 	_ = r.Close()
-	require.NoError(t, cl.ops.hooks.Add(new(AllowHook), nil)) // the resent message is authorized
+	cl.ops.options.Access = allowAll{} // the resent message is authorized
 
 	cl.State.Inflight.Set(*pk1.Packet)
 	require.Equal(t, 1, cl.State.Inflight.Len())
@@ -836,9 +835,8 @@ func TestClientWritePacket(t *testing.T) {
 func TestClientWriteLoopBatches(t *testing.T) {
 	r, w := net.Pipe()
 	cl := newClient(w, &ops{
-		info:  new(Info),
-		hooks: new(Hooks),
-		log:   logger,
+		info: new(Info),
+		log:  logger,
 		options: &Options{
 			Capabilities: &Capabilities{
 				MaximumClientWritesPending: 3,

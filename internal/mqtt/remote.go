@@ -29,6 +29,13 @@ type Remote interface {
 	// routing, which decides the local shared subscriptions and may have
 	// the publisher's acknowledgement wait. pk is valid during the call.
 	Route(pk *packets.Packet) Routed
+	// HasRoutes reports whether the cluster's routes match topic: such a
+	// topic is left to the server's routing, which sends it to the other
+	// nodes (TopicsIndex.Route).
+	HasRoutes(topic string) bool
+	// RoutesVersion returns a number that grows whenever the cluster's
+	// routes change.
+	RoutesVersion() uint64
 }
 
 // Routed is one message's routing beyond this server.
@@ -197,7 +204,9 @@ func (s *Server) TakeSession(id string, only func(cl *Client) bool, take func(su
 	// before the will's delay passed: it is not sent [MQTT-3.1.3-9].
 	s.loop.willDelayed.Delete(id)
 	s.sessionMu.Unlock()
-	s.hooks.OnUnsubscribed(cl, packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Unsubscribe}, Filters: removed})
+	if ev := s.Options.Subscriptions; ev != nil {
+		ev.Unsubscribed(cl, &packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Unsubscribe}, Filters: removed})
+	}
 	if !cl.Closed() {
 		_ = s.DisconnectClient(cl, packets.ErrSessionTakenOver) // [MQTT-3.1.4-3]
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,7 +62,19 @@ type fakeRemote struct {
 	remote  []string // shared keys served elsewhere
 	await   bool
 	done    chan func()
+	// routes are the topics the cluster's routes match; version
+	// counts their changes.
+	routes  map[string]bool
+	version atomic.Uint64
 }
+
+func (f *fakeRemote) HasRoutes(topic string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.routes[topic]
+}
+
+func (f *fakeRemote) RoutesVersion() uint64 { return f.version.Load() }
 
 func (f *fakeRemote) FilterChanged(filter string, present bool) {
 	f.mu.Lock()
@@ -91,7 +104,7 @@ func newRemoteServer(r *fakeRemote) *Server {
 	cc.MaximumMessageExpiryInterval = 0
 	cc.ReceiveMaximum = 0
 	s := New(&Options{Logger: logger, Capabilities: cc, Remote: r})
-	_ = s.AddHook(new(AllowHook), nil)
+	s.Options.Access = allowAll{}
 	return s
 }
 

@@ -120,12 +120,12 @@ type Options struct {
 	// with negligible performance difference (disabled by default to prevent confusion in statistics).
 	InlineClient bool
 
-	// ConsumedTopic names a topic whose publishes a hook takes in OnPublish,
+	// ConsumedTopic names a topic whose publishes Consumer takes,
 	// returning an error so that the server neither routes, retains nor
 	// acknowledges them. dss: a client's publish to it (without a topic
 	// alias) is decoded in buffers of its connection that the next packet
-	// reuses: hooks must copy whatever of it they keep once OnPublish (or
-	// OnPacketRead) returns.
+	// reuses: Consumer must copy whatever of it it keeps once
+	// ConsumePublish returns.
 	ConsumedTopic string
 
 	// ReadLoops is the number of read loops (epoll, Linux only) that
@@ -169,6 +169,16 @@ type Options struct {
 	// bound. dss: each filter costs memory, kept with a session that
 	// outlives its connection.
 	MaxSubscriptionsPerClient int
+
+	// Access, Consumer, Sessions, Subscriptions and Retained are the
+	// application's part in the broker (hooks.go); set them before
+	// Serve. Without an Access, every connection is refused. dss: in
+	// place of upstream's hooks.
+	Access        Access
+	Consumer      PublishConsumer
+	Sessions      SessionEvents
+	Subscriptions SubscriptionEvents
+	Retained      RetainEvents
 
 	// Remote, when set, is the rest of a cluster of brokers: told of the
 	// filters with subscriptions here and of every message routed from
@@ -217,7 +227,6 @@ type Server struct {
 	loop         *loop                // loop contains tickers for the system event loop
 	done         chan bool            // indicate that the server is ending
 	Log          *slog.Logger         // the core's log lines (most at debug level)
-	hooks        *Hooks               // hooks contains hooks for extra functionality such as auth and persistent storage
 	inlineClient *Client              // inlineClient is a special client used for inline subscriptions and inline Publish
 	sessionMu    sync.Mutex           // dss: serializes session takeover and the end-of-connection cleanup
 	readLoops    []*readLoop          // dss: see Options.ReadLoops
@@ -261,7 +270,6 @@ type loop struct {
 type ops struct {
 	options *Options     // a pointer to the server options and capabilities, for referencing in clients
 	info    *Info        // pointers to server system info
-	hooks   *Hooks       // pointer to the server hooks
 	log     *slog.Logger // a structured logger for the client
 	// faults and faultLog are the server's (dss, see faults.go).
 	faults   *Faults
@@ -278,7 +286,7 @@ type ops struct {
 	workers *workerPool
 }
 
-// New returns a broker core that is ready for hooks and listeners. Optional parameters
+// New returns a broker core that is ready for listeners. Optional parameters
 // can be specified to override some default settings (see Options).
 func New(opts *Options) *Server {
 	if opts == nil {
@@ -300,12 +308,9 @@ func New(opts *Options) *Server {
 			willDelaySend:  time.NewTicker(time.Second),
 			willDelayed:    newDelayedWills(),
 		},
-		Options: opts,
-		Info:    &Info{},
-		Log:     opts.Logger,
-		hooks: &Hooks{
-			Log: opts.Logger,
-		},
+		Options:    opts,
+		Info:       &Info{},
+		Log:        opts.Logger,
 		Faults:     new(Faults),
 		Queues:     newQueues(opts, opts.Logger),
 		faultLog:   newFaultLog(),
@@ -363,7 +368,6 @@ func (s *Server) NewClient(c net.Conn, listener string, id string, inline bool) 
 	cl := newClient(c, &ops{ // [MQTT-3.1.2-6] implicit
 		options:  s.Options,
 		info:     s.Info,
-		hooks:    s.hooks,
 		log:      s.Log,
 		faults:   s.Faults,
 		faultLog: s.faultLog,
@@ -391,18 +395,6 @@ func (s *Server) NewClient(c net.Conn, listener string, id string, inline bool) 
 	return cl
 }
 
-// AddHook attaches a new Hook to the server. Ideally, this should be called
-// before the server is started with s.Serve().
-func (s *Server) AddHook(hook Hook, config any) error {
-	nl := s.Log.With("hook", hook.ID())
-	hook.SetOpts(nl, &HookOptions{
-		Capabilities: s.Options.Capabilities,
-	})
-
-	s.Log.Info("added hook", "hook", hook.ID())
-	return s.hooks.Add(hook, config)
-}
-
 // AddListener adds a new network listener to the server, for receiving incoming client connections.
 func (s *Server) AddListener(l listeners.Listener) error {
 	if _, ok := s.Listeners.Get(l.ID()); ok {
@@ -422,7 +414,7 @@ func (s *Server) AddListener(l listeners.Listener) error {
 }
 
 // Serve starts the event loops responsible for establishing client connections
-// on all attached listeners, publishing the system topics, and starting all hooks.
+// on all attached listeners, and the sweeps of the event loop.
 func (s *Server) Serve() error {
 	// dss's start-up line names the build; these only trace the core.
 	s.Log.Debug("mqtt core starting")
@@ -431,7 +423,6 @@ func (s *Server) Serve() error {
 	s.startReadLoops()
 	go s.eventLoop()                            // the sweeps of expired sessions, messages and wills
 	s.Listeners.ServeAll(s.EstablishConnection) // start listening on all listeners.
-	s.hooks.OnStarted()
 
 	return nil
 }
@@ -541,9 +532,13 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 		return code // [MQTT-3.2.2-7] [MQTT-3.1.4-6]
 	}
 
-	err = s.hooks.OnConnect(cl, pk)
+	if s.Options.Access == nil { // [MQTT-3.1.4-2]
+		err = packets.ErrBadUsernameOrPassword
+	} else {
+		err = s.Options.Access.Connect(cl, &pk)
+	}
 	if err != nil {
-		// dss: a hook that refuses with a reason code has it sent in the
+		// dss: an Access that refuses with a reason code has it sent in the
 		// CONNACK; the client learns why (bad credentials, not
 		// authorized) instead of seeing the connection drop.
 		if code, ok := err.(packets.Code); ok && code.Code >= packets.ErrUnspecifiedError.Code {
@@ -563,14 +558,6 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 		// (the CONNECT's deadline bounds the whole CONNECT).
 		cl.Net.src.stillSending = cl.stillSending
 	}
-	if !s.hooks.OnConnectAuthenticate(cl, pk) { // [MQTT-3.1.4-2]
-		err := s.SendConnack(cl, packets.ErrBadUsernameOrPassword, false, nil)
-		if err != nil {
-			return fmt.Errorf("invalid connection send ack: %w", err)
-		}
-
-		return packets.ErrBadUsernameOrPassword
-	}
 
 	// dss: a Will is a publish like any other, checked like one before
 	// the connection is accepted (and again when it is sent); upstream
@@ -578,7 +565,7 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 	// it may not publish. A Will cannot be a publish the application
 	// consumes (see willConsumed).
 	if atomic.LoadUint32(&cl.Properties.Will.Flag) == 1 && (s.willConsumed(cl.Properties.Will.TopicName) ||
-		!s.hooks.OnACLCheck(cl, cl.Properties.Will.TopicName, true)) {
+		!s.Options.allowed(cl, cl.Properties.Will.TopicName, true)) {
 		if err := s.SendConnack(cl, packets.ErrNotAuthorized, false, nil); err != nil {
 			return fmt.Errorf("refused will send ack: %w", err)
 		}
@@ -592,7 +579,9 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 		}
 	}()
 
-	s.hooks.OnSessionEstablish(cl, pk)
+	if ev := s.Options.Sessions; ev != nil {
+		ev.SessionEstablishing(cl, &pk)
+	}
 
 	// dss: the takeover of an earlier connection with the same client id
 	// and that connection's own cleanup (below) are serialized, so that
@@ -654,7 +643,9 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 		}
 	}
 
-	s.hooks.OnSessionEstablished(cl, pk)
+	if ev := s.Options.Sessions; ev != nil {
+		ev.SessionEstablished(cl)
+	}
 
 	served = true
 	return s.serveClient(cl)
@@ -706,7 +697,9 @@ func (s *Server) endClient(cl *Client, err error) error {
 	s.Log.Debug("client disconnected", "error", err, "client", cl.ID, "remote", cl.Net.Remote, "listener", cl.Net.Listener)
 
 	expire := (cl.Properties.ProtocolVersion == 5 && cl.Properties.Props.SessionExpiryInterval == 0) || (cl.Properties.ProtocolVersion < 5 && cl.Properties.Clean)
-	s.hooks.OnDisconnect(cl, err, expire)
+	if ev := s.Options.Sessions; ev != nil {
+		ev.Disconnected(cl, err, expire)
+	}
 	s.acks.signal() // dss: nothing of this connection is awaited any more
 
 	s.sessionMu.Lock()
@@ -868,7 +861,7 @@ func (s *Server) inheritClientSession(pk packets.Packet, cl *Client) (bool, *Cli
 			// dss: an inherited subscription is checked as a new one
 			// would be: the new connection may not be allowed what the
 			// old one was.
-			if !s.hooks.OnACLCheck(cl, sub.Filter, false) {
+			if !s.Options.allowed(cl, sub.Filter, false) {
 				s.Log.Debug("inherited subscription not authorized", "client", cl.ID, "filter", sub.Filter)
 				continue
 			}
@@ -902,7 +895,7 @@ func (s *Server) SendConnack(cl *Client, reason packets.Code, present bool, prop
 	}
 
 	properties.ReceiveMaximum = s.Options.Capabilities.ReceiveMaximum // 3.2.2.3.3 Receive Maximum
-	if cl.State.ServerKeepalive {                                     // You can set this dynamically using the OnConnect hook.
+	if cl.State.ServerKeepalive {                                     // Access.Connect may set it.
 		properties.ServerKeepAlive = cl.State.Keepalive // [MQTT-3.1.2-21]
 		properties.ServerKeepAliveFlag = true
 	}
@@ -1027,9 +1020,6 @@ func (s *Server) processPacket(cl *Client, pk packets.Packet) error {
 		return fmt.Errorf("no valid packet available; %v", pk.FixedHeader.Type)
 	}
 
-	if s.hooks.Provides(OnPacketProcessed) {
-		s.packetProcessed(cl, &pk, err)
-	}
 	if err != nil {
 		return err
 	}
@@ -1153,11 +1143,11 @@ func (s *Server) Subscribe(filter string, subscriptionId int, handler InlineSubF
 		Filter:     filter,
 	}
 
-	pk := s.hooks.OnSubscribe(s.inlineClient, packets.Packet{ // subscribe like a normal client.
+	pk := packets.Packet{ // subscribe like a normal client.
 		Origin:      s.inlineClient.ID,
 		FixedHeader: packets.FixedHeader{Type: packets.Subscribe},
 		Filters:     packets.Subscriptions{subscription},
-	})
+	}
 
 	inlineSubscription := InlineSubscription{
 		Subscription: subscription,
@@ -1165,7 +1155,9 @@ func (s *Server) Subscribe(filter string, subscriptionId int, handler InlineSubF
 	}
 
 	s.Topics.InlineSubscribe(inlineSubscription)
-	s.hooks.OnSubscribed(s.inlineClient, pk, []byte{packets.CodeSuccess.Code})
+	if ev := s.Options.Subscriptions; ev != nil {
+		ev.Subscribed(s.inlineClient, &pk, []byte{packets.CodeSuccess.Code})
+	}
 
 	// Handling retained messages.
 	for _, pkv := range s.Topics.Messages(filter) { // [MQTT-3.8.4-4]
@@ -1186,7 +1178,7 @@ func (s *Server) Unsubscribe(filter string, subscriptionId int) error {
 		return packets.ErrTopicFilterInvalid
 	}
 
-	pk := s.hooks.OnUnsubscribe(s.inlineClient, packets.Packet{
+	pk := packets.Packet{
 		Origin:      s.inlineClient.ID,
 		FixedHeader: packets.FixedHeader{Type: packets.Unsubscribe},
 		Filters: packets.Subscriptions{
@@ -1195,10 +1187,12 @@ func (s *Server) Unsubscribe(filter string, subscriptionId int) error {
 				Filter:     filter,
 			},
 		},
-	})
+	}
 
 	s.Topics.InlineUnsubscribe(subscriptionId, filter)
-	s.hooks.OnUnsubscribed(s.inlineClient, pk)
+	if ev := s.Options.Subscriptions; ev != nil {
+		ev.Unsubscribed(s.inlineClient, &pk)
+	}
 	return nil
 }
 
@@ -1225,19 +1219,18 @@ func (s *Server) processPublish(cl *Client, pk packets.Packet) error {
 		return err
 	}
 
-	pkx, err := s.hooks.OnPublish(cl, pk)
-	if err == nil {
-		pk = pkx
+	var err error
+	if c := s.Options.Consumer; c != nil {
+		err = c.ConsumePublish(cl, &pk)
 	}
 	return s.publishOutcome(cl, &pk, err)
 }
 
-// admitPublish makes the checks and changes every publish gets before the
-// OnPublish hooks see it. It reports done when the publish ends there,
+// admitPublish makes the checks and changes every publish gets before
+// Options.Consumer sees it. It reports done when the publish ends there,
 // with the error to return.
 //
-// dss: shared by processPublish and processConsumed, which hands the
-// packet to its hook by pointer.
+// dss: shared by processPublish and processConsumed.
 func (s *Server) admitPublish(cl *Client, pk *packets.Packet) (bool, error) {
 	if !cl.Net.Inline && !IsValidFilter(pk.TopicName, true) {
 		// dss: refused as its QoS asks [MQTT-3.3.4-1]; upstream dropped it
@@ -1275,7 +1268,7 @@ func (s *Server) admitPublish(cl *Client, pk *packets.Packet) (bool, error) {
 		}
 	}
 
-	if !cl.Net.Inline && !s.hooks.OnACLCheck(cl, pk.TopicName, true) {
+	if !cl.Net.Inline && !s.Options.allowed(cl, pk.TopicName, true) {
 		return true, s.publishDenied(cl, pk)
 	}
 
@@ -1342,7 +1335,7 @@ func (s *Server) beyondCapabilities(cl *Client, pk *packets.Packet) packets.Code
 	return packets.CodeSuccess
 }
 
-// publishOutcome ends a publish as the OnPublish hooks decided with err:
+// publishOutcome ends a publish as Options.Consumer decided with err:
 // rejected, refused with a reason code, or accepted (and routed, unless
 // ignored).
 func (s *Server) publishOutcome(cl *Client, pk *packets.Packet, err error) error {
@@ -1431,11 +1424,11 @@ func (s *Server) publishIDInFlight(cl *Client, pk *packets.Packet) (bool, error)
 	return false, nil
 }
 
-// publishAccepted retains, acknowledges and routes a publish the hooks
-// accepted.
+// publishAccepted retains, acknowledges and routes a publish the
+// consumer let through.
 //
 // dss: split out of processPublish, so that its packet temporaries are
-// not in the frame of every publish the hooks take.
+// not in the frame of every publish the consumer takes.
 //
 //go:noinline
 func (s *Server) publishAccepted(cl *Client, pk packets.Packet) error {
@@ -1450,7 +1443,6 @@ func (s *Server) publishAccepted(cl *Client, pk packets.Packet) error {
 	// the package as qos=0, and the client receives it as qos=1 or 2.
 	if pk.FixedHeader.Qos == 0 || cl.Net.Inline {
 		s.publishToSubscribers(pk)
-		s.hooks.OnPublished(cl, pk)
 		return nil
 	}
 
@@ -1462,7 +1454,6 @@ func (s *Server) publishAccepted(cl *Client, pk packets.Packet) error {
 
 	if ok := cl.State.Inflight.Set(ack); ok {
 		atomic.AddInt64(&s.Info.Inflight, 1)
-		s.hooks.OnQosPublish(cl, ack, ack.Created, 0)
 	}
 
 	// dss: the message is routed before it is acknowledged, so that an
@@ -1492,10 +1483,7 @@ func (s *Server) finishPublish(cl *Client, pk *packets.Packet, ack *packets.Pack
 			atomic.AddInt64(&s.Info.Inflight, -1)
 		}
 		cl.State.Inflight.IncreaseReceiveQuota()
-		s.hooks.OnQosComplete(cl, *ack)
 	}
-
-	s.hooks.OnPublished(cl, *pk)
 
 	return nil
 }
@@ -1515,12 +1503,13 @@ func (s *Server) retainMessage(cl *Client, pk packets.Packet) bool {
 	if cl.Net.Inline {
 		maxCount, maxBytes = 0, 0
 	}
-	r, ok := s.Topics.retainWithin(&out, maxCount, maxBytes)
-	if !ok {
+	if _, ok := s.Topics.retainWithin(&out, maxCount, maxBytes); !ok {
 		s.retainedRefused(cl, &pk)
 		return false
 	}
-	s.hooks.OnRetainMessage(cl, pk, r)
+	if ev := s.Options.Retained; ev != nil {
+		ev.Retained(cl, &pk)
+	}
 	return true
 }
 
@@ -1577,10 +1566,7 @@ func (s *Server) routeLocal(pk packets.Packet, r Routed) (congested *Client) {
 		keepServed(subscribers, r)
 	}
 	if len(subscribers.Shared) > 0 {
-		subscribers = s.hooks.OnSelectSubscribers(subscribers, pk)
-		if len(subscribers.SharedSelected) == 0 {
-			subscribers.SelectShared()
-		}
+		subscribers.SelectShared()
 		subscribers.MergeSharedSelected()
 	}
 
@@ -1690,23 +1676,23 @@ func (s *Server) PrepareDelivery(cl *Client, sub packets.Subscription, out *pack
 		return false, nil // [MQTT-3.8.3-3]
 	}
 
-	if !s.hooks.OnACLCheck(cl, out.TopicName, false) {
+	if !s.Options.allowed(cl, out.TopicName, false) {
 		return false, packets.ErrNotAuthorized
 	}
 	return s.PrepareCheckedDelivery(cl, sub, out)
 }
 
-// CheckACL asks the ACL hooks whether cl may publish on topic (write) or
+// CheckACL asks Options.Access whether cl may publish on topic (write) or
 // receive it (read).
 //
 // dss: so that the state store can check the topic of a requester's own
 // response route once, when the route is made.
 func (s *Server) CheckACL(cl *Client, topic string, write bool) bool {
-	return s.hooks.OnACLCheck(cl, topic, write)
+	return s.Options.allowed(cl, topic, write)
 }
 
 // PrepareCheckedDelivery is PrepareDelivery for a delivery whose topic
-// the caller had CheckACL check for cl already: the ACL hooks are not
+// the caller had CheckACL check for cl already: Options.Access is not
 // asked again.
 //
 // dss: a state store response on the requester's own route, checked when
@@ -1794,8 +1780,8 @@ func (s *Server) PrepareCheckedDelivery(cl *Client, sub packets.Subscription, ou
 // never sent dropped past them.
 func (s *Server) holdDelivery(cl *Client, out *packets.Packet, offline *bool) (held bool, err error) {
 	// dss: the session's messages do not move to a new connection
-	// while this one is added (see inheritClientSession); no hook
-	// runs under the lock.
+	// while this one is added (see inheritClientSession); nothing of
+	// the application runs under the lock.
 	cl.State.handover.RLock()
 	if cl.State.isTakenOver.Load() {
 		cl.State.handover.RUnlock()
@@ -1850,9 +1836,6 @@ func (s *Server) holdDelivery(cl *Client, out *packets.Packet, offline *bool) (h
 	}
 	if added {
 		atomic.AddInt64(&s.Info.Inflight, 1)
-		if s.hooks.Provides(OnQosPublish) {
-			s.qosPublished(cl, out)
-		}
 		if !park {
 			cl.State.Inflight.DecreaseSendQuota()
 		}
@@ -1869,9 +1852,6 @@ func (s *Server) holdDelivery(cl *Client, out *packets.Packet, offline *bool) (h
 //
 //go:noinline
 func (s *Server) deliveryDropped(cl *Client, out *packets.Packet, err error) error {
-	if err != nil {
-		s.hooks.OnPacketIDExhausted(cl, *out)
-	}
 	atomic.AddInt64(&s.Info.InflightDropped, 1)
 	if err != nil {
 		s.logDropped(cl, "packet ids exhausted")
@@ -1879,16 +1859,6 @@ func (s *Server) deliveryDropped(cl *Client, out *packets.Packet, err error) err
 		s.logDropped(cl, "unacknowledged messages at the maximum")
 	}
 	return packets.ErrQuotaExceeded
-}
-
-// qosPublished runs the OnQosPublish hooks for a delivery.
-//
-// dss: called only when a hook provides OnQosPublish, so that the packet
-// copy is not on the stack of every delivery.
-//
-//go:noinline
-func (s *Server) qosPublished(cl *Client, out *packets.Packet) {
-	s.hooks.OnQosPublish(cl, *out, out.Created, 0)
 }
 
 // enqueue hands a prepared delivery, and the acknowledgement to write
@@ -1901,7 +1871,6 @@ func (s *Server) enqueue(cl *Client, out, ack *packets.Packet) error {
 	if !cl.enqueueBounded(pendingWrite{pk: out, ack: ack}, out.FixedHeader.Qos == 0) {
 		atomic.AddInt64(&s.Info.MessagesDropped, 1)
 		s.logDropped(cl, "too many pending writes")
-		cl.ops.hooks.OnPublishDropped(cl, *out)
 		if out.FixedHeader.Qos > 0 {
 			cl.State.Inflight.Delete(out.PacketID) // packet was dropped due to irregular circumstances, so rollback inflight.
 			cl.State.Inflight.IncreaseSendQuota()
@@ -1950,20 +1919,10 @@ func (s *Server) processPubackPtr(cl *Client, pk *packets.Packet) error {
 		cl.State.retained.wake()
 		cl.acknowledged()
 		atomic.AddInt64(&s.Info.Inflight, -1)
-		if s.hooks.Provides(OnQosComplete) {
-			s.qosComplete(cl, pk)
-		}
 		s.acks.signal()
 	}
 
 	return nil
-}
-
-// qosComplete runs the OnQosComplete hooks.
-//
-//go:noinline
-func (s *Server) qosComplete(cl *Client, pk *packets.Packet) {
-	s.hooks.OnQosComplete(cl, *pk)
 }
 
 // processPubrec processes a Pubrec packet, denoting receipt of a QOS 2 packet sent from the server.
@@ -1976,7 +1935,6 @@ func (s *Server) processPubrec(cl *Client, pk packets.Packet) error {
 		if ok := cl.State.Inflight.Delete(pk.PacketID); ok {
 			atomic.AddInt64(&s.Info.Inflight, -1)
 		}
-		cl.ops.hooks.OnQosDropped(cl, pk)
 		return nil // as per MQTT5 Section 4.13.2 paragraph 2
 	}
 
@@ -1996,7 +1954,6 @@ func (s *Server) processPubrel(cl *Client, pk packets.Packet) error {
 		if ok := cl.State.Inflight.DeleteInbound(pk.PacketID); ok {
 			atomic.AddInt64(&s.Info.Inflight, -1)
 		}
-		cl.ops.hooks.OnQosDropped(cl, pk)
 		return nil
 	}
 
@@ -2012,7 +1969,6 @@ func (s *Server) processPubrel(cl *Client, pk packets.Packet) error {
 	cl.State.Inflight.IncreaseSendQuota()                       // +1 SENT QUOTA
 	if ok := cl.State.Inflight.DeleteInbound(pk.PacketID); ok { // [MQTT-4.3.3-12]
 		atomic.AddInt64(&s.Info.Inflight, -1)
-		s.hooks.OnQosComplete(cl, pk)
 	}
 
 	return nil
@@ -2027,7 +1983,6 @@ func (s *Server) processPubcomp(cl *Client, pk packets.Packet) error {
 	if ok := cl.State.Inflight.Delete(pk.PacketID); ok {
 		cl.acknowledged()
 		atomic.AddInt64(&s.Info.Inflight, -1)
-		s.hooks.OnQosComplete(cl, pk)
 		s.acks.signal()
 	}
 
@@ -2041,7 +1996,6 @@ func (s *Server) processSubscribe(cl *Client, pk packets.Packet) error {
 	// [MQTT-2.2.1], and SUBACK 0x91 refused a resubscription whose id the
 	// server happened to use for a queued message (0x91 is not even a
 	// SUBACK code of MQTT 3.1.1 [MQTT-3.9.3-2]).
-	pk = s.hooks.OnSubscribe(cl, pk)
 	if pk.Properties.SubscriptionIdentifier != nil && s.Options.Capabilities.SubIDAvailable == 0 {
 		return packets.ErrSubscriptionIdentifiersNotSupported // DISCONNECT 0xA1 (3.2.2.3.12)
 	}
@@ -2066,7 +2020,7 @@ func (s *Server) processSubscribe(cl *Client, pk packets.Packet) error {
 			reasonCodes[i] = code.Code // dss
 		} else if sub.NoLocal && IsSharedFilter(sub.Filter) {
 			reasonCodes[i] = packets.ErrProtocolViolationInvalidSharedNoLocal.Code // [MQTT-3.8.3-4]
-		} else if !s.hooks.OnACLCheck(cl, sub.Filter, false) {
+		} else if !s.Options.allowed(cl, sub.Filter, false) {
 			reasonCodes[i] = packets.ErrNotAuthorized.Code
 			if s.Options.Capabilities.Compatibilities.ObscureNotAuthorized {
 				reasonCodes[i] = packets.ErrUnspecifiedError.Code
@@ -2109,7 +2063,9 @@ func (s *Server) processSubscribe(cl *Client, pk packets.Packet) error {
 	// published, and was sent twice when the retained messages were read
 	// later (FORK.md 67).
 	mark := s.Topics.retainedMark()
-	s.hooks.OnSubscribed(cl, pk, reasonCodes)
+	if ev := s.Options.Subscriptions; ev != nil {
+		ev.Subscribed(cl, &pk, reasonCodes)
+	}
 	err := cl.WritePacket(ack)
 	if err != nil {
 		return err
@@ -2160,7 +2116,6 @@ func (s *Server) unavailableSubscription(filter string) (code packets.Code, ok b
 func (s *Server) processUnsubscribe(cl *Client, pk packets.Packet) error {
 	// dss: nor is the packet id of an UNSUBSCRIBE checked against the
 	// server's messages in flight [MQTT-2.2.1] (see processSubscribe).
-	pk = s.hooks.OnUnsubscribe(cl, pk)
 	reasonCodes := make([]byte, len(pk.Filters))
 	for i, sub := range pk.Filters { // [MQTT-3.10.4-6] [MQTT-3.11.3-1]
 		if !cl.Net.Inline && s.Options.topicBeyondLimits(sub.Filter) {
@@ -2191,7 +2146,9 @@ func (s *Server) processUnsubscribe(cl *Client, pk packets.Packet) error {
 		},
 	}
 
-	s.hooks.OnUnsubscribed(cl, pk)
+	if ev := s.Options.Subscriptions; ev != nil {
+		ev.Unsubscribed(cl, &pk)
+	}
 	return cl.WritePacket(ack)
 }
 
@@ -2215,7 +2172,9 @@ func (s *Server) UnsubscribeClient(cl *Client) {
 		filters[i] = v
 		i++
 	}
-	s.hooks.OnUnsubscribed(cl, packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Unsubscribe}, Filters: filters})
+	if ev := s.Options.Subscriptions; ev != nil {
+		ev.Unsubscribed(cl, &packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Unsubscribe}, Filters: filters})
+	}
 }
 
 // processAuth processes an Auth packet.
@@ -2231,11 +2190,6 @@ func (s *Server) processAuth(cl *Client, pk packets.Packet) error {
 	if cl.Properties.Props.AuthenticationMethod == "" {
 		return packets.ErrProtocolViolationUnexpectedAuth
 	}
-	_, err := s.hooks.OnAuthPacket(cl, pk)
-	if err != nil {
-		return err
-	}
-
 	return nil
 }
 
@@ -2304,8 +2258,6 @@ func (s *Server) Close() error {
 	close(s.done)
 	s.Log.Debug("mqtt core stopping")
 	s.Listeners.CloseAll(s.closeListenerClients)
-	s.hooks.OnStopped()
-	s.hooks.Stop()
 	for _, l := range s.readLoops {
 		l.close()
 	}
@@ -2353,7 +2305,9 @@ func (s *Server) expireSession(client *Client) {
 	if client.IsTakenOver() {
 		return
 	}
-	s.hooks.OnClientExpired(client)
+	if ev := s.Options.Sessions; ev != nil {
+		ev.SessionExpired(client)
+	}
 	s.Clients.Delete(client.ID) // [MQTT-4.1.0-2]
 	client.ClearInflights()
 	client.State.Inflight.detach()
@@ -2376,18 +2330,13 @@ func (s *Server) sweep(fn func(*Client)) {
 // found by a heap of their deadlines (see retained.go), where every
 // retained message was copied every second.
 func (s *Server) clearExpiredRetainedMessages(now int64) {
-	expired := s.Topics.expireRetained(now)
-	for _, topic := range expired {
-		s.hooks.OnRetainedExpired(topic)
-	}
+	s.Topics.expireRetained(now)
 }
 
 // clearExpiredInflights deletes any inflight messages which have expired.
 func (s *Server) clearExpiredInflights(now int64) {
 	s.sweep(func(client *Client) {
-		for _, id := range client.ClearExpiredInflights(now, s.Options.Capabilities.MaximumMessageExpiryInterval) {
-			s.hooks.OnQosDropped(client, packets.Packet{PacketID: id})
-		}
+		client.ClearExpiredInflights(now, s.Options.Capabilities.MaximumMessageExpiryInterval)
 	})
 }
 

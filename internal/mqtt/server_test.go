@@ -5,7 +5,7 @@
 package mqtt
 
 import (
-	"bytes"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -30,67 +30,23 @@ type ProtocolTest []struct {
 	data            map[string]any
 }
 
-type AllowHook struct {
-	HookBase
+// disconnectDelay holds every connection that ends for delay before
+// its session is cleaned up.
+type disconnectDelay struct {
+	noSessionEvents
+	delay time.Duration
 }
 
-func (h *AllowHook) SetOpts(l *slog.Logger, opts *HookOptions) {
-	h.Log = l
-	h.Opts = opts
+func (d *disconnectDelay) Disconnected(cl *Client, err error, expire bool) {
+	time.Sleep(d.delay)
 }
 
-func (h *AllowHook) ID() string {
-	return "allow-all-auth"
-}
+// refusingConsumer answers every publish with err.
+type refusingConsumer struct{ err error }
 
-func (h *AllowHook) Provides(b byte) bool {
-	return bytes.Contains([]byte{OnConnectAuthenticate, OnACLCheck}, []byte{b})
-}
+func (c refusingConsumer) ConsumePublish(*Client, *packets.Packet) error { return c.err }
 
-func (h *AllowHook) OnConnectAuthenticate(cl *Client, pk packets.Packet) bool { return true }
-func (h *AllowHook) OnACLCheck(cl *Client, topic string, write bool) bool     { return true }
-
-type DenyHook struct {
-	HookBase
-}
-
-func (h *DenyHook) SetOpts(l *slog.Logger, opts *HookOptions) {
-	h.Log = l
-	h.Opts = opts
-}
-
-func (h *DenyHook) ID() string {
-	return "deny-all-auth"
-}
-
-func (h *DenyHook) Provides(b byte) bool {
-	return bytes.Contains([]byte{OnConnectAuthenticate, OnACLCheck}, []byte{b})
-}
-
-func (h *DenyHook) OnConnectAuthenticate(cl *Client, pk packets.Packet) bool { return false }
-func (h *DenyHook) OnACLCheck(cl *Client, topic string, write bool) bool     { return false }
-
-type DelayHook struct {
-	HookBase
-	DisconnectDelay time.Duration
-}
-
-func (h *DelayHook) SetOpts(l *slog.Logger, opts *HookOptions) {
-	h.Log = l
-	h.Opts = opts
-}
-
-func (h *DelayHook) ID() string {
-	return "delay-hook"
-}
-
-func (h *DelayHook) Provides(b byte) bool {
-	return bytes.Contains([]byte{OnDisconnect}, []byte{b})
-}
-
-func (h *DelayHook) OnDisconnect(cl *Client, err error, expire bool) {
-	time.Sleep(h.DisconnectDelay)
-}
+var errTestHook = errors.New("error")
 
 func newServer() *Server {
 	cc := NewDefaultServerCapabilities()
@@ -100,7 +56,7 @@ func newServer() *Server {
 		Logger:       logger,
 		Capabilities: cc,
 	})
-	_ = s.AddHook(new(AllowHook), nil)
+	s.Options.Access = allowAll{}
 	return s
 }
 
@@ -113,7 +69,7 @@ func newServerWithInlineClient() *Server {
 		Capabilities: cc,
 		InlineClient: true,
 	})
-	_ = s.AddHook(new(AllowHook), nil)
+	s.Options.Access = allowAll{}
 	return s
 }
 
@@ -136,8 +92,6 @@ func TestNew(t *testing.T) {
 	require.NotNil(t, s.loop)
 	require.NotNil(t, s.loop.inflightExpiry)
 	require.NotNil(t, s.loop.clientExpiry)
-	require.NotNil(t, s.hooks)
-	require.NotNil(t, s.hooks.Log)
 	require.NotNil(t, s.done)
 	require.Nil(t, s.inlineClient)
 	require.Equal(t, 0, s.Clients.Len())
@@ -182,18 +136,6 @@ func TestServerNewClientInline(t *testing.T) {
 	s := New(nil)
 	cl := s.NewClient(nil, "testing", "test", true)
 	require.True(t, cl.Net.Inline)
-}
-
-func TestServerAddHook(t *testing.T) {
-	s := New(nil)
-
-	s.Log = logger
-	require.NotNil(t, s)
-
-	require.Equal(t, int64(0), s.hooks.Len())
-	err := s.AddHook(new(HookBase), nil)
-	require.NoError(t, err)
-	require.Equal(t, int64(1), s.hooks.Len())
 }
 
 func TestServerAddListener(t *testing.T) {
@@ -524,9 +466,7 @@ func TestEstablishConnectionInheritExisting(t *testing.T) {
 // See https://github.com/mochi-mqtt/server/issues/173
 func TestEstablishConnectionInheritExistingTrueTakeover(t *testing.T) {
 	s := newServer()
-	d := new(DelayHook)
-	d.DisconnectDelay = time.Millisecond * 200
-	_ = s.AddHook(d, nil)
+	s.Options.Sessions = &disconnectDelay{delay: 200 * time.Millisecond}
 	defer s.Close()
 
 	// Clean session, 0 session expiry interval
@@ -819,7 +759,7 @@ func TestEstablishConnectionMaximumClientsReached(t *testing.T) {
 		Logger:       logger,
 		Capabilities: cc,
 	})
-	_ = s.AddHook(new(AllowHook), nil)
+	s.Options.Access = allowAll{}
 	defer s.Close()
 
 	r, w := net.Pipe()
@@ -918,10 +858,7 @@ func TestServerEstablishConnectionBadPacket(t *testing.T) {
 
 func TestServerEstablishConnectionOnConnectError(t *testing.T) {
 	s := newServer()
-	hook := new(modifiedHookBase)
-	hook.fail = true
-	err := s.AddHook(hook, nil)
-	require.NoError(t, err)
+	s.Options.Access = &refusingAccess{err: errTestHook}
 
 	r, w := net.Pipe()
 	o := make(chan error)
@@ -933,7 +870,7 @@ func TestServerEstablishConnectionOnConnectError(t *testing.T) {
 		_, _ = w.Write(packettest.TPacketData[packets.Connect].Get(packettest.TConnectClean).RawBytes)
 	}()
 
-	err = <-o
+	err := <-o
 	require.Error(t, err)
 	require.ErrorIs(t, err, errTestHook)
 
@@ -1436,29 +1373,21 @@ func TestServerProcessPublishAckFailure(t *testing.T) {
 
 func TestServerProcessPublishOnPublishAckErrorRWError(t *testing.T) {
 	s := newServer()
-	hook := new(modifiedHookBase)
-	hook.fail = true
-	hook.err = packets.ErrUnspecifiedError
-	err := s.AddHook(hook, nil)
-	require.NoError(t, err)
+	s.Options.Consumer = refusingConsumer{err: packets.ErrUnspecifiedError}
 
 	cl, _, w := newTestClient()
 	cl.Properties.ProtocolVersion = 5
 	s.Clients.Add(cl)
 	_ = w.Close()
 
-	err = s.processPublish(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
+	err := s.processPublish(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, err, io.ErrClosedPipe)
 }
 
 func TestServerProcessPublishOnPublishAckErrorContinue(t *testing.T) {
 	s := newServer()
-	hook := new(modifiedHookBase)
-	hook.fail = true
-	hook.err = packets.ErrPayloadFormatInvalid
-	err := s.AddHook(hook, nil)
-	require.NoError(t, err)
+	s.Options.Consumer = refusingConsumer{err: packets.ErrPayloadFormatInvalid}
 	_ = s.Serve()
 	defer s.Close()
 
@@ -1479,11 +1408,7 @@ func TestServerProcessPublishOnPublishAckErrorContinue(t *testing.T) {
 
 func TestServerProcessPublishOnPublishPkIgnore(t *testing.T) {
 	s := newServer()
-	hook := new(modifiedHookBase)
-	hook.fail = true
-	hook.err = packets.CodeSuccessIgnore
-	err := s.AddHook(hook, nil)
-	require.NoError(t, err)
+	s.Options.Consumer = refusingConsumer{err: packets.CodeSuccessIgnore}
 	_ = s.Serve()
 	defer s.Close()
 
@@ -1615,7 +1540,7 @@ func TestServerProcessPublishACLCheckDeny(t *testing.T) {
 				Logger:       logger,
 				Capabilities: cc,
 			})
-			_ = s.AddHook(new(DenyHook), nil)
+			s.Options.Access = denyAll{}
 			_ = s.Serve()
 			defer s.Close()
 
@@ -1650,17 +1575,12 @@ func TestServerProcessPublishACLCheckDeny(t *testing.T) {
 func TestServerProcessPublishOnMessageRecvRejected(t *testing.T) {
 	s := newServer()
 	require.NotNil(t, s)
-	hook := new(modifiedHookBase)
-	hook.fail = true
-	hook.err = packets.ErrRejectPacket
-
-	err := s.AddHook(hook, nil)
-	require.NoError(t, err)
+	s.Options.Consumer = refusingConsumer{err: packets.ErrRejectPacket}
 
 	_ = s.Serve()
 	defer s.Close()
 	cl, _, _ := newTestClient()
-	err = s.processPublish(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet)
+	err := s.processPublish(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet)
 	require.NoError(t, err) // packets rejected silently
 }
 
@@ -2059,9 +1979,8 @@ func TestPublishToClientExceedClientWritesPending(t *testing.T) {
 
 	_, w := net.Pipe()
 	cl := newClient(w, &ops{
-		info:  new(Info),
-		hooks: new(Hooks),
-		log:   logger,
+		info: new(Info),
+		log:  logger,
 		options: &Options{
 			Capabilities: &Capabilities{
 				MaximumClientWritesPending: 3,
@@ -2193,11 +2112,10 @@ func TestPublishToClientACLNotAuthorized(t *testing.T) {
 	s := New(&Options{
 		Logger: logger,
 	})
-	err := s.AddHook(new(DenyHook), nil)
-	require.NoError(t, err)
+	s.Options.Access = denyAll{}
 	cl, _, _ := newTestClient()
 
-	_, err = s.publishToClient(cl, packets.Subscription{Filter: "a/b/c"}, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet)
+	_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c"}, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet)
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrNotAuthorized)
 }
@@ -3211,21 +3129,6 @@ func TestServerProcessPacketAuthInvalidReason(t *testing.T) {
 	require.ErrorIs(t, packets.ErrProtocolViolationInvalidReason, err)
 }
 
-func TestServerProcessPacketAuthFailure(t *testing.T) {
-	s := newServer()
-	cl, _, _ := newTestClient()
-
-	cl.Properties.Props.AuthenticationMethod = "SCRAM-SHA-1"
-	hook := new(modifiedHookBase)
-	hook.fail = true
-	err := s.AddHook(hook, nil)
-	require.NoError(t, err)
-
-	err = s.processAuth(cl, *packettest.TPacketData[packets.Auth].Get(packettest.TAuth).Packet)
-	require.Error(t, err)
-	require.ErrorIs(t, errTestHook, err)
-}
-
 func TestServerSendLWT(t *testing.T) {
 	s := newServer()
 	_ = s.Serve()
@@ -3346,9 +3249,6 @@ func TestServerSendLWTDelayed(t *testing.T) {
 
 func TestServerClose(t *testing.T) {
 	s := newServer()
-
-	hook := new(modifiedHookBase)
-	_ = s.AddHook(hook, nil)
 
 	cl, r, _ := newTestClient()
 	cl.Net.Listener = "t1"

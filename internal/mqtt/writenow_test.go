@@ -27,9 +27,8 @@ func tcpTestClient(t *testing.T) (*Client, *net.TCPConn) {
 	conn, err := ln.Accept()
 	require.NoError(t, err)
 	cl := newClient(conn, &ops{
-		info:  new(Info),
-		hooks: new(Hooks),
-		log:   logger,
+		info: new(Info),
+		log:  logger,
 		options: &Options{
 			Capabilities: &Capabilities{
 				MaximumClientWritesPending: 1 << 20,
