@@ -528,7 +528,7 @@ func (cl *Client) ResendInflightMessages(force bool) error {
 					cl.State.handover.RUnlock()
 					return nil
 				}
-				cl.State.Inflight.Set(tk)
+				cl.State.Inflight.Set(&tk)
 				cl.State.handover.RUnlock()
 			}
 			cl.State.Inflight.DecreaseSendQuota()

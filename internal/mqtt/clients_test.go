@@ -313,7 +313,7 @@ func TestClientNextPacketIDInUse(t *testing.T) {
 	cl, _, _ := newTestClient()
 
 	// skip over 2
-	cl.State.Inflight.Set(packets.Packet{PacketID: 2})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 2})
 
 	i, err := cl.NextPacketID()
 	require.NoError(t, err)
@@ -324,7 +324,7 @@ func TestClientNextPacketIDInUse(t *testing.T) {
 	require.Equal(t, uint32(3), i)
 
 	// Skip over overflow
-	cl.State.Inflight.Set(packets.Packet{PacketID: 65535})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 65535})
 	atomic.StoreUint32(&cl.State.packetID, 65534)
 
 	i, err = cl.NextPacketID()
@@ -366,11 +366,11 @@ func TestClientClearInflights(t *testing.T) {
 	cl, _, _ := newTestClient()
 	n := time.Now().Unix()
 
-	cl.State.Inflight.Set(packets.Packet{ProtocolVersion: 5, PacketID: 1, Expiry: n - 1})
-	cl.State.Inflight.Set(packets.Packet{ProtocolVersion: 5, PacketID: 2, Expiry: n - 2})
-	cl.State.Inflight.Set(packets.Packet{ProtocolVersion: 5, PacketID: 3, Created: n - 3}) // within bounds
-	cl.State.Inflight.Set(packets.Packet{ProtocolVersion: 5, PacketID: 5, Created: n - 5}) // over max server expiry limit
-	cl.State.Inflight.Set(packets.Packet{ProtocolVersion: 5, PacketID: 7, Created: n})
+	cl.State.Inflight.Set(&packets.Packet{ProtocolVersion: 5, PacketID: 1, Expiry: n - 1})
+	cl.State.Inflight.Set(&packets.Packet{ProtocolVersion: 5, PacketID: 2, Expiry: n - 2})
+	cl.State.Inflight.Set(&packets.Packet{ProtocolVersion: 5, PacketID: 3, Created: n - 3}) // within bounds
+	cl.State.Inflight.Set(&packets.Packet{ProtocolVersion: 5, PacketID: 5, Created: n - 5}) // over max server expiry limit
+	cl.State.Inflight.Set(&packets.Packet{ProtocolVersion: 5, PacketID: 7, Created: n})
 
 	require.Equal(t, 5, cl.State.Inflight.Len())
 	cl.ClearInflights()
@@ -381,11 +381,11 @@ func TestClientClearExpiredInflights(t *testing.T) {
 	cl, _, _ := newTestClient()
 
 	n := time.Now().Unix()
-	cl.State.Inflight.Set(packets.Packet{ProtocolVersion: 5, PacketID: 1, Expiry: n - 1})
-	cl.State.Inflight.Set(packets.Packet{ProtocolVersion: 5, PacketID: 2, Expiry: n - 2})
-	cl.State.Inflight.Set(packets.Packet{ProtocolVersion: 5, PacketID: 3, Created: n - 3}) // within bounds
-	cl.State.Inflight.Set(packets.Packet{ProtocolVersion: 5, PacketID: 5, Created: n - 5}) // over max server expiry limit
-	cl.State.Inflight.Set(packets.Packet{ProtocolVersion: 5, PacketID: 7, Created: n})
+	cl.State.Inflight.Set(&packets.Packet{ProtocolVersion: 5, PacketID: 1, Expiry: n - 1})
+	cl.State.Inflight.Set(&packets.Packet{ProtocolVersion: 5, PacketID: 2, Expiry: n - 2})
+	cl.State.Inflight.Set(&packets.Packet{ProtocolVersion: 5, PacketID: 3, Created: n - 3}) // within bounds
+	cl.State.Inflight.Set(&packets.Packet{ProtocolVersion: 5, PacketID: 5, Created: n - 5}) // over max server expiry limit
+	cl.State.Inflight.Set(&packets.Packet{ProtocolVersion: 5, PacketID: 7, Created: n})
 	require.Equal(t, 5, cl.State.Inflight.Len())
 
 	deleted := cl.ClearExpiredInflights(n, 4)
@@ -393,10 +393,10 @@ func TestClientClearExpiredInflights(t *testing.T) {
 	require.ElementsMatch(t, []uint16{1, 2, 5}, deleted)
 	require.Equal(t, 2, cl.State.Inflight.Len())
 
-	cl.State.Inflight.Set(packets.Packet{PacketID: 11, Expiry: n - 1})
-	cl.State.Inflight.Set(packets.Packet{PacketID: 12, Expiry: n - 2})  // expiry is ineffective for v3.
-	cl.State.Inflight.Set(packets.Packet{PacketID: 13, Created: n - 3}) // within bounds for v3
-	cl.State.Inflight.Set(packets.Packet{PacketID: 15, Created: n - 5}) // over max server expiry limit
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 11, Expiry: n - 1})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 12, Expiry: n - 2})  // expiry is ineffective for v3.
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 13, Created: n - 3}) // within bounds for v3
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 15, Created: n - 5}) // over max server expiry limit
 	require.Equal(t, 6, cl.State.Inflight.Len())
 
 	deleted = cl.ClearExpiredInflights(n, 4)
@@ -404,12 +404,12 @@ func TestClientClearExpiredInflights(t *testing.T) {
 	require.ElementsMatch(t, []uint16{11, 12, 15}, deleted)
 	require.Equal(t, 3, cl.State.Inflight.Len())
 
-	cl.State.Inflight.Set(packets.Packet{PacketID: 17, Created: n - 1})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 17, Created: n - 1})
 	deleted = cl.ClearExpiredInflights(n, 0) // maximumExpiry = 0 do not process abandon messages
 	require.Len(t, deleted, 0)
 	require.Equal(t, 4, cl.State.Inflight.Len())
 
-	cl.State.Inflight.Set(packets.Packet{ProtocolVersion: 5, PacketID: 18, Expiry: n - 1})
+	cl.State.Inflight.Set(&packets.Packet{ProtocolVersion: 5, PacketID: 18, Expiry: n - 1})
 	deleted = cl.ClearExpiredInflights(n, 0)        // maximumExpiry = 0 do not abandon messages
 	require.ElementsMatch(t, []uint16{18}, deleted) // expiry is still effective for v5.
 	require.Len(t, deleted, 1)
@@ -420,7 +420,7 @@ func TestClientResendInflightMessages(t *testing.T) {
 	pk1 := packettest.TPacketData[packets.Puback].Get(packettest.TPuback)
 	cl, r, w := newTestClient()
 
-	cl.State.Inflight.Set(*pk1.Packet)
+	cl.State.Inflight.Set(pk1.Packet)
 	require.Equal(t, 1, cl.State.Inflight.Len())
 
 	go func() {
@@ -447,7 +447,7 @@ func TestClientResendInflightMessagesQueuedIsFirstDelivery(t *testing.T) {
 	pk.Queued = true
 	cl, _, _ := newTestClient()
 	require.NoError(t, cl.ops.hooks.Add(new(AllowHook), nil)) // the resent message is authorized
-	cl.State.Inflight.Set(pk)
+	cl.State.Inflight.Set(&pk)
 	for _, wantDup := range []bool{false, true} {
 		r, w := net.Pipe()
 		cl.Net.Conn = w
@@ -469,7 +469,7 @@ func TestClientResendInflightMessagesWriteFailure(t *testing.T) {
 	_ = r.Close()
 	require.NoError(t, cl.ops.hooks.Add(new(AllowHook), nil)) // the resent message is authorized
 
-	cl.State.Inflight.Set(*pk1.Packet)
+	cl.State.Inflight.Set(pk1.Packet)
 	require.Equal(t, 1, cl.State.Inflight.Len())
 	err := cl.ResendInflightMessages(true)
 	require.Error(t, err)

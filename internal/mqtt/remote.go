@@ -147,7 +147,7 @@ func (s *Server) InstallSession(id string, version byte, expiry uint32, auth any
 		cl.State.Subscriptions.Add(sub.Filter, sub)
 	}
 	for i := range inflight {
-		if cl.State.Inflight.SetCopy(&inflight[i]) {
+		if cl.State.Inflight.Set(&inflight[i]) {
 			atomic.AddInt64(&s.Info.Inflight, 1)
 		}
 	}

@@ -191,7 +191,7 @@ func TestTakeSessionHandsTheSessionOver(t *testing.T) {
 	s.Clients.Add(cl)
 	s.Topics.Subscribe(cl.ID, packets.Subscription{Filter: "cmd", Qos: 1})
 	cl.State.Subscriptions.Add("cmd", packets.Subscription{Filter: "cmd", Qos: 1})
-	cl.State.Inflight.Set(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
+	cl.State.Inflight.Set(packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
 	s.loop.willDelayed.Add(cl.ID, packets.Packet{TopicName: "will"}, cl)
 	got := make(chan []byte, 1)
 	go func() {

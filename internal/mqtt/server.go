@@ -1082,7 +1082,7 @@ func (s *Server) releaseParked(cl *Client) {
 			// parked. It now stays inflight, no longer parked, until
 			// its PUBACK.
 			next.Expiry = 0
-			inf.Set(next)
+			inf.Set(&next)
 			inf.DecreaseSendQuota()
 			out := new(packets.Packet)
 			*out = next
@@ -1460,7 +1460,7 @@ func (s *Server) publishAccepted(cl *Client, pk packets.Packet) error {
 		ack = s.buildAck(pk.PacketID, packets.Pubrec, 0, pk.Properties, packets.CodeSuccess) // [MQTT-3.3.4-1] [MQTT-4.3.3-8]
 	}
 
-	if ok := cl.State.Inflight.Set(ack); ok {
+	if ok := cl.State.Inflight.Set(&ack); ok {
 		atomic.AddInt64(&s.Info.Inflight, 1)
 		s.hooks.OnQosPublish(cl, ack, ack.Created, 0)
 	}
@@ -1837,7 +1837,7 @@ func (s *Server) holdDelivery(cl *Client, out *packets.Packet, offline *bool) (h
 		dropped = append(dropped, more...)
 		added = refused == withinLimits
 	} else {
-		added = inf.SetCopy(out) // [MQTT-4.3.2-3] [MQTT-4.3.3-3]
+		added = inf.Set(out) // [MQTT-4.3.2-3] [MQTT-4.3.3-3]
 	}
 	cl.State.handover.RUnlock()
 	if (out.Queued || park) && !s.queueDelivered(cl, out, dropped, refused) {
@@ -1982,7 +1982,7 @@ func (s *Server) processPubrec(cl *Client, pk packets.Packet) error {
 
 	ack := s.buildAck(pk.PacketID, packets.Pubrel, 1, pk.Properties, packets.CodeSuccess) // [MQTT-4.3.3-4] ![MQTT-4.3.3-6]
 	cl.State.Inflight.DecreaseReceiveQuota()                                              // -1 RECV QUOTA
-	cl.State.Inflight.Set(ack)                                                            // [MQTT-4.3.3-5]
+	cl.State.Inflight.Set(&ack)                                                           // [MQTT-4.3.3-5]
 	return cl.WritePacket(ack)
 }
 
@@ -2001,7 +2001,7 @@ func (s *Server) processPubrel(cl *Client, pk packets.Packet) error {
 	}
 
 	ack := s.buildAck(pk.PacketID, packets.Pubcomp, 0, pk.Properties, packets.CodeSuccess) // [MQTT-4.3.3-11]
-	cl.State.Inflight.Set(ack)
+	cl.State.Inflight.Set(&ack)
 
 	err := cl.WritePacket(ack)
 	if err != nil {

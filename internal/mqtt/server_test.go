@@ -461,7 +461,7 @@ func TestEstablishConnectionInheritExisting(t *testing.T) {
 	cl.Properties.Username = []byte("mochi")
 	cl.ID = packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt311).Packet.Connect.ClientIdentifier
 	cl.State.Subscriptions.Add("a/b/c", packets.Subscription{Filter: "a/b/c", Qos: 1})
-	cl.State.Inflight.Set(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
+	cl.State.Inflight.Set(packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
 	s.Clients.Add(cl)
 
 	r, w := net.Pipe()
@@ -637,7 +637,7 @@ func TestEstablishConnectionResentPendingInflightsError(t *testing.T) {
 	cl.Properties.ProtocolVersion = 5
 	cl.ID = packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt311).Packet.Connect.ClientIdentifier
 	cl.State.Inflight = NewInflights()
-	cl.State.Inflight.Set(packets.Packet{PacketID: 2, Created: n - 2}) // no packet type
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 2, Created: n - 2}) // no packet type
 	s.Clients.Add(cl)
 
 	r, w := net.Pipe()
@@ -1119,8 +1119,8 @@ func TestInheritClientSession(t *testing.T) {
 	existing.ID = "mochi"
 	existing.State.Subscriptions.Add("a/b/c", packets.Subscription{Filter: "a/b/c", Qos: 1})
 	existing.State.Inflight = NewInflights()
-	existing.State.Inflight.Set(packets.Packet{PacketID: 1, Created: n - 1})
-	existing.State.Inflight.Set(packets.Packet{PacketID: 2, Created: n - 2})
+	existing.State.Inflight.Set(&packets.Packet{PacketID: 1, Created: n - 1})
+	existing.State.Inflight.Set(&packets.Packet{PacketID: 2, Created: n - 2})
 
 	s.Clients.Add(existing)
 
@@ -1390,7 +1390,7 @@ func TestServerProcessPacketAndNextImmediate(t *testing.T) {
 
 	next := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet
 	next.Expiry = -1
-	cl.State.Inflight.Set(next)
+	cl.State.Inflight.Set(&next)
 	atomic.StoreInt64(&s.Info.Inflight, 1)
 	require.Equal(t, int64(1), atomic.LoadInt64(&s.Info.Inflight))
 	require.Equal(t, int32(5), cl.State.Inflight.sendQuota)
@@ -1691,7 +1691,7 @@ func TestServerProcessPacketPublishQos0(t *testing.T) {
 func TestServerProcessPacketPublishQos1IDOfAServerMessage(t *testing.T) {
 	s := newServer()
 	cl, r, w := newTestClient()
-	cl.State.Inflight.Set(packets.Packet{PacketID: 7, FixedHeader: packets.FixedHeader{Type: packets.Publish}})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 7, FixedHeader: packets.FixedHeader{Type: packets.Publish}})
 	atomic.StoreInt64(&s.Info.Inflight, 1)
 
 	go func() {
@@ -1711,7 +1711,7 @@ func TestServerProcessPacketPublishQos2PacketIDInUse(t *testing.T) {
 	s := newServer()
 	cl, r, w := newTestClient()
 	cl.Properties.ProtocolVersion = 5
-	cl.State.Inflight.Set(packets.Packet{PacketID: 7, FixedHeader: packets.FixedHeader{Type: packets.Pubrec}})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 7, FixedHeader: packets.FixedHeader{Type: packets.Pubrec}})
 	atomic.StoreInt64(&s.Info.Inflight, 1)
 
 	go func() {
@@ -2079,7 +2079,7 @@ func TestPublishToClientExceedClientWritesPending(t *testing.T) {
 	}
 
 	id, _ := cl.NextPacketID()
-	cl.State.Inflight.Set(packets.Packet{PacketID: uint16(id)})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: uint16(id)})
 	cl.State.Inflight.DecreaseSendQuota()
 	sendQuota--
 
@@ -2161,7 +2161,7 @@ func TestPublishToClientExceedMaximumInflight(t *testing.T) {
 	cl.ops.options.Capabilities.MaximumInflight = MaxInflight
 	cl.State.Inflight.ResetSendQuota(int32(MaxInflight))
 	for i := uint16(1); i <= MaxInflight; i++ {
-		cl.State.Inflight.Set(packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 1}, PacketID: i})
+		cl.State.Inflight.Set(&packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 1}, PacketID: i})
 		cl.State.Inflight.DecreaseSendQuota()
 	}
 
@@ -2180,7 +2180,7 @@ func TestPublishToClientExhaustedPacketID(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
 	for i := uint32(0); i <= cl.ops.options.Capabilities.maximumPacketID; i++ {
-		cl.State.Inflight.Set(packets.Packet{PacketID: uint16(i)})
+		cl.State.Inflight.Set(&packets.Packet{PacketID: uint16(i)})
 	}
 
 	_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
@@ -2263,7 +2263,7 @@ func TestPublishToSubscribersExhaustedPacketIDs(t *testing.T) {
 	cl, r, w := newTestClient()
 	s.Clients.Add(cl)
 	for i := uint32(0); i <= cl.ops.options.Capabilities.maximumPacketID; i++ {
-		cl.State.Inflight.Set(packets.Packet{PacketID: 1})
+		cl.State.Inflight.Set(&packets.Packet{PacketID: 1})
 	}
 
 	subbed := s.Topics.Subscribe(cl.ID, packets.Subscription{Filter: "a/b/c", Qos: 2})
@@ -2401,7 +2401,7 @@ func TestServerProcessPacketPuback(t *testing.T) {
 			cl.State.Inflight.sendQuota = 3
 			cl.State.Inflight.receiveQuota = 3
 
-			cl.State.Inflight.Set(packets.Packet{PacketID: pID})
+			cl.State.Inflight.Set(&packets.Packet{PacketID: pID})
 			atomic.AddInt64(&s.Info.Inflight, 1)
 
 			err := s.processPacket(cl, *tx.in.Packet)
@@ -2438,7 +2438,7 @@ func TestServerProcessPacketPubrec(t *testing.T) {
 	cl.State.Inflight.sendQuota = 3
 	cl.State.Inflight.receiveQuota = 3
 
-	cl.State.Inflight.Set(packets.Packet{PacketID: pID})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: pID})
 	atomic.AddInt64(&s.Info.Inflight, 1)
 
 	recv := make(chan []byte)
@@ -2490,7 +2490,7 @@ func TestServerProcessPacketPubrecInvalidReason(t *testing.T) {
 	pID := uint16(7)
 	s := newServer()
 	cl, _, _ := newTestClient()
-	cl.State.Inflight.Set(packets.Packet{PacketID: pID})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: pID})
 	err := s.processPacket(cl, *packettest.TPacketData[packets.Pubrec].Get(packettest.TPubrecInvalidReason).Packet)
 	require.NoError(t, err)
 	require.Equal(t, int64(-1), atomic.LoadInt64(&s.Info.Inflight))
@@ -2502,7 +2502,7 @@ func TestServerProcessPacketPubrecFailure(t *testing.T) {
 	pID := uint16(7)
 	s := newServer()
 	cl, _, _ := newTestClient()
-	cl.State.Inflight.Set(packets.Packet{PacketID: pID})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: pID})
 	cl.Stop(packets.CodeDisconnect)
 	err := s.processPacket(cl, *packettest.TPacketData[packets.Pubrec].Get(packettest.TPubrec).Packet)
 	require.Error(t, err)
@@ -2516,7 +2516,7 @@ func TestServerProcessPacketPubrel(t *testing.T) {
 	cl.State.Inflight.sendQuota = 3
 	cl.State.Inflight.receiveQuota = 3
 
-	cl.State.Inflight.Set(packets.Packet{PacketID: pID, FixedHeader: packets.FixedHeader{Type: packets.Pubrec}})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: pID, FixedHeader: packets.FixedHeader{Type: packets.Pubrec}})
 	atomic.AddInt64(&s.Info.Inflight, 1)
 
 	recv := make(chan []byte)
@@ -2569,7 +2569,7 @@ func TestServerProcessPacketPubrelFailure(t *testing.T) {
 	pID := uint16(7)
 	s := newServer()
 	cl, _, _ := newTestClient()
-	cl.State.Inflight.Set(packets.Packet{PacketID: pID, FixedHeader: packets.FixedHeader{Type: packets.Pubrec}})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: pID, FixedHeader: packets.FixedHeader{Type: packets.Pubrec}})
 	cl.Stop(packets.CodeDisconnect)
 	err := s.processPacket(cl, *packettest.TPacketData[packets.Pubrel].Get(packettest.TPubrel).Packet)
 	require.Error(t, err)
@@ -2580,7 +2580,7 @@ func TestServerProcessPacketPubrelBadReason(t *testing.T) {
 	pID := uint16(7)
 	s := newServer()
 	cl, _, _ := newTestClient()
-	cl.State.Inflight.Set(packets.Packet{PacketID: pID, FixedHeader: packets.FixedHeader{Type: packets.Pubrec}})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: pID, FixedHeader: packets.FixedHeader{Type: packets.Pubrec}})
 	err := s.processPacket(cl, *packettest.TPacketData[packets.Pubrel].Get(packettest.TPubrelInvalidReason).Packet)
 	require.NoError(t, err)
 	require.Equal(t, int64(-1), atomic.LoadInt64(&s.Info.Inflight))
@@ -2609,7 +2609,7 @@ func TestServerProcessPacketPubcomp(t *testing.T) {
 			cl.State.Inflight.sendQuota = 3
 			cl.State.Inflight.receiveQuota = 3
 
-			cl.State.Inflight.Set(packets.Packet{PacketID: pID})
+			cl.State.Inflight.Set(&packets.Packet{PacketID: pID})
 			atomic.AddInt64(&s.Info.Inflight, 1)
 
 			err := s.processPacket(cl, *tx.in.Packet)
@@ -2794,7 +2794,7 @@ func TestServerProcessPacketSubscribeIDOfAServerMessage(t *testing.T) {
 			s := newServer()
 			cl, r, w := newTestClient()
 			cl.Properties.ProtocolVersion = version
-			cl.State.Inflight.Set(packets.Packet{PacketID: 15, FixedHeader: packets.FixedHeader{Type: packets.Publish}})
+			cl.State.Inflight.Set(&packets.Packet{PacketID: 15, FixedHeader: packets.FixedHeader{Type: packets.Publish}})
 
 			pkx := *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeMqtt5).Packet
 			pkx.ProtocolVersion = version
@@ -3060,7 +3060,7 @@ func TestServerProcessPacketUnsubscribeIDOfAServerMessage(t *testing.T) {
 	s := newServer()
 	cl, r, w := newTestClient()
 	cl.Properties.ProtocolVersion = 5
-	cl.State.Inflight.Set(packets.Packet{PacketID: 15, FixedHeader: packets.FixedHeader{Type: packets.Publish}})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 15, FixedHeader: packets.FixedHeader{Type: packets.Publish}})
 	pkx := *packettest.TPacketData[packets.Unsubscribe].Get(packettest.TUnsubscribeMqtt5).Packet
 	pkx.PacketID = 15
 	go func() {
@@ -3389,11 +3389,11 @@ func TestServerClearExpiredInflights(t *testing.T) {
 	cl, _, _ := newTestClient()
 	cl.ops.info = s.Info
 
-	cl.State.Inflight.Set(packets.Packet{PacketID: 1, Expiry: n - 1})
-	cl.State.Inflight.Set(packets.Packet{PacketID: 2, Expiry: n - 2})
-	cl.State.Inflight.Set(packets.Packet{PacketID: 3, Created: n - 3}) // within bounds
-	cl.State.Inflight.Set(packets.Packet{PacketID: 5, Created: n - 5}) // over max server expiry limit
-	cl.State.Inflight.Set(packets.Packet{PacketID: 7, Created: n})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 1, Expiry: n - 1})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 2, Expiry: n - 2})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 3, Created: n - 3}) // within bounds
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 5, Created: n - 5}) // over max server expiry limit
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 7, Created: n})
 
 	s.Clients.Add(cl)
 
@@ -3403,7 +3403,7 @@ func TestServerClearExpiredInflights(t *testing.T) {
 	require.Equal(t, int64(-3), s.Info.Inflight)
 
 	s.Options.Capabilities.MaximumMessageExpiryInterval = 0
-	cl.State.Inflight.Set(packets.Packet{PacketID: 8, Expiry: n - 8})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 8, Expiry: n - 8})
 	s.clearExpiredInflights(n)
 	require.Len(t, cl.State.Inflight.GetAll(false), 3)
 }
@@ -3512,7 +3512,7 @@ func TestServerSweepsAllocateNothingWhenNothingExpired(t *testing.T) {
 		cl, _, _ := newTestClient()
 		cl.ID = "c" + strconv.Itoa(i)
 		cl.ops.info = s.Info
-		cl.State.Inflight.Set(packets.Packet{ProtocolVersion: 5, PacketID: 1, Created: n, Expiry: n + 60})
+		cl.State.Inflight.Set(&packets.Packet{ProtocolVersion: 5, PacketID: 1, Created: n, Expiry: n + 60})
 		s.Clients.Add(cl)
 	}
 
