@@ -47,6 +47,6 @@ func TestAwaitAcknowledgementsWaitsForTheConnectedClient(t *testing.T) {
 	defer cancel2()
 	go func() { done <- s.AwaitAcknowledgements(ctx) }()
 	require.Eventually(t, s.acks.waiting.Load, time.Minute, time.Millisecond)
-	require.NoError(t, s.processPacket(cl, packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback}, PacketID: 1}))
+	require.NoError(t, s.processPacket(cl, &packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback}, PacketID: 1}))
 	require.NoError(t, <-done)
 }

@@ -609,8 +609,8 @@ func TestClientReadOK(t *testing.T) {
 	var pks []packets.Packet
 	o := make(chan error)
 	go func() {
-		o <- cl.Read(func(cl *Client, pk packets.Packet) error {
-			pks = append(pks, pk)
+		o <- cl.Read(func(cl *Client, pk *packets.Packet) error {
+			pks = append(pks, *pk)
 			return nil
 		})
 	}()
@@ -650,7 +650,7 @@ func TestClientReadDone(t *testing.T) {
 
 	o := make(chan error)
 	go func() {
-		o <- cl.Read(func(cl *Client, pk packets.Packet) error {
+		o <- cl.Read(func(cl *Client, pk *packets.Packet) error {
 			return nil
 		})
 	}()
@@ -713,7 +713,7 @@ func TestClientReadReadHandlerErr(t *testing.T) {
 		_ = r.Close()
 	}()
 
-	err := cl.Read(func(cl *Client, pk packets.Packet) error {
+	err := cl.Read(func(cl *Client, pk *packets.Packet) error {
 		return errors.New("test")
 	})
 
@@ -737,9 +737,9 @@ func TestClientReadReadPacketOK(t *testing.T) {
 	err := cl.ReadFixedHeader(fh)
 	require.NoError(t, err)
 
-	pk, err := cl.ReadPacket(fh)
+	var pk packets.Packet
+	err = cl.ReadPacket(fh, &pk)
 	require.NoError(t, err)
-	require.NotNil(t, pk)
 
 	require.Equal(t, packets.Packet{
 		ProtocolVersion: cl.Properties.ProtocolVersion,
@@ -773,9 +773,9 @@ func TestClientReadPacket(t *testing.T) {
 				cl.Properties.ProtocolVersion = 0
 			}
 
-			pk, err := cl.ReadPacket(fh)
+			var pk packets.Packet
+			err = cl.ReadPacket(fh, &pk)
 			require.NoError(t, err, pkInfo, tt.Case, tt.Desc)
-			require.NotNil(t, pk, pkInfo, tt.Case, tt.Desc)
 			require.Equal(t, *tt.Packet, pk, pkInfo, tt.Case, tt.Desc)
 
 			if tt.Packet.FixedHeader.Type == packets.Publish {
@@ -787,7 +787,7 @@ func TestClientReadPacket(t *testing.T) {
 func TestClientReadPacketInvalidTypeError(t *testing.T) {
 	cl, _, _ := newTestClient()
 	_ = cl.Net.Conn.Close()
-	_, err := cl.ReadPacket(&packets.FixedHeader{})
+	err := cl.ReadPacket(&packets.FixedHeader{}, new(packets.Packet))
 	require.ErrorIs(t, err, packets.ErrMalformedPacket) // dss: the reserved type 0 is malformed
 }
 
@@ -904,10 +904,10 @@ func TestClientReadPacketReadingError(t *testing.T) {
 		_ = r.Close()
 	}()
 
-	_, err := cl.ReadPacket(&packets.FixedHeader{
+	err := cl.ReadPacket(&packets.FixedHeader{
 		Type:      0,
 		Remaining: 11,
-	})
+	}, new(packets.Packet))
 	require.Error(t, err)
 }
 
@@ -924,9 +924,9 @@ func TestClientReadPacketReadUnknown(t *testing.T) {
 		_ = r.Close()
 	}()
 
-	_, err := cl.ReadPacket(&packets.FixedHeader{
+	err := cl.ReadPacket(&packets.FixedHeader{
 		Remaining: 1,
-	})
+	}, new(packets.Packet))
 	require.Error(t, err)
 }
 
@@ -1029,8 +1029,8 @@ func TestClientReadPacketConsumedTopic(t *testing.T) {
 		go func() { _, _ = r.Write(buf.Bytes()) }()
 		fh := new(packets.FixedHeader)
 		require.NoError(t, cl.ReadFixedHeader(fh))
-		got, err := cl.ReadPacket(fh)
-		require.NoError(t, err)
+		var got packets.Packet
+		require.NoError(t, cl.ReadPacket(fh, &got))
 		return got
 	}
 	user := []packets.UserProperty{{Key: "k", Val: "v1"}}

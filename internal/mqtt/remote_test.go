@@ -137,7 +137,7 @@ func TestRemoteRoutesAndDefersTheAcknowledgement(t *testing.T) {
 	s.Topics.Subscribe(other.ID, packets.Subscription{Filter: "$share/elsewhere/a/b/c", Qos: 1})
 
 	go func() {
-		_ = s.processPacket(sender, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
+		_ = s.processPacket(sender, packetCopy(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet))
 	}()
 	done := <-r.done
 	require.Equal(t, []string{"a/b/c"}, r.routed)

@@ -266,10 +266,10 @@ type ops struct {
 	// faults and faultLog are the server's (dss, see faults.go).
 	faults   *Faults
 	faultLog *rate.Limiter
-	// readFast reads and handles, by pointer, a PUBACK or a publish to
-	// Options.ConsumedTopic whose fixed header was read. dss: see
-	// consumed.go.
-	readFast func(cl *Client, fh packets.FixedHeader) error
+	// receive handles a packet the connection read after its CONNECT,
+	// from its reader goroutine or its read loop's turn (dss, see
+	// Client.readPacket).
+	receive ReadFn
 	// resume continues a connection taken back from its read loop, on
 	// the caller's goroutine (dss, see Client.park).
 	resume func(cl *Client, err error)
@@ -367,7 +367,7 @@ func (s *Server) NewClient(c net.Conn, listener string, id string, inline bool) 
 		log:      s.Log,
 		faults:   s.Faults,
 		faultLog: s.faultLog,
-		readFast: s.readFast,
+		receive:  s.receivePacket,
 		resume:   s.resumeClient,
 		workers:  s.workers,
 	})
@@ -513,7 +513,8 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 		cl.Net.deadlineAt, cl.Net.deadlineSet = time.Now().Add(d), true
 		_ = cl.Net.Conn.SetDeadline(cl.Net.deadlineAt)
 	}
-	pk, err := s.readConnectionPacket(cl)
+	var pk packets.Packet
+	err := s.readConnectionPacket(cl, &pk)
 	s.attachMu.Lock()
 	delete(s.connecting, cl)
 	s.attachMu.Unlock()
@@ -729,31 +730,27 @@ func (s *Server) endClient(cl *Client, err error) error {
 
 // readConnectionPacket reads the first incoming header for a connection, and if
 // acceptable, returns the valid connection packet.
-func (s *Server) readConnectionPacket(cl *Client) (pk packets.Packet, err error) {
-	fh := new(packets.FixedHeader)
-	err = cl.ReadFixedHeader(fh)
-	if err != nil {
-		return
+func (s *Server) readConnectionPacket(cl *Client, pk *packets.Packet) error {
+	var fh packets.FixedHeader
+	if err := cl.ReadFixedHeader(&fh); err != nil {
+		return err
 	}
 
 	if fh.Type != packets.Connect {
-		return pk, packets.ErrProtocolViolationRequireFirstConnect // [MQTT-3.1.0-1]
+		return packets.ErrProtocolViolationRequireFirstConnect // [MQTT-3.1.0-1]
 	}
 
-	pk, err = cl.ReadPacket(fh)
-	if err != nil {
-		return
-	}
-
-	return
+	return cl.ReadPacket(&fh, pk)
 }
 
 // receivePacket processes an incoming packet for a client, and issues a disconnect to the client
-// if an error has occurred (if mqtt v5).
-func (s *Server) receivePacket(cl *Client, pk packets.Packet) error {
+// if an error has occurred (if mqtt v5). Every packet a connection reads
+// after its CONNECT comes here, from its reader goroutine or its read
+// loop's turn (see Client.readPacket); pk is valid until it returns.
+func (s *Server) receivePacket(cl *Client, pk *packets.Packet) error {
 	err := s.processPacket(cl, pk)
 	if err != nil {
-		return s.packetFailed(cl, &pk, err)
+		return s.packetFailed(cl, pk, err)
 	}
 
 	return nil
@@ -981,7 +978,7 @@ func announceCapabilities(caps *Capabilities, properties *packets.Properties) {
 
 // processPacket processes an inbound packet for a client. Since the method is
 // typically called as a goroutine, errors are primarily for test checking purposes.
-func (s *Server) processPacket(cl *Client, pk packets.Packet) error {
+func (s *Server) processPacket(cl *Client, pk *packets.Packet) error {
 	var err error
 
 	switch pk.FixedHeader.Type {
@@ -1028,7 +1025,7 @@ func (s *Server) processPacket(cl *Client, pk packets.Packet) error {
 	}
 
 	if s.hooks.Provides(OnPacketProcessed) {
-		s.packetProcessed(cl, &pk, err)
+		s.packetProcessed(cl, pk, err)
 	}
 	if err != nil {
 		return err
@@ -1094,7 +1091,7 @@ func (s *Server) releaseParked(cl *Client) {
 
 // processConnect processes a Connect packet. The packet cannot be used to establish
 // a new connection on an existing connection. See EstablishConnection instead.
-func (s *Server) processConnect(cl *Client, _ packets.Packet) error {
+func (s *Server) processConnect(cl *Client, _ *packets.Packet) error {
 	s.sendLWT(cl)
 	return packets.ErrProtocolViolationSecondConnect // [MQTT-3.1.0-2]
 }
@@ -1104,7 +1101,7 @@ func (s *Server) processConnect(cl *Client, _ packets.Packet) error {
 // dss: not inlined into processPacket, whose frame its packet would grow.
 //
 //go:noinline
-func (s *Server) processPingreq(cl *Client, _ packets.Packet) error {
+func (s *Server) processPingreq(cl *Client, _ *packets.Packet) error {
 	return cl.WritePacket(packets.Packet{
 		FixedHeader: packets.FixedHeader{
 			Type: packets.Pingresp, // [MQTT-3.12.4-1]
@@ -1204,10 +1201,12 @@ func (s *Server) Unsubscribe(filter string, subscriptionId int) error {
 
 // InjectPacket injects a packet into the broker as if it were sent from the specified client.
 // InlineClients using this method can publish packets to any topic (including $SYS) and bypass ACL checks.
+// pk is a copy: processing changes the packet it handles, and the
+// caller's stays as it was.
 func (s *Server) InjectPacket(cl *Client, pk packets.Packet) error {
 	pk.ProtocolVersion = cl.Properties.ProtocolVersion
 
-	err := s.processPacket(cl, pk)
+	err := s.processPacket(cl, &pk)
 	if err != nil {
 		return err
 	}
@@ -1220,24 +1219,42 @@ func (s *Server) InjectPacket(cl *Client, pk packets.Packet) error {
 }
 
 // processPublish processes a Publish packet.
-func (s *Server) processPublish(cl *Client, pk packets.Packet) error {
-	if done, err := s.admitPublish(cl, &pk); done {
+//
+// dss: a publish to Options.ConsumedTopic is handed itself to the
+// PublishConsumer that is the only hook providing OnPublish, if there is
+// one (see consumed.go); the OnPublish hooks are given a copy.
+func (s *Server) processPublish(cl *Client, pk *packets.Packet) error {
+	if done, err := s.admitPublish(cl, pk); done {
 		return err
 	}
 
-	pkx, err := s.hooks.OnPublish(cl, pk)
-	if err == nil {
-		pk = pkx
+	if topic := s.Options.ConsumedTopic; topic != "" && pk.TopicName == topic {
+		if consumer := s.hooks.publishConsumer(); consumer != nil {
+			return s.publishOutcome(cl, pk, consumer.ConsumePublish(cl, pk))
+		}
 	}
-	return s.publishOutcome(cl, &pk, err)
+	return s.publishOutcome(cl, pk, s.onPublish(cl, pk))
+}
+
+// onPublish runs the OnPublish hooks on pk, which takes the packet they
+// return unless they return an error.
+//
+// dss: the hooks take and return the packet by value; the two copies
+// (800 bytes each) stay in this frame, out of processPublish's, which
+// every request to the state store passes through.
+//
+//go:noinline
+func (s *Server) onPublish(cl *Client, pk *packets.Packet) error {
+	pkx, err := s.hooks.OnPublish(cl, *pk)
+	if err == nil {
+		*pk = pkx
+	}
+	return err
 }
 
 // admitPublish makes the checks and changes every publish gets before the
 // OnPublish hooks see it. It reports done when the publish ends there,
 // with the error to return.
-//
-// dss: shared by processPublish and processConsumed, which hands the
-// packet to its hook by pointer.
 func (s *Server) admitPublish(cl *Client, pk *packets.Packet) (bool, error) {
 	if !cl.Net.Inline && !IsValidFilter(pk.TopicName, true) {
 		// dss: refused as its QoS asks [MQTT-3.3.4-1]; upstream dropped it
@@ -1356,7 +1373,7 @@ func (s *Server) publishOutcome(cl *Client, pk *packets.Packet, err error) error
 		return s.refusePublish(cl, pk, packets.Puback, err.(packets.Code))
 	}
 
-	return s.publishAcceptedCopy(cl, pk)
+	return s.publishAccepted(cl, pk)
 }
 
 // publishDenied answers a publish the ACL denies.
@@ -1433,24 +1450,19 @@ func (s *Server) publishIDInFlight(cl *Client, pk *packets.Packet) (bool, error)
 
 // publishAccepted retains, acknowledges and routes a publish the hooks
 // accepted.
-//
-// dss: split out of processPublish, so that its packet temporaries are
-// not in the frame of every publish the hooks take.
-//
-//go:noinline
-func (s *Server) publishAccepted(cl *Client, pk packets.Packet) error {
+func (s *Server) publishAccepted(cl *Client, pk *packets.Packet) error {
 	if pk.FixedHeader.Retain && !s.retainMessage(cl, pk) { // [MQTT-3.3.1-5] ![MQTT-3.3.1-8]
 		// dss: past the bounds of retained messages, the message is
 		// refused whole: neither retained nor routed.
-		return s.refusePublishWith(cl, &pk, packets.ErrQuotaExceeded)
+		return s.refusePublishWith(cl, pk, packets.ErrQuotaExceeded)
 	}
 
 	// If it's inlineClient, it can't handle PUBREC and PUBREL.
 	// When it publishes a package with a qos > 0, the server treats
 	// the package as qos=0, and the client receives it as qos=1 or 2.
 	if pk.FixedHeader.Qos == 0 || cl.Net.Inline {
-		s.publishToSubscribers(pk)
-		s.hooks.OnPublished(cl, pk)
+		s.publishToSubscribers(*pk)
+		s.hooks.OnPublished(cl, *pk)
 		return nil
 	}
 
@@ -1473,10 +1485,10 @@ func (s *Server) publishAccepted(cl *Client, pk packets.Packet) error {
 	// subscriber that could not take it yet slows the publisher (see
 	// backpressure.go). In a cluster, the acknowledgement may wait for the
 	// other nodes to have it too (remote.go).
-	if s.publishAwaiting(cl, pk, ack) {
+	if s.publishAwaiting(cl, *pk, ack) {
 		return nil
 	}
-	return s.finishPublish(cl, &pk, &ack)
+	return s.finishPublish(cl, pk, &ack)
 }
 
 // finishPublish acknowledges pk, a QoS 1 or 2 publish of cl that was
@@ -1505,7 +1517,7 @@ func (s *Server) finishPublish(cl *Client, pk *packets.Packet, ack *packets.Pack
 //
 // dss: it reports false for a client's message that the bounds of
 // retained messages refuse (see retained.go), which it counts and logs.
-func (s *Server) retainMessage(cl *Client, pk packets.Packet) bool {
+func (s *Server) retainMessage(cl *Client, pk *packets.Packet) bool {
 	if s.Options.Capabilities.RetainAvailable == 0 || pk.Ignore {
 		return true
 	}
@@ -1517,10 +1529,10 @@ func (s *Server) retainMessage(cl *Client, pk packets.Packet) bool {
 	}
 	r, ok := s.Topics.retainWithin(&out, maxCount, maxBytes)
 	if !ok {
-		s.retainedRefused(cl, &pk)
+		s.retainedRefused(cl, pk)
 		return false
 	}
-	s.hooks.OnRetainMessage(cl, pk, r)
+	s.hooks.OnRetainMessage(cl, *pk, r)
 	return true
 }
 
@@ -1936,12 +1948,7 @@ func (s *Server) buildAck(packetID uint16, pkt, qos byte, properties packets.Pro
 }
 
 // processPuback processes a Puback packet, denoting completion of a QOS 1 packet sent from the server.
-func (s *Server) processPuback(cl *Client, pk packets.Packet) error {
-	return s.processPubackPtr(cl, &pk)
-}
-
-// processPubackPtr is processPuback by pointer. dss: see consumed.go.
-func (s *Server) processPubackPtr(cl *Client, pk *packets.Packet) error {
+func (s *Server) processPuback(cl *Client, pk *packets.Packet) error {
 	// An id not in flight is omitted, but would be
 	// packets.ErrPacketIdentifierNotFound. dss: Delete says so; asking
 	// Has first took the lock and looked the id up twice.
@@ -1967,7 +1974,7 @@ func (s *Server) qosComplete(cl *Client, pk *packets.Packet) {
 }
 
 // processPubrec processes a Pubrec packet, denoting receipt of a QOS 2 packet sent from the server.
-func (s *Server) processPubrec(cl *Client, pk packets.Packet) error {
+func (s *Server) processPubrec(cl *Client, pk *packets.Packet) error {
 	if !cl.State.Inflight.Has(pk.PacketID) { // [MQTT-4.3.3-7] [MQTT-4.3.3-13]
 		return cl.WritePacket(s.buildAck(pk.PacketID, packets.Pubrel, 1, pk.Properties, packets.ErrPacketIdentifierNotFound))
 	}
@@ -1976,7 +1983,7 @@ func (s *Server) processPubrec(cl *Client, pk packets.Packet) error {
 		if ok := cl.State.Inflight.Delete(pk.PacketID); ok {
 			atomic.AddInt64(&s.Info.Inflight, -1)
 		}
-		cl.ops.hooks.OnQosDropped(cl, pk)
+		cl.ops.hooks.OnQosDropped(cl, *pk)
 		return nil // as per MQTT5 Section 4.13.2 paragraph 2
 	}
 
@@ -1987,7 +1994,7 @@ func (s *Server) processPubrec(cl *Client, pk packets.Packet) error {
 }
 
 // processPubrel processes a Pubrel packet, denoting completion of a QOS 2 packet sent from the client.
-func (s *Server) processPubrel(cl *Client, pk packets.Packet) error {
+func (s *Server) processPubrel(cl *Client, pk *packets.Packet) error {
 	if !cl.State.Inflight.HasInbound(pk.PacketID) { // [MQTT-4.3.3-7] [MQTT-4.3.3-13]
 		return cl.WritePacket(s.buildAck(pk.PacketID, packets.Pubcomp, 0, pk.Properties, packets.ErrPacketIdentifierNotFound))
 	}
@@ -1996,7 +2003,7 @@ func (s *Server) processPubrel(cl *Client, pk packets.Packet) error {
 		if ok := cl.State.Inflight.DeleteInbound(pk.PacketID); ok {
 			atomic.AddInt64(&s.Info.Inflight, -1)
 		}
-		cl.ops.hooks.OnQosDropped(cl, pk)
+		cl.ops.hooks.OnQosDropped(cl, *pk)
 		return nil
 	}
 
@@ -2012,14 +2019,14 @@ func (s *Server) processPubrel(cl *Client, pk packets.Packet) error {
 	cl.State.Inflight.IncreaseSendQuota()                       // +1 SENT QUOTA
 	if ok := cl.State.Inflight.DeleteInbound(pk.PacketID); ok { // [MQTT-4.3.3-12]
 		atomic.AddInt64(&s.Info.Inflight, -1)
-		s.hooks.OnQosComplete(cl, pk)
+		s.hooks.OnQosComplete(cl, *pk)
 	}
 
 	return nil
 }
 
 // processPubcomp processes a Pubcomp packet, denoting completion of a QOS 2 packet sent from the server.
-func (s *Server) processPubcomp(cl *Client, pk packets.Packet) error {
+func (s *Server) processPubcomp(cl *Client, pk *packets.Packet) error {
 	// regardless of whether the pubcomp is a success or failure, we end the qos flow, delete inflight, and restore the quotas.
 	cl.State.Inflight.IncreaseReceiveQuota() // +1 RECV QUOTA
 	cl.State.Inflight.IncreaseSendQuota()    // +1 SENT QUOTA
@@ -2027,7 +2034,7 @@ func (s *Server) processPubcomp(cl *Client, pk packets.Packet) error {
 	if ok := cl.State.Inflight.Delete(pk.PacketID); ok {
 		cl.acknowledged()
 		atomic.AddInt64(&s.Info.Inflight, -1)
-		s.hooks.OnQosComplete(cl, pk)
+		s.hooks.OnQosComplete(cl, *pk)
 		s.acks.signal()
 	}
 
@@ -2035,13 +2042,13 @@ func (s *Server) processPubcomp(cl *Client, pk packets.Packet) error {
 }
 
 // processSubscribe processes a Subscribe packet.
-func (s *Server) processSubscribe(cl *Client, pk packets.Packet) error {
+func (s *Server) processSubscribe(cl *Client, pk *packets.Packet) error {
 	// dss: the packet id is not checked against the server's messages in
 	// flight: the client's packet ids and the server's are independent
 	// [MQTT-2.2.1], and SUBACK 0x91 refused a resubscription whose id the
 	// server happened to use for a queued message (0x91 is not even a
 	// SUBACK code of MQTT 3.1.1 [MQTT-3.9.3-2]).
-	pk = s.hooks.OnSubscribe(cl, pk)
+	*pk = s.hooks.OnSubscribe(cl, *pk)
 	if pk.Properties.SubscriptionIdentifier != nil && s.Options.Capabilities.SubIDAvailable == 0 {
 		return packets.ErrSubscriptionIdentifiersNotSupported // DISCONNECT 0xA1 (3.2.2.3.12)
 	}
@@ -2109,7 +2116,7 @@ func (s *Server) processSubscribe(cl *Client, pk packets.Packet) error {
 	// published, and was sent twice when the retained messages were read
 	// later (FORK.md 67).
 	mark := s.Topics.retainedMark()
-	s.hooks.OnSubscribed(cl, pk, reasonCodes)
+	s.hooks.OnSubscribed(cl, *pk, reasonCodes)
 	err := cl.WritePacket(ack)
 	if err != nil {
 		return err
@@ -2157,10 +2164,10 @@ func (s *Server) unavailableSubscription(filter string) (code packets.Code, ok b
 }
 
 // processUnsubscribe processes an unsubscribe packet.
-func (s *Server) processUnsubscribe(cl *Client, pk packets.Packet) error {
+func (s *Server) processUnsubscribe(cl *Client, pk *packets.Packet) error {
 	// dss: nor is the packet id of an UNSUBSCRIBE checked against the
 	// server's messages in flight [MQTT-2.2.1] (see processSubscribe).
-	pk = s.hooks.OnUnsubscribe(cl, pk)
+	*pk = s.hooks.OnUnsubscribe(cl, *pk)
 	reasonCodes := make([]byte, len(pk.Filters))
 	for i, sub := range pk.Filters { // [MQTT-3.10.4-6] [MQTT-3.11.3-1]
 		if !cl.Net.Inline && s.Options.topicBeyondLimits(sub.Filter) {
@@ -2191,7 +2198,7 @@ func (s *Server) processUnsubscribe(cl *Client, pk packets.Packet) error {
 		},
 	}
 
-	s.hooks.OnUnsubscribed(cl, pk)
+	s.hooks.OnUnsubscribed(cl, *pk)
 	return cl.WritePacket(ack)
 }
 
@@ -2223,7 +2230,7 @@ func (s *Server) UnsubscribeClient(cl *Client) {
 // dss: not inlined into processPacket, whose frame it would grow.
 //
 //go:noinline
-func (s *Server) processAuth(cl *Client, pk packets.Packet) error {
+func (s *Server) processAuth(cl *Client, pk *packets.Packet) error {
 	// dss: an AUTH from a client that named no Authentication Method in
 	// its CONNECT is a Protocol Error [MQTT-4.12.0-7]; upstream answered
 	// nothing. A CONNECT that names one is refused (validateConnect), so
@@ -2231,7 +2238,7 @@ func (s *Server) processAuth(cl *Client, pk packets.Packet) error {
 	if cl.Properties.Props.AuthenticationMethod == "" {
 		return packets.ErrProtocolViolationUnexpectedAuth
 	}
-	_, err := s.hooks.OnAuthPacket(cl, pk)
+	_, err := s.hooks.OnAuthPacket(cl, *pk)
 	if err != nil {
 		return err
 	}
@@ -2240,7 +2247,7 @@ func (s *Server) processAuth(cl *Client, pk packets.Packet) error {
 }
 
 // processDisconnect processes a Disconnect packet.
-func (s *Server) processDisconnect(cl *Client, pk packets.Packet) error {
+func (s *Server) processDisconnect(cl *Client, pk *packets.Packet) error {
 	if pk.Properties.SessionExpiryIntervalFlag {
 		if pk.Properties.SessionExpiryInterval > 0 && cl.Properties.Props.SessionExpiryInterval == 0 {
 			return packets.ErrProtocolViolationZeroNonZeroExpiry

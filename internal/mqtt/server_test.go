@@ -274,7 +274,8 @@ func TestServerReadConnectionPacket(t *testing.T) {
 
 	o := make(chan packets.Packet)
 	go func() {
-		pk, err := s.readConnectionPacket(cl)
+		var pk packets.Packet
+		err := s.readConnectionPacket(cl, &pk)
 		require.NoError(t, err)
 		o <- pk
 	}()
@@ -296,7 +297,7 @@ func TestServerReadConnectionPacketBadFixedHeader(t *testing.T) {
 
 	o := make(chan error)
 	go func() {
-		_, err := s.readConnectionPacket(cl)
+		err := s.readConnectionPacket(cl, new(packets.Packet))
 		o <- err
 	}()
 
@@ -322,7 +323,7 @@ func TestServerReadConnectionPacketBadPacketType(t *testing.T) {
 		_ = r.Close()
 	}()
 
-	_, err := s.readConnectionPacket(cl)
+	err := s.readConnectionPacket(cl, new(packets.Packet))
 	require.Error(t, err)
 	require.Equal(t, packets.ErrProtocolViolationRequireFirstConnect, err)
 }
@@ -339,7 +340,7 @@ func TestServerReadConnectionPacketBadPacket(t *testing.T) {
 		_ = r.Close()
 	}()
 
-	_, err := s.readConnectionPacket(cl)
+	err := s.readConnectionPacket(cl, new(packets.Packet))
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrMalformedProtocolName)
 }
@@ -1161,7 +1162,7 @@ func TestServerUnsubscribeClient(t *testing.T) {
 func TestServerProcessPacketFailure(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
-	err := s.processPacket(cl, packets.Packet{})
+	err := s.processPacket(cl, &packets.Packet{})
 	require.Error(t, err)
 }
 
@@ -1169,7 +1170,7 @@ func TestServerProcessPacketConnect(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
 
-	err := s.processPacket(cl, *packettest.TPacketData[packets.Connect].Get(packettest.TConnectClean).Packet)
+	err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Connect].Get(packettest.TConnectClean).Packet))
 	require.Error(t, err)
 }
 
@@ -1178,7 +1179,7 @@ func TestServerProcessPacketPingreq(t *testing.T) {
 	cl, r, w := newTestClient()
 
 	go func() {
-		err := s.processPacket(cl, *packettest.TPacketData[packets.Pingreq].Get(packettest.TPingreq).Packet)
+		err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Pingreq].Get(packettest.TPingreq).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -1193,7 +1194,7 @@ func TestServerProcessPacketPingreqError(t *testing.T) {
 	cl, _, _ := newTestClient()
 	cl.Stop(packets.CodeDisconnect)
 
-	err := s.processPacket(cl, *packettest.TPacketData[packets.Pingreq].Get(packettest.TPingreq).Packet)
+	err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Pingreq].Get(packettest.TPingreq).Packet))
 	require.Error(t, err)
 	require.ErrorIs(t, cl.StopCause(), packets.CodeDisconnect)
 }
@@ -1202,7 +1203,7 @@ func TestServerProcessPacketPublishInvalid(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
 
-	err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishInvalidQosMustPacketID).Packet)
+	err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishInvalidQosMustPacketID).Packet))
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrProtocolViolationNoPacketID)
 }
@@ -1329,7 +1330,7 @@ func TestServerProcessPacketPublishAndReceive(t *testing.T) {
 	}()
 
 	go func() {
-		err := s.processPacket(sender, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet)
+		err := s.processPacket(sender, packetCopy(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet))
 		require.NoError(t, err)
 		waitWritten(receiver)
 		_ = w1.Close()
@@ -1396,7 +1397,7 @@ func TestServerProcessPacketAndNextImmediate(t *testing.T) {
 	require.Equal(t, int32(5), cl.State.Inflight.sendQuota)
 
 	go func() {
-		err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet)
+		err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet))
 		require.NoError(t, err)
 		waitWritten(cl) // dss: released through the write loop
 		_ = w.Close()
@@ -1415,7 +1416,7 @@ func TestServerProcessPacketAndNextImmediate(t *testing.T) {
 	require.GreaterOrEqual(t, released.Expiry, int64(0))
 	_, ok = cl.State.Inflight.NextImmediate()
 	require.False(t, ok)
-	require.NoError(t, s.processPuback(cl, packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback}, PacketID: next.PacketID}))
+	require.NoError(t, s.processPuback(cl, &packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback}, PacketID: next.PacketID}))
 	require.Equal(t, int32(5), cl.State.Inflight.sendQuota)
 	require.Equal(t, int64(0), atomic.LoadInt64(&s.Info.Inflight))
 }
@@ -1429,7 +1430,7 @@ func TestServerProcessPublishAckFailure(t *testing.T) {
 	s.Clients.Add(cl)
 
 	_ = w.Close()
-	err := s.processPublish(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos2).Packet)
+	err := s.processPublish(cl, packetCopy(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos2).Packet))
 	require.Error(t, err)
 	require.ErrorIs(t, err, io.ErrClosedPipe)
 }
@@ -1447,7 +1448,7 @@ func TestServerProcessPublishOnPublishAckErrorRWError(t *testing.T) {
 	s.Clients.Add(cl)
 	_ = w.Close()
 
-	err = s.processPublish(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
+	err = s.processPublish(cl, packetCopy(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet))
 	require.Error(t, err)
 	require.ErrorIs(t, err, io.ErrClosedPipe)
 }
@@ -1467,7 +1468,7 @@ func TestServerProcessPublishOnPublishAckErrorContinue(t *testing.T) {
 	s.Clients.Add(cl)
 
 	go func() {
-		err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
+		err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -1505,7 +1506,7 @@ func TestServerProcessPublishOnPublishPkIgnore(t *testing.T) {
 	}()
 
 	go func() {
-		err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
+		err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 		_ = w2.Close()
@@ -1529,7 +1530,7 @@ func TestServerProcessPacketPublishMaximumReceive(t *testing.T) {
 	s.Clients.Add(cl)
 
 	go func() {
-		err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
+		err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet))
 		require.Error(t, err)
 		require.ErrorIs(t, err, packets.ErrReceiveMaximum)
 		_ = w.Close()
@@ -1545,7 +1546,7 @@ func TestServerProcessPublishInvalidTopic(t *testing.T) {
 	_ = s.Serve()
 	defer s.Close()
 	cl, _, _ := newTestClient()
-	err := s.processPublish(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishSpecDenySysTopic).Packet)
+	err := s.processPublish(cl, packetCopy(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishSpecDenySysTopic).Packet))
 	require.NoError(t, err) // $SYS Topics should be ignored?
 }
 
@@ -1627,7 +1628,7 @@ func TestServerProcessPublishACLCheckDeny(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				err := s.processPublish(cl, tx.pk)
+				err := s.processPublish(cl, packetCopy(tx.pk))
 				require.ErrorIs(t, err, tx.expectErr)
 				_ = w.Close()
 			}()
@@ -1660,7 +1661,7 @@ func TestServerProcessPublishOnMessageRecvRejected(t *testing.T) {
 	_ = s.Serve()
 	defer s.Close()
 	cl, _, _ := newTestClient()
-	err = s.processPublish(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet)
+	err = s.processPublish(cl, packetCopy(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet))
 	require.NoError(t, err) // packets rejected silently
 }
 
@@ -1669,7 +1670,7 @@ func TestServerProcessPacketPublishQos0(t *testing.T) {
 	cl, r, w := newTestClient()
 
 	go func() {
-		err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet)
+		err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -1695,7 +1696,7 @@ func TestServerProcessPacketPublishQos1IDOfAServerMessage(t *testing.T) {
 	atomic.StoreInt64(&s.Info.Inflight, 1)
 
 	go func() {
-		err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
+		err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -1715,7 +1716,7 @@ func TestServerProcessPacketPublishQos2PacketIDInUse(t *testing.T) {
 	atomic.StoreInt64(&s.Info.Inflight, 1)
 
 	go func() {
-		err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos2Mqtt5).Packet)
+		err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos2Mqtt5).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -1739,7 +1740,7 @@ func TestServerProcessPacketPublishQos1(t *testing.T) {
 	cl, r, w := newTestClient()
 
 	go func() {
-		err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
+		err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -1754,7 +1755,7 @@ func TestServerProcessPacketPublishQos2(t *testing.T) {
 	cl, r, w := newTestClient()
 
 	go func() {
-		err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos2).Packet)
+		err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos2).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -1770,7 +1771,7 @@ func TestServerProcessPacketPublishDowngradeQos(t *testing.T) {
 	cl, r, w := newTestClient()
 
 	go func() {
-		err := s.processPacket(cl, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos2).Packet)
+		err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos2).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -2172,7 +2173,7 @@ func TestPublishToClientExceedMaximumInflight(t *testing.T) {
 	require.Zero(t, atomic.LoadInt64(&s.Info.InflightDropped))
 
 	// An acknowledgement sends it.
-	require.NoError(t, s.processPacket(cl, packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback}, PacketID: 1}))
+	require.NoError(t, s.processPacket(cl, &packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback}, PacketID: 1}))
 	require.False(t, cl.State.Inflight.HasParked())
 }
 
@@ -2228,7 +2229,7 @@ func TestProcessPublishWithTopicAlias(t *testing.T) {
 		pkx.Properties.SubscriptionIdentifier = []int{} // must not contain from client to server
 		pkx.TopicName = ""
 		pkx.Properties.TopicAlias = 1
-		_ = s.processPacket(cl2, pkx)
+		_ = s.processPacket(cl2, packetCopy(pkx))
 		waitWritten(cl, cl2)
 		_ = w2.Close()
 		_ = w.Close()
@@ -2357,7 +2358,7 @@ func TestNoRetainMessageIfUnavailable(t *testing.T) {
 	cl, _, _ := newTestClient()
 	s.Clients.Add(cl)
 
-	s.retainMessage(new(Client), *packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet)
+	s.retainMessage(new(Client), packetCopy(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet))
 	require.Equal(t, int64(0), int64(s.Topics.RetainedCount()))
 }
 
@@ -2368,7 +2369,7 @@ func TestNoRetainMessageIfPkIgnore(t *testing.T) {
 
 	pk := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet
 	pk.Ignore = true
-	s.retainMessage(new(Client), pk)
+	s.retainMessage(new(Client), packetCopy(pk))
 	require.Equal(t, int64(0), int64(s.Topics.RetainedCount()))
 }
 
@@ -2377,7 +2378,7 @@ func TestNoRetainMessage(t *testing.T) {
 	cl, _, _ := newTestClient()
 	s.Clients.Add(cl)
 
-	s.retainMessage(new(Client), *packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet)
+	s.retainMessage(new(Client), packetCopy(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishRetain).Packet))
 	require.Equal(t, int64(1), int64(s.Topics.RetainedCount()))
 }
 
@@ -2404,7 +2405,7 @@ func TestServerProcessPacketPuback(t *testing.T) {
 			cl.State.Inflight.Set(&packets.Packet{PacketID: pID})
 			atomic.AddInt64(&s.Info.Inflight, 1)
 
-			err := s.processPacket(cl, *tx.in.Packet)
+			err := s.processPacket(cl, packetCopy(*tx.in.Packet))
 			require.NoError(t, err)
 
 			require.Equal(t, int32(4), atomic.LoadInt32(&cl.State.Inflight.sendQuota))
@@ -2424,7 +2425,7 @@ func TestServerProcessPacketPubackNoPacketID(t *testing.T) {
 	cl.State.Inflight.receiveQuota = 3
 
 	pk := *packettest.TPacketData[packets.Puback].Get(packettest.TPuback).Packet
-	err := s.processPacket(cl, pk)
+	err := s.processPacket(cl, packetCopy(pk))
 	require.NoError(t, err)
 
 	require.Equal(t, int32(3), atomic.LoadInt32(&cl.State.Inflight.sendQuota))
@@ -2448,7 +2449,7 @@ func TestServerProcessPacketPubrec(t *testing.T) {
 		recv <- buf
 	}()
 
-	err := s.processPacket(cl, *packettest.TPacketData[packets.Pubrec].Get(packettest.TPubrec).Packet)
+	err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Pubrec].Get(packettest.TPubrec).Packet))
 	require.NoError(t, err)
 	_ = w.Close()
 
@@ -2476,7 +2477,7 @@ func TestServerProcessPacketPubrecNoPacketID(t *testing.T) {
 	}()
 
 	pk := *packettest.TPacketData[packets.Pubrec].Get(packettest.TPubrec).Packet // not sending properties
-	err := s.processPacket(cl, pk)
+	err := s.processPacket(cl, packetCopy(pk))
 	require.NoError(t, err)
 	_ = w.Close()
 
@@ -2491,7 +2492,7 @@ func TestServerProcessPacketPubrecInvalidReason(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
 	cl.State.Inflight.Set(&packets.Packet{PacketID: pID})
-	err := s.processPacket(cl, *packettest.TPacketData[packets.Pubrec].Get(packettest.TPubrecInvalidReason).Packet)
+	err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Pubrec].Get(packettest.TPubrecInvalidReason).Packet))
 	require.NoError(t, err)
 	require.Equal(t, int64(-1), atomic.LoadInt64(&s.Info.Inflight))
 	_, ok := cl.State.Inflight.Get(pID)
@@ -2504,7 +2505,7 @@ func TestServerProcessPacketPubrecFailure(t *testing.T) {
 	cl, _, _ := newTestClient()
 	cl.State.Inflight.Set(&packets.Packet{PacketID: pID})
 	cl.Stop(packets.CodeDisconnect)
-	err := s.processPacket(cl, *packettest.TPacketData[packets.Pubrec].Get(packettest.TPubrec).Packet)
+	err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Pubrec].Get(packettest.TPubrec).Packet))
 	require.Error(t, err)
 	require.ErrorIs(t, cl.StopCause(), packets.CodeDisconnect)
 }
@@ -2526,7 +2527,7 @@ func TestServerProcessPacketPubrel(t *testing.T) {
 		recv <- buf
 	}()
 
-	err := s.processPacket(cl, *packettest.TPacketData[packets.Pubrel].Get(packettest.TPubrel).Packet)
+	err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Pubrel].Get(packettest.TPubrel).Packet))
 	require.NoError(t, err)
 	_ = w.Close()
 
@@ -2555,7 +2556,7 @@ func TestServerProcessPacketPubrelNoPacketID(t *testing.T) {
 	}()
 
 	pk := *packettest.TPacketData[packets.Pubrel].Get(packettest.TPubrel).Packet // not sending properties
-	err := s.processPacket(cl, pk)
+	err := s.processPacket(cl, packetCopy(pk))
 	require.NoError(t, err)
 	_ = w.Close()
 
@@ -2571,7 +2572,7 @@ func TestServerProcessPacketPubrelFailure(t *testing.T) {
 	cl, _, _ := newTestClient()
 	cl.State.Inflight.Set(&packets.Packet{PacketID: pID, FixedHeader: packets.FixedHeader{Type: packets.Pubrec}})
 	cl.Stop(packets.CodeDisconnect)
-	err := s.processPacket(cl, *packettest.TPacketData[packets.Pubrel].Get(packettest.TPubrel).Packet)
+	err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Pubrel].Get(packettest.TPubrel).Packet))
 	require.Error(t, err)
 	require.ErrorIs(t, cl.StopCause(), packets.CodeDisconnect)
 }
@@ -2581,7 +2582,7 @@ func TestServerProcessPacketPubrelBadReason(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
 	cl.State.Inflight.Set(&packets.Packet{PacketID: pID, FixedHeader: packets.FixedHeader{Type: packets.Pubrec}})
-	err := s.processPacket(cl, *packettest.TPacketData[packets.Pubrel].Get(packettest.TPubrelInvalidReason).Packet)
+	err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Pubrel].Get(packettest.TPubrelInvalidReason).Packet))
 	require.NoError(t, err)
 	require.Equal(t, int64(-1), atomic.LoadInt64(&s.Info.Inflight))
 	_, ok := cl.State.Inflight.GetInbound(pID)
@@ -2612,7 +2613,7 @@ func TestServerProcessPacketPubcomp(t *testing.T) {
 			cl.State.Inflight.Set(&packets.Packet{PacketID: pID})
 			atomic.AddInt64(&s.Info.Inflight, 1)
 
-			err := s.processPacket(cl, *tx.in.Packet)
+			err := s.processPacket(cl, packetCopy(*tx.in.Packet))
 			require.NoError(t, err)
 			require.Equal(t, int64(0), atomic.LoadInt64(&s.Info.Inflight))
 
@@ -2667,7 +2668,7 @@ func TestServerProcessInboundQos2Flow(t *testing.T) {
 				recv <- buf
 			}()
 
-			err := s.processPacket(cl, *tx.in.Packet)
+			err := s.processPacket(cl, packetCopy(*tx.in.Packet))
 			require.NoError(t, err)
 			_ = w.Close()
 
@@ -2745,7 +2746,7 @@ func TestServerProcessOutboundQos2Flow(t *testing.T) {
 			if i == 0 {
 				s.publishToSubscribers(*tx.in.Packet)
 			} else {
-				err := s.processPacket(cl, *tx.in.Packet)
+				err := s.processPacket(cl, packetCopy(*tx.in.Packet))
 				require.NoError(t, err)
 			}
 
@@ -2771,7 +2772,7 @@ func TestServerProcessPacketSubscribe(t *testing.T) {
 	cl, r, w := newTestClient()
 	cl.Properties.ProtocolVersion = 5
 	go func() {
-		err := s.processPacket(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeMqtt5).Packet)
+		err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeMqtt5).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -2801,7 +2802,7 @@ func TestServerProcessPacketSubscribeIDOfAServerMessage(t *testing.T) {
 			pkx.Properties = packets.Properties{}
 			pkx.PacketID = 15
 			go func() {
-				err := s.processPacket(cl, pkx)
+				err := s.processPacket(cl, packetCopy(pkx))
 				require.NoError(t, err)
 				_ = w.Close()
 			}()
@@ -2825,7 +2826,7 @@ func TestServerProcessPacketSubscribeInvalid(t *testing.T) {
 	cl, _, _ := newTestClient()
 	cl.Properties.ProtocolVersion = 5
 
-	err := s.processPacket(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeSpecQosMustPacketID).Packet)
+	err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeSpecQosMustPacketID).Packet))
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrProtocolViolationNoPacketID)
 }
@@ -2836,7 +2837,7 @@ func TestServerProcessPacketSubscribeInvalidFilter(t *testing.T) {
 	cl.Properties.ProtocolVersion = 5
 
 	go func() {
-		err := s.processPacket(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeInvalidFilter).Packet)
+		err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeInvalidFilter).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -2856,7 +2857,7 @@ func TestServerProcessPacketSubscribeInvalidSharedNoLocal(t *testing.T) {
 	cl, _, _ := newTestClient()
 	cl.Properties.ProtocolVersion = 5
 
-	err := s.processPacket(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeInvalidSharedNoLocal).Packet)
+	err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeInvalidSharedNoLocal).Packet))
 	require.ErrorIs(t, err, packets.ErrProtocolViolationInvalidSharedNoLocal)
 	require.Empty(t, cl.State.Subscriptions.GetAll())
 }
@@ -2869,7 +2870,7 @@ func TestServerProcessSubscribeWithRetain(t *testing.T) {
 	require.Equal(t, int64(1), retained)
 
 	go func() {
-		err := s.processPacket(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribe).Packet)
+		err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribe).Packet))
 		require.NoError(t, err)
 
 		waitWritten(cl)
@@ -2890,7 +2891,7 @@ func TestServerProcessSubscribeDowngradeQos(t *testing.T) {
 	cl, r, w := newTestClient()
 
 	go func() {
-		err := s.processPacket(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeMany).Packet)
+		err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeMany).Packet))
 		require.NoError(t, err)
 
 		waitWritten(cl)
@@ -2912,7 +2913,7 @@ func TestServerProcessSubscribeWithRetainHandling1(t *testing.T) {
 	require.Equal(t, int64(1), retained)
 
 	go func() {
-		err := s.processPacket(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeRetainHandling1).Packet)
+		err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeRetainHandling1).Packet))
 		require.NoError(t, err)
 
 		waitWritten(cl)
@@ -2933,7 +2934,7 @@ func TestServerProcessSubscribeWithRetainHandling2(t *testing.T) {
 	require.Equal(t, int64(1), retained)
 
 	go func() {
-		err := s.processPacket(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeRetainHandling2).Packet)
+		err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeRetainHandling2).Packet))
 		require.NoError(t, err)
 
 		waitWritten(cl)
@@ -2954,7 +2955,7 @@ func TestServerProcessSubscribeWithNotRetainAsPublished(t *testing.T) {
 	require.Equal(t, int64(1), retained)
 
 	go func() {
-		err := s.processPacket(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeRetainAsPublished).Packet)
+		err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeRetainAsPublished).Packet))
 		require.NoError(t, err)
 
 		waitWritten(cl)
@@ -2973,7 +2974,7 @@ func TestServerProcessSubscribeNoConnection(t *testing.T) {
 	s := newServer()
 	cl, r, _ := newTestClient()
 	_ = r.Close()
-	err := s.processSubscribe(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribe).Packet)
+	err := s.processSubscribe(cl, packetCopy(*packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribe).Packet))
 	require.Error(t, err)
 	require.ErrorIs(t, err, io.ErrClosedPipe)
 }
@@ -2988,7 +2989,7 @@ func TestServerProcessSubscribeACLCheckDeny(t *testing.T) {
 	cl.Properties.ProtocolVersion = 5
 
 	go func() {
-		err := s.processSubscribe(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribe).Packet)
+		err := s.processSubscribe(cl, packetCopy(*packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribe).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -3009,7 +3010,7 @@ func TestServerProcessSubscribeACLCheckDenyObscure(t *testing.T) {
 	cl.Properties.ProtocolVersion = 5
 
 	go func() {
-		err := s.processSubscribe(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribe).Packet)
+		err := s.processSubscribe(cl, packetCopy(*packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribe).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -3026,7 +3027,7 @@ func TestServerProcessSubscribeErrorDowngrade(t *testing.T) {
 	cl.State.packetID = 1 // just to match the same packet id (7) in the fixtures
 
 	go func() {
-		err := s.processPacket(cl, *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeInvalidSharedNoLocal).Packet)
+		err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribeInvalidSharedNoLocal).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -3042,7 +3043,7 @@ func TestServerProcessPacketUnsubscribe(t *testing.T) {
 	cl.Properties.ProtocolVersion = 5
 	s.Topics.Subscribe(cl.ID, packets.Subscription{Filter: "a/b", Qos: 0})
 	go func() {
-		err := s.processPacket(cl, *packettest.TPacketData[packets.Unsubscribe].Get(packettest.TUnsubscribeMqtt5).Packet)
+		err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Unsubscribe].Get(packettest.TUnsubscribeMqtt5).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -3064,7 +3065,7 @@ func TestServerProcessPacketUnsubscribeIDOfAServerMessage(t *testing.T) {
 	pkx := *packettest.TPacketData[packets.Unsubscribe].Get(packettest.TUnsubscribeMqtt5).Packet
 	pkx.PacketID = 15
 	go func() {
-		err := s.processPacket(cl, pkx)
+		err := s.processPacket(cl, packetCopy(pkx))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -3083,7 +3084,7 @@ func TestServerProcessPacketUnsubscribeIDOfAServerMessage(t *testing.T) {
 func TestServerProcessPacketUnsubscribeInvalid(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
-	err := s.processPacket(cl, *packettest.TPacketData[packets.Unsubscribe].Get(packettest.TUnsubscribeSpecQosMustPacketID).Packet)
+	err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Unsubscribe].Get(packettest.TUnsubscribeSpecQosMustPacketID).Packet))
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrProtocolViolationNoPacketID)
 }
@@ -3091,7 +3092,7 @@ func TestServerProcessPacketUnsubscribeInvalid(t *testing.T) {
 func TestServerReceivePacketError(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
-	err := s.receivePacket(cl, *packettest.TPacketData[packets.Unsubscribe].Get(packettest.TUnsubscribeSpecQosMustPacketID).Packet)
+	err := s.receivePacket(cl, packetCopy(*packettest.TPacketData[packets.Unsubscribe].Get(packettest.TUnsubscribeSpecQosMustPacketID).Packet))
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrProtocolViolationNoPacketID)
 }
@@ -3104,7 +3105,7 @@ func TestServerRecievePacketDisconnectClientZeroNonZero(t *testing.T) {
 	cl.Properties.Props.RequestProblemInfo = 0
 	cl.Properties.Props.RequestProblemInfoFlag = true
 	go func() {
-		err := s.receivePacket(cl, *packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnectMqtt5).Packet)
+		err := s.receivePacket(cl, packetCopy(*packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnectMqtt5).Packet))
 		require.Error(t, err)
 		require.ErrorIs(t, err, packets.ErrProtocolViolationZeroNonZeroExpiry)
 		_ = w.Close()
@@ -3139,7 +3140,7 @@ func TestServerProcessPacketDisconnect(t *testing.T) {
 	s.loop.willDelayed.Add(cl.ID, packets.Packet{TopicName: "a/b/c", Payload: []byte("hello")}, cl)
 	require.Equal(t, 1, s.loop.willDelayed.Len())
 
-	err := s.processPacket(cl, *packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnectMqtt5).Packet)
+	err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnectMqtt5).Packet))
 	require.NoError(t, err)
 
 	require.Equal(t, 0, s.loop.willDelayed.Len())
@@ -3155,7 +3156,7 @@ func TestServerProcessPacketDisconnectNonZeroExpiryViolation(t *testing.T) {
 	cl.Properties.Props.RequestProblemInfo = 0
 	cl.Properties.Props.RequestProblemInfoFlag = true
 
-	err := s.processPacket(cl, *packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnectMqtt5).Packet)
+	err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnectMqtt5).Packet))
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrProtocolViolationZeroNonZeroExpiry)
 }
@@ -3169,7 +3170,7 @@ func TestServerProcessPacketDisconnectDisconnectWithWillMessage(t *testing.T) {
 	s.loop.willDelayed.Add(cl.ID, packets.Packet{TopicName: "a/b/c", Payload: []byte("hello")}, cl)
 	require.Equal(t, 1, s.loop.willDelayed.Len())
 
-	err := s.processPacket(cl, *packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnectMqtt5DisconnectWithWillMessage).Packet)
+	err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnectMqtt5DisconnectWithWillMessage).Packet))
 	require.Error(t, err)
 
 	require.Equal(t, 1, s.loop.willDelayed.Len())
@@ -3181,7 +3182,7 @@ func TestServerProcessPacketDisconnectDisconnectWithWillMessage(t *testing.T) {
 func TestServerProcessPacketAuthWithoutMethod(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
-	err := s.processPacket(cl, *packettest.TPacketData[packets.Auth].Get(packettest.TAuth).Packet)
+	err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Auth].Get(packettest.TAuth).Packet))
 	require.ErrorIs(t, err, packets.ErrProtocolViolationUnexpectedAuth)
 }
 
@@ -3191,7 +3192,7 @@ func TestServerProcessPacketAuth(t *testing.T) {
 	cl.Properties.Props.AuthenticationMethod = "SCRAM-SHA-1"
 
 	go func() {
-		err := s.processPacket(cl, *packettest.TPacketData[packets.Auth].Get(packettest.TAuth).Packet)
+		err := s.processPacket(cl, packetCopy(*packettest.TPacketData[packets.Auth].Get(packettest.TAuth).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -3206,7 +3207,7 @@ func TestServerProcessPacketAuthInvalidReason(t *testing.T) {
 	cl, _, _ := newTestClient()
 	pkx := *packettest.TPacketData[packets.Auth].Get(packettest.TAuth).Packet
 	pkx.ReasonCode = 99
-	err := s.processPacket(cl, pkx)
+	err := s.processPacket(cl, packetCopy(pkx))
 	require.Error(t, err)
 	require.ErrorIs(t, packets.ErrProtocolViolationInvalidReason, err)
 }
@@ -3221,7 +3222,7 @@ func TestServerProcessPacketAuthFailure(t *testing.T) {
 	err := s.AddHook(hook, nil)
 	require.NoError(t, err)
 
-	err = s.processAuth(cl, *packettest.TPacketData[packets.Auth].Get(packettest.TAuth).Packet)
+	err = s.processAuth(cl, packetCopy(*packettest.TPacketData[packets.Auth].Get(packettest.TAuth).Packet))
 	require.Error(t, err)
 	require.ErrorIs(t, errTestHook, err)
 }
@@ -3851,4 +3852,11 @@ func TestMinimum(t *testing.T) {
 	require.EqualValues(t, -1, minimum(-1, 0)) // negative values are not used, but included here for completeness
 	require.EqualValues(t, -1, minimum(-1, 20))
 	require.EqualValues(t, -2, minimum(-1, -2))
+}
+
+// packetCopy returns a pointer to a copy of pk, for the functions that
+// handle a packet read, which change it in place: the fixtures they are
+// given stay as they are.
+func packetCopy(pk packets.Packet) *packets.Packet {
+	return &pk
 }

@@ -146,7 +146,7 @@ func (s *Server) sendLWT(cl *Client) {
 	}
 
 	if pk.FixedHeader.Retain {
-		s.retainMessage(cl, pk)
+		s.retainMessage(cl, &pk)
 	}
 
 	s.publishToSubscribers(pk)                      // [MQTT-3.1.2-8]
@@ -163,7 +163,7 @@ func (s *Server) sendDelayedLWT(dt int64) {
 			continue // dss: no longer granted
 		}
 		if pk.FixedHeader.Retain {
-			s.retainMessage(cl, pk)
+			s.retainMessage(cl, &pk)
 		}
 		s.publishToSubscribers(pk) // [MQTT-3.1.2-8]
 		s.hooks.OnWillSent(cl, pk)
