@@ -759,8 +759,6 @@ func (s *Server) receivePacket(cl *Client, pk *packets.Packet) error {
 // packetFailed ends the processing of a packet that failed with err: a
 // failure code is sent to an MQTT 5 client as a DISCONNECT. It returns
 // err.
-//
-//go:noinline
 func (s *Server) packetFailed(cl *Client, pk *packets.Packet, err error) error {
 	if code, ok := err.(packets.Code); ok &&
 		cl.Properties.ProtocolVersion == 5 &&
@@ -777,11 +775,6 @@ func (s *Server) packetFailed(cl *Client, pk *packets.Packet, err error) error {
 }
 
 // logPacketError logs a packet that could not be processed.
-//
-// dss: a function of its own, so that the packet copy the log line takes
-// is not in the frame of every packet received.
-//
-//go:noinline
 func (s *Server) logPacketError(cl *Client, pk *packets.Packet, err error) {
 	// dss: the packet was logged whole (its payload, a CONNECT's
 	// password); now one line with its type and sizes, rate limited.
@@ -1039,12 +1032,6 @@ func (s *Server) processPacket(cl *Client, pk *packets.Packet) error {
 }
 
 // sendParked sends the next packet parked for lack of send quota, if any.
-//
-// dss: a function of its own, so that its packet temporaries (800 bytes
-// each) are not in the frame of processPacket, which every packet read
-// passes through: large frames grew every connection's stack.
-//
-//go:noinline
 func (s *Server) sendParked(cl *Client) {
 	if !cl.State.Inflight.HasParked() {
 		return
@@ -1098,7 +1085,8 @@ func (s *Server) processConnect(cl *Client, _ *packets.Packet) error {
 
 // processPingreq processes a Pingreq packet.
 //
-// dss: not inlined into processPacket, whose frame its packet would grow.
+// dss: not inlined into processPacket: the PINGRESP it writes (800
+// bytes) would be in the frame of every packet processed.
 //
 //go:noinline
 func (s *Server) processPingreq(cl *Client, _ *packets.Packet) error {
@@ -1377,8 +1365,6 @@ func (s *Server) publishOutcome(cl *Client, pk *packets.Packet, err error) error
 }
 
 // publishDenied answers a publish the ACL denies.
-//
-//go:noinline
 func (s *Server) publishDenied(cl *Client, pk *packets.Packet) error {
 	return s.refusePublishWith(cl, pk, packets.ErrNotAuthorized)
 }
@@ -1387,8 +1373,6 @@ func (s *Server) publishDenied(cl *Client, pk *packets.Packet) error {
 // dropped, a QoS 1 or 2 publish of an MQTT 5 client acknowledged with
 // code, and an MQTT 3.1.1 client, which acknowledgements cannot tell,
 // disconnected.
-//
-//go:noinline
 func (s *Server) refusePublishWith(cl *Client, pk *packets.Packet, code packets.Code) error {
 	if pk.FixedHeader.Qos == 0 {
 		return nil
@@ -1407,12 +1391,6 @@ func (s *Server) refusePublishWith(cl *Client, pk *packets.Packet, code packets.
 
 // refusePublish acknowledges a publish with an acknowledgement of type
 // ackType and a failure code.
-//
-// dss: this and publishIDInFlight are functions of their own so that
-// their packet temporaries (800 bytes each) are not in the frame of every
-// publish, which grew every connection's stack.
-//
-//go:noinline
 func (s *Server) refusePublish(cl *Client, pk *packets.Packet, ackType byte, code packets.Code) error {
 	return cl.WritePacket(s.buildAck(pk.PacketID, ackType, 0, pk.Properties, code))
 }
@@ -1427,8 +1405,6 @@ func (s *Server) refusePublish(cl *Client, pk *packets.Packet, ackType byte, cod
 // messages in flight have ids of their own [MQTT-2.2.1]. And a QoS 2
 // publish sent again got PUBREC 0x91, which tells the client the message
 // was not accepted when it was.
-//
-//go:noinline
 func (s *Server) publishIDInFlight(cl *Client, pk *packets.Packet) (bool, error) {
 	pki, ok := cl.State.Inflight.GetInbound(pk.PacketID)
 	if !ok {
@@ -1537,8 +1513,6 @@ func (s *Server) retainMessage(cl *Client, pk *packets.Packet) bool {
 }
 
 // retainedRefused counts and logs a retained message the bounds refused.
-//
-//go:noinline
 func (s *Server) retainedRefused(cl *Client, pk *packets.Packet) {
 	s.Faults.RefusedRetained.Add(1)
 	if s.faultLog.Allow() {
@@ -1671,8 +1645,6 @@ func (s *Server) WriteDelivery(cl *Client, out, ack *packets.Packet, wait bool) 
 }
 
 // enqueueCopies queues copies of out and ack for cl's write loop.
-//
-//go:noinline
 func (s *Server) enqueueCopies(cl *Client, out, ack *packets.Packet) (bool, error) {
 	queued := new(packets.Packet)
 	*queued = *out
@@ -1875,11 +1847,6 @@ func (s *Server) holdDelivery(cl *Client, out *packets.Packet, offline *bool) (h
 // deliveryDropped counts and logs a QoS delivery dropped because the
 // client's inflight store is full, or for want of a packet id (err), and
 // returns the error for it.
-//
-// dss: a function of its own, so that its packet copy and log arguments
-// are not in the frame of every delivery.
-//
-//go:noinline
 func (s *Server) deliveryDropped(cl *Client, out *packets.Packet, err error) error {
 	if err != nil {
 		s.hooks.OnPacketIDExhausted(cl, *out)
@@ -2226,10 +2193,6 @@ func (s *Server) UnsubscribeClient(cl *Client) {
 }
 
 // processAuth processes an Auth packet.
-//
-// dss: not inlined into processPacket, whose frame it would grow.
-//
-//go:noinline
 func (s *Server) processAuth(cl *Client, pk *packets.Packet) error {
 	// dss: an AUTH from a client that named no Authentication Method in
 	// its CONNECT is a Protocol Error [MQTT-4.12.0-7]; upstream answered
