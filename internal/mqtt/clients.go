@@ -287,7 +287,7 @@ func newClient(c net.Conn, o *ops) *Client {
 }
 
 // ParseConnect parses the connect parameters and properties for a client.
-func (cl *Client) ParseConnect(lid string, pk packets.Packet) {
+func (cl *Client) ParseConnect(lid string, pk *packets.Packet) {
 	cl.Net.Listener = lid
 
 	cl.Properties.ProtocolVersion = pk.ProtocolVersion

@@ -189,7 +189,7 @@ func TestClientParseConnect(t *testing.T) {
 		},
 	}
 
-	cl.ParseConnect("tcp1", pk)
+	cl.ParseConnect("tcp1", &pk)
 	require.Equal(t, pk.Connect.ClientIdentifier, cl.ID)
 	require.Equal(t, pk.Connect.Keepalive, cl.State.Keepalive)
 	require.Equal(t, pk.Connect.Clean, cl.Properties.Clean)
@@ -228,7 +228,7 @@ func TestClientParseConnectReceiveMaxExceedMaxInflight(t *testing.T) {
 		},
 	}
 
-	cl.ParseConnect("tcp1", pk)
+	cl.ParseConnect("tcp1", &pk)
 	require.Equal(t, pk.Connect.ClientIdentifier, cl.ID)
 	require.Equal(t, pk.Connect.Keepalive, cl.State.Keepalive)
 	require.Equal(t, pk.Connect.Clean, cl.Properties.Clean)
@@ -265,13 +265,13 @@ func TestClientParseConnectOverrideWillDelay(t *testing.T) {
 		},
 	}
 
-	cl.ParseConnect("tcp1", pk)
+	cl.ParseConnect("tcp1", &pk)
 	require.Equal(t, pk.Properties.SessionExpiryInterval, cl.Properties.Will.WillDelayInterval)
 }
 
 func TestClientParseConnectNoID(t *testing.T) {
 	cl, _, _ := newTestClient()
-	cl.ParseConnect("tcp1", packets.Packet{})
+	cl.ParseConnect("tcp1", &packets.Packet{})
 	require.NotEmpty(t, cl.ID)
 }
 
@@ -290,7 +290,7 @@ func TestClientParseConnectBelowMinimumKeepalive(t *testing.T) {
 			ClientIdentifier: "mochi",
 		},
 	}
-	cl.ParseConnect("tcp1", pk)
+	cl.ParseConnect("tcp1", &pk)
 	err := x.Flush()
 	require.NoError(t, err)
 	require.True(t, strings.Contains(b.String(), ErrMinimumKeepalive.Error()))

@@ -523,7 +523,7 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 		return fmt.Errorf("read connection: %w", err)
 	}
 
-	cl.ParseConnect(listener, pk)
+	cl.ParseConnect(listener, &pk)
 	if atomic.LoadInt64(&s.Info.ClientsConnected) >= s.Options.Capabilities.MaximumClients {
 		if cl.Properties.ProtocolVersion < 5 {
 			s.SendConnack(cl, packets.ErrServerUnavailable, false, nil)
@@ -534,7 +534,7 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 		return packets.ErrServerBusy
 	}
 
-	code := s.validateConnect(cl, pk) // [MQTT-3.1.4-1] [MQTT-3.1.4-2]
+	code := s.validateConnect(cl, &pk) // [MQTT-3.1.4-1] [MQTT-3.1.4-2]
 	if code != packets.CodeSuccess {
 		if err := s.SendConnack(cl, code, false, nil); err != nil {
 			return fmt.Errorf("invalid connection send ack: %w", err)
@@ -622,7 +622,7 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 		return ErrServerClosing
 	}
 	cl.State.awaitingConnack = true // not yet reachable by a delivery
-	sessionPresent, takenOver := s.inheritClientSession(pk, cl)
+	sessionPresent, takenOver := s.inheritClientSession(&pk, cl)
 	s.Clients.Add(cl) // [MQTT-4.1.0-1]
 	s.attachMu.Unlock()
 	s.sessionMu.Unlock()
@@ -785,7 +785,7 @@ func (s *Server) logPacketError(cl *Client, pk *packets.Packet, err error) {
 }
 
 // validateConnect validates that a connect packet is compliant.
-func (s *Server) validateConnect(cl *Client, pk packets.Packet) packets.Code {
+func (s *Server) validateConnect(cl *Client, pk *packets.Packet) packets.Code {
 	code := pk.ConnectValidate() // [MQTT-3.1.4-1] [MQTT-3.1.4-2]
 	if code != packets.CodeSuccess {
 		return code
@@ -828,7 +828,7 @@ func (s *Server) validateConnect(cl *Client, pk packets.Packet) packets.Code {
 //
 // dss: it is called with sessionMu held and returns the connection taken
 // over, for the caller to disconnect once the new one is registered.
-func (s *Server) inheritClientSession(pk packets.Packet, cl *Client) (bool, *Client) {
+func (s *Server) inheritClientSession(pk *packets.Packet, cl *Client) (bool, *Client) {
 	if existing, ok := s.Clients.Get(cl.ID); ok {
 		if pk.Connect.Clean || (existing.Properties.Clean && existing.Properties.ProtocolVersion < 5) { // [MQTT-3.1.2-4] [MQTT-3.1.4-4]
 			s.UnsubscribeClient(existing)

@@ -1085,7 +1085,7 @@ func TestServerValidateConnect(t *testing.T) {
 	for _, tx := range tt {
 		t.Run(tx.desc, func(t *testing.T) {
 			s.Options.Capabilities = &tx.capabilities
-			err := s.validateConnect(tx.client, tx.packet)
+			err := s.validateConnect(tx.client, &tx.packet)
 			require.Error(t, err)
 			require.ErrorIs(t, err, tx.expect)
 		})
@@ -1132,7 +1132,7 @@ func TestInheritClientSession(t *testing.T) {
 	require.Equal(t, 0, cl.State.Subscriptions.Len())
 
 	// Inherit existing client properties
-	b, _ := s.inheritClientSession(packets.Packet{Connect: packets.ConnectParams{ClientIdentifier: "mochi"}}, cl)
+	b, _ := s.inheritClientSession(&packets.Packet{Connect: packets.ConnectParams{ClientIdentifier: "mochi"}}, cl)
 	require.True(t, b)
 	require.Equal(t, 2, cl.State.Inflight.Len())
 	require.Equal(t, 1, cl.State.Subscriptions.Len())
@@ -1140,7 +1140,7 @@ func TestInheritClientSession(t *testing.T) {
 	// On clean, clear existing properties
 	cl, _, _ = newTestClient()
 	cl.Properties.ProtocolVersion = 5
-	b, _ = s.inheritClientSession(packets.Packet{Connect: packets.ConnectParams{ClientIdentifier: "mochi", Clean: true}}, cl)
+	b, _ = s.inheritClientSession(&packets.Packet{Connect: packets.ConnectParams{ClientIdentifier: "mochi", Clean: true}}, cl)
 	require.False(t, b)
 	require.Equal(t, 0, cl.State.Inflight.Len())
 	require.Equal(t, 0, cl.State.Subscriptions.Len())
