@@ -1461,7 +1461,7 @@ func (s *Server) publishAccepted(cl *Client, pk *packets.Packet) error {
 	// subscriber that could not take it yet slows the publisher (see
 	// backpressure.go). In a cluster, the acknowledgement may wait for the
 	// other nodes to have it too (remote.go).
-	if s.publishAwaiting(cl, *pk, ack) {
+	if s.publishAwaiting(cl, pk, &ack) {
 		return nil
 	}
 	return s.finishPublish(cl, pk, &ack)
