@@ -34,8 +34,8 @@ var (
 	ErrMinimumKeepalive = errors.New("client keepalive is below minimum recommended value and may exhibit connection instability")
 )
 
-// ReadFn is the function signature for the function used for reading and processing new packets.
-type ReadFn func(*Client, packets.Packet) error
+// ReadFn handles a packet a client read; pk is valid until it returns.
+type ReadFn func(cl *Client, pk *packets.Packet) error
 
 // Clients contains a map of the clients known by the broker.
 type Clients struct {
@@ -287,7 +287,7 @@ func newClient(c net.Conn, o *ops) *Client {
 }
 
 // ParseConnect parses the connect parameters and properties for a client.
-func (cl *Client) ParseConnect(lid string, pk packets.Packet) {
+func (cl *Client) ParseConnect(lid string, pk *packets.Packet) {
 	cl.Net.Listener = lid
 
 	cl.Properties.ProtocolVersion = pk.ProtocolVersion
@@ -528,7 +528,7 @@ func (cl *Client) ResendInflightMessages(force bool) error {
 					cl.State.handover.RUnlock()
 					return nil
 				}
-				cl.State.Inflight.Set(tk)
+				cl.State.Inflight.Set(&tk)
 				cl.State.handover.RUnlock()
 			}
 			cl.State.Inflight.DecreaseSendQuota()
@@ -636,35 +636,33 @@ func (cl *Client) Read(packetHandler ReadFn) error {
 			return err
 		}
 
-		if cl.ops.readFast != nil && (fh.Type == packets.Puback ||
-			fh.Type == packets.Publish && cl.consumes(fh.Remaining)) {
-			if err := cl.ops.readFast(cl, fh); err != nil {
-				return err
-			}
-			continue
-		}
-
-		if err := cl.readAndHandle(&fh, packetHandler); err != nil {
+		if err := cl.readPacket(&fh, packetHandler); err != nil {
 			return err
 		}
 	}
 }
 
-// readAndHandle reads the packet whose fixed header fh was read, and
-// hands it to packetHandler.
-//
-// dss: a function of its own, so that the packet (800 bytes) and its
-// copy as argument are not in the frame of the read loop, which stays on
-// every connection's stack.
-//
-//go:noinline
-func (cl *Client) readAndHandle(fh *packets.FixedHeader, packetHandler ReadFn) error {
-	pk, err := cl.ReadPacket(fh)
-	if err != nil {
-		return err
-	}
+// inPackets holds the packets connections read into: each is handled
+// while it is read and kept by nobody (see ReadFn).
+var inPackets = sync.Pool{New: func() any { return new(packets.Packet) }}
 
-	return packetHandler(cl, pk) // Process inbound packet.
+// readPacket reads the packet whose fixed header fh was read into a
+// packet of inPackets, and hands it to handle.
+//
+// dss: the one way a connection's packets are read after its CONNECT:
+// its reader goroutine (Read) and its read loop's turn both come here.
+// The packet (800 bytes) is in no goroutine's frame, and is passed by
+// pointer from here to the process functions, the interfaces of hooks.go
+// and the inflight entries.
+func (cl *Client) readPacket(fh *packets.FixedHeader, handle ReadFn) error {
+	pk := inPackets.Get().(*packets.Packet)
+	err := cl.ReadPacket(fh, pk)
+	if err == nil {
+		err = handle(cl, pk)
+	}
+	*pk = packets.Packet{} // it refers to the connection's buffers
+	inPackets.Put(pk)
+	return err
 }
 
 // Stop instructs the client to shut down all processing goroutines and disconnect.
@@ -799,8 +797,9 @@ func (cl *Client) ReadFixedHeader(fh *packets.FixedHeader) error {
 	return nil
 }
 
-// ReadPacket reads the remaining buffer into an MQTT packet.
-func (cl *Client) ReadPacket(fh *packets.FixedHeader) (pk packets.Packet, err error) {
+// ReadPacket reads the body of the packet whose fixed header fh was read
+// and decodes it into pk, a zero packet.
+func (cl *Client) ReadPacket(fh *packets.FixedHeader, pk *packets.Packet) error {
 	pk.ProtocolVersion = cl.Properties.ProtocolVersion // inherit client protocol version for decoding
 	pk.FixedHeader = *fh
 	var p []byte
@@ -820,7 +819,7 @@ func (cl *Client) ReadPacket(fh *packets.FixedHeader) (pk packets.Packet, err er
 	}
 	n, err := io.ReadFull(cl.Net.bconn, p)
 	if err != nil {
-		return pk, err
+		return err
 	}
 
 	atomic.AddInt64(&cl.ops.info.BytesReceived, int64(n))
@@ -837,7 +836,7 @@ func (cl *Client) ReadPacket(fh *packets.FixedHeader) (pk packets.Packet, err er
 	case packets.Connack:
 		err = pk.ConnackDecode(px)
 	case packets.Publish:
-		err = cl.decodePublish(&pk, px, consumed)
+		err = cl.decodePublish(pk, px, consumed)
 		if err == nil {
 			atomic.AddInt64(&cl.ops.info.MessagesReceived, 1)
 		}
@@ -866,10 +865,9 @@ func (cl *Client) ReadPacket(fh *packets.FixedHeader) (pk packets.Packet, err er
 	}
 
 	if err != nil {
-		return pk, packetError(&pk.FixedHeader, pk.FixedHeader.Remaining, err)
+		return packetError(&pk.FixedHeader, pk.FixedHeader.Remaining, err)
 	}
-
-	return
+	return nil
 }
 
 // consumes reports whether the PUBLISH whose body of remaining bytes is

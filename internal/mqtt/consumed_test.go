@@ -99,7 +99,7 @@ func TestServerPubackByPointer(t *testing.T) {
 	}
 	cl := readPackets(t, s, func(cl *Client) {
 		for _, id := range []uint16{7, 8, 9} {
-			cl.State.Inflight.Set(packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 1}, PacketID: id})
+			cl.State.Inflight.Set(&packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 1}, PacketID: id})
 		}
 	},
 		puback(7, packets.Properties{}),

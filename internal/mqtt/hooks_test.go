@@ -132,11 +132,11 @@ func TestEventsFollowASession(t *testing.T) {
 	defer w.Close()
 
 	sub := *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribe).Packet
-	require.NoError(t, s.processSubscribe(cl, sub))
+	require.NoError(t, s.processSubscribe(cl, &sub))
 	unsub := *packettest.TPacketData[packets.Unsubscribe].Get(packettest.TUnsubscribe).Packet
-	require.NoError(t, s.processUnsubscribe(cl, unsub))
+	require.NoError(t, s.processUnsubscribe(cl, &unsub))
 	retained := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Retain: true}, TopicName: "a/b", Payload: []byte("kept")}
-	require.NoError(t, s.processPublish(cl, retained))
+	require.NoError(t, s.processPublish(cl, &retained))
 	s.expireSession(cl)
 
 	require.Equal(t, []string{

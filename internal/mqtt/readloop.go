@@ -25,11 +25,11 @@ import (
 // With Options.ReadLoops, a connection whose reader has nothing buffered
 // is handed to a read loop, which waits for all its connections at once
 // (epoll) and reads and handles the acknowledgements and requests of the
-// state store (the packets readFast handles) of each that has data, on
-// its one stack. Every other packet, one larger than the read buffer, an
-// error, a connection with writes waiting, or a connection the server
-// ends, goes back to the connection's reader goroutine, which waits
-// meanwhile and handles it as before.
+// state store (the packets handlesFast admits) of each that has data, on
+// its one stack, as the reader goroutine would (Client.readPacket). Every
+// other packet, one larger than the read buffer, an error, a connection
+// with writes waiting, or a connection the server ends, goes back to the
+// connection's reader goroutine, which waits meanwhile and handles it.
 
 // errWouldBlock is what a connection's reader returns to the read loop
 // once it has made its one read of a turn.
@@ -376,7 +376,7 @@ func nextCheck(full, stall, keepaliveLeft, stallLeft time.Duration) time.Duratio
 // turn is a read loop's turn on the connection, which has data at now
 // (monoNow, for the keepalive): it reads
 // once and handles the complete packets read, as long as they are ones
-// readFast handles without waiting. It returns nil to wait for more data,
+// handlesFast admits. It returns nil to wait for more data,
 // errHandBack to hand the connection back to its reader goroutine, or the
 // error that ends the connection.
 func (cl *Client) turn(bufs *loopBuffers, now int64) error {
@@ -420,7 +420,7 @@ func (cl *Client) turn(bufs *loopBuffers, now int64) error {
 		if err := cl.ReadFixedHeader(&fh); err != nil {
 			return err
 		}
-		if err := cl.ops.readFast(cl, fh); err != nil {
+		if err := cl.readPacket(&fh, cl.ops.receive); err != nil {
 			return err
 		}
 	}
@@ -438,11 +438,11 @@ func (cl *Client) holdsPartial(partial bool, now int64) {
 }
 
 // handlesFast reports whether the packet pk, whose fixed header is
-// header bytes long, is one readFast handles without waiting for the
-// connection: a PUBACK when no message waits for the send quota it
+// header bytes long, is one a read loop handles, as it is handled without
+// waiting for the connection: a PUBACK when no message waits for the send quota it
 // frees, a publish to Options.ConsumedTopic when no write is waiting.
 func (cl *Client) handlesFast(pk []byte, header int) bool {
-	if cl.ops.readFast == nil {
+	if cl.ops.receive == nil {
 		return false
 	}
 	switch pk[0] >> 4 {

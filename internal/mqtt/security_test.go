@@ -183,7 +183,7 @@ func TestATakeoverResendsAndInheritsOnlyWhatTheNewConnectionMayRead(t *testing.T
 	old.ID = "zen"
 	old.State.Subscriptions.Add("a/b/c", packets.Subscription{Filter: "a/b/c", Qos: 1})
 	old.State.Subscriptions.Add("ok/x", packets.Subscription{Filter: "ok/x", Qos: 1})
-	old.State.Inflight.Set(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet) // on a/b/c
+	old.State.Inflight.Set(packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet) // on a/b/c
 	s.Clients.Add(old)
 	oldDone := make(chan struct{})
 	go func() {

@@ -274,10 +274,10 @@ type ops struct {
 	// faults and faultLog are the server's (dss, see faults.go).
 	faults   *Faults
 	faultLog *rate.Limiter
-	// readFast reads and handles, by pointer, a PUBACK or a publish to
-	// Options.ConsumedTopic whose fixed header was read. dss: see
-	// consumed.go.
-	readFast func(cl *Client, fh packets.FixedHeader) error
+	// receive handles a packet the connection read after its CONNECT,
+	// from its reader goroutine or its read loop's turn (dss, see
+	// Client.readPacket).
+	receive ReadFn
 	// resume continues a connection taken back from its read loop, on
 	// the caller's goroutine (dss, see Client.park).
 	resume func(cl *Client, err error)
@@ -371,7 +371,7 @@ func (s *Server) NewClient(c net.Conn, listener string, id string, inline bool) 
 		log:      s.Log,
 		faults:   s.Faults,
 		faultLog: s.faultLog,
-		readFast: s.readFast,
+		receive:  s.receivePacket,
 		resume:   s.resumeClient,
 		workers:  s.workers,
 	})
@@ -504,7 +504,8 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 		cl.Net.deadlineAt, cl.Net.deadlineSet = time.Now().Add(d), true
 		_ = cl.Net.Conn.SetDeadline(cl.Net.deadlineAt)
 	}
-	pk, err := s.readConnectionPacket(cl)
+	var pk packets.Packet
+	err := s.readConnectionPacket(cl, &pk)
 	s.attachMu.Lock()
 	delete(s.connecting, cl)
 	s.attachMu.Unlock()
@@ -513,7 +514,7 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 		return fmt.Errorf("read connection: %w", err)
 	}
 
-	cl.ParseConnect(listener, pk)
+	cl.ParseConnect(listener, &pk)
 	if atomic.LoadInt64(&s.Info.ClientsConnected) >= s.Options.Capabilities.MaximumClients {
 		if cl.Properties.ProtocolVersion < 5 {
 			s.SendConnack(cl, packets.ErrServerUnavailable, false, nil)
@@ -524,7 +525,7 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 		return packets.ErrServerBusy
 	}
 
-	code := s.validateConnect(cl, pk) // [MQTT-3.1.4-1] [MQTT-3.1.4-2]
+	code := s.validateConnect(cl, &pk) // [MQTT-3.1.4-1] [MQTT-3.1.4-2]
 	if code != packets.CodeSuccess {
 		if err := s.SendConnack(cl, code, false, nil); err != nil {
 			return fmt.Errorf("invalid connection send ack: %w", err)
@@ -610,7 +611,7 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 		return ErrServerClosing
 	}
 	cl.State.awaitingConnack = true // not yet reachable by a delivery
-	sessionPresent, takenOver := s.inheritClientSession(pk, cl)
+	sessionPresent, takenOver := s.inheritClientSession(&pk, cl)
 	s.Clients.Add(cl) // [MQTT-4.1.0-1]
 	s.attachMu.Unlock()
 	s.sessionMu.Unlock()
@@ -722,31 +723,27 @@ func (s *Server) endClient(cl *Client, err error) error {
 
 // readConnectionPacket reads the first incoming header for a connection, and if
 // acceptable, returns the valid connection packet.
-func (s *Server) readConnectionPacket(cl *Client) (pk packets.Packet, err error) {
-	fh := new(packets.FixedHeader)
-	err = cl.ReadFixedHeader(fh)
-	if err != nil {
-		return
+func (s *Server) readConnectionPacket(cl *Client, pk *packets.Packet) error {
+	var fh packets.FixedHeader
+	if err := cl.ReadFixedHeader(&fh); err != nil {
+		return err
 	}
 
 	if fh.Type != packets.Connect {
-		return pk, packets.ErrProtocolViolationRequireFirstConnect // [MQTT-3.1.0-1]
+		return packets.ErrProtocolViolationRequireFirstConnect // [MQTT-3.1.0-1]
 	}
 
-	pk, err = cl.ReadPacket(fh)
-	if err != nil {
-		return
-	}
-
-	return
+	return cl.ReadPacket(&fh, pk)
 }
 
 // receivePacket processes an incoming packet for a client, and issues a disconnect to the client
-// if an error has occurred (if mqtt v5).
-func (s *Server) receivePacket(cl *Client, pk packets.Packet) error {
+// if an error has occurred (if mqtt v5). Every packet a connection reads
+// after its CONNECT comes here, from its reader goroutine or its read
+// loop's turn (see Client.readPacket); pk is valid until it returns.
+func (s *Server) receivePacket(cl *Client, pk *packets.Packet) error {
 	err := s.processPacket(cl, pk)
 	if err != nil {
-		return s.packetFailed(cl, &pk, err)
+		return s.packetFailed(cl, pk, err)
 	}
 
 	return nil
@@ -755,8 +752,6 @@ func (s *Server) receivePacket(cl *Client, pk packets.Packet) error {
 // packetFailed ends the processing of a packet that failed with err: a
 // failure code is sent to an MQTT 5 client as a DISCONNECT. It returns
 // err.
-//
-//go:noinline
 func (s *Server) packetFailed(cl *Client, pk *packets.Packet, err error) error {
 	if code, ok := err.(packets.Code); ok &&
 		cl.Properties.ProtocolVersion == 5 &&
@@ -773,11 +768,6 @@ func (s *Server) packetFailed(cl *Client, pk *packets.Packet, err error) error {
 }
 
 // logPacketError logs a packet that could not be processed.
-//
-// dss: a function of its own, so that the packet copy the log line takes
-// is not in the frame of every packet received.
-//
-//go:noinline
 func (s *Server) logPacketError(cl *Client, pk *packets.Packet, err error) {
 	// dss: the packet was logged whole (its payload, a CONNECT's
 	// password); now one line with its type and sizes, rate limited.
@@ -788,7 +778,7 @@ func (s *Server) logPacketError(cl *Client, pk *packets.Packet, err error) {
 }
 
 // validateConnect validates that a connect packet is compliant.
-func (s *Server) validateConnect(cl *Client, pk packets.Packet) packets.Code {
+func (s *Server) validateConnect(cl *Client, pk *packets.Packet) packets.Code {
 	code := pk.ConnectValidate() // [MQTT-3.1.4-1] [MQTT-3.1.4-2]
 	if code != packets.CodeSuccess {
 		return code
@@ -831,7 +821,7 @@ func (s *Server) validateConnect(cl *Client, pk packets.Packet) packets.Code {
 //
 // dss: it is called with sessionMu held and returns the connection taken
 // over, for the caller to disconnect once the new one is registered.
-func (s *Server) inheritClientSession(pk packets.Packet, cl *Client) (bool, *Client) {
+func (s *Server) inheritClientSession(pk *packets.Packet, cl *Client) (bool, *Client) {
 	if existing, ok := s.Clients.Get(cl.ID); ok {
 		if pk.Connect.Clean || (existing.Properties.Clean && existing.Properties.ProtocolVersion < 5) { // [MQTT-3.1.2-4] [MQTT-3.1.4-4]
 			s.UnsubscribeClient(existing)
@@ -974,7 +964,7 @@ func announceCapabilities(caps *Capabilities, properties *packets.Properties) {
 
 // processPacket processes an inbound packet for a client. Since the method is
 // typically called as a goroutine, errors are primarily for test checking purposes.
-func (s *Server) processPacket(cl *Client, pk packets.Packet) error {
+func (s *Server) processPacket(cl *Client, pk *packets.Packet) error {
 	var err error
 
 	switch pk.FixedHeader.Type {
@@ -1032,12 +1022,6 @@ func (s *Server) processPacket(cl *Client, pk packets.Packet) error {
 }
 
 // sendParked sends the next packet parked for lack of send quota, if any.
-//
-// dss: a function of its own, so that its packet temporaries (800 bytes
-// each) are not in the frame of processPacket, which every packet read
-// passes through: large frames grew every connection's stack.
-//
-//go:noinline
 func (s *Server) sendParked(cl *Client) {
 	if !cl.State.Inflight.HasParked() {
 		return
@@ -1072,7 +1056,7 @@ func (s *Server) releaseParked(cl *Client) {
 			// parked. It now stays inflight, no longer parked, until
 			// its PUBACK.
 			next.Expiry = 0
-			inf.Set(next)
+			inf.Set(&next)
 			inf.DecreaseSendQuota()
 			out := new(packets.Packet)
 			*out = next
@@ -1084,17 +1068,18 @@ func (s *Server) releaseParked(cl *Client) {
 
 // processConnect processes a Connect packet. The packet cannot be used to establish
 // a new connection on an existing connection. See EstablishConnection instead.
-func (s *Server) processConnect(cl *Client, _ packets.Packet) error {
+func (s *Server) processConnect(cl *Client, _ *packets.Packet) error {
 	s.sendLWT(cl)
 	return packets.ErrProtocolViolationSecondConnect // [MQTT-3.1.0-2]
 }
 
 // processPingreq processes a Pingreq packet.
 //
-// dss: not inlined into processPacket, whose frame its packet would grow.
+// dss: not inlined into processPacket: the PINGRESP it writes (800
+// bytes) would be in the frame of every packet processed.
 //
 //go:noinline
-func (s *Server) processPingreq(cl *Client, _ packets.Packet) error {
+func (s *Server) processPingreq(cl *Client, _ *packets.Packet) error {
 	return cl.WritePacket(packets.Packet{
 		FixedHeader: packets.FixedHeader{
 			Type: packets.Pingresp, // [MQTT-3.12.4-1]
@@ -1198,10 +1183,12 @@ func (s *Server) Unsubscribe(filter string, subscriptionId int) error {
 
 // InjectPacket injects a packet into the broker as if it were sent from the specified client.
 // InlineClients using this method can publish packets to any topic (including $SYS) and bypass ACL checks.
+// pk is a copy: processing changes the packet it handles, and the
+// caller's stays as it was.
 func (s *Server) InjectPacket(cl *Client, pk packets.Packet) error {
 	pk.ProtocolVersion = cl.Properties.ProtocolVersion
 
-	err := s.processPacket(cl, pk)
+	err := s.processPacket(cl, &pk)
 	if err != nil {
 		return err
 	}
@@ -1214,23 +1201,24 @@ func (s *Server) InjectPacket(cl *Client, pk packets.Packet) error {
 }
 
 // processPublish processes a Publish packet.
-func (s *Server) processPublish(cl *Client, pk packets.Packet) error {
-	if done, err := s.admitPublish(cl, &pk); done {
+//
+// dss: every publish, a request to Options.ConsumedTopic as any other, is
+// handed by pointer to Options.Consumer, if there is one.
+func (s *Server) processPublish(cl *Client, pk *packets.Packet) error {
+	if done, err := s.admitPublish(cl, pk); done {
 		return err
 	}
 
 	var err error
 	if c := s.Options.Consumer; c != nil {
-		err = c.ConsumePublish(cl, &pk)
+		err = c.ConsumePublish(cl, pk)
 	}
-	return s.publishOutcome(cl, &pk, err)
+	return s.publishOutcome(cl, pk, err)
 }
 
 // admitPublish makes the checks and changes every publish gets before
 // Options.Consumer sees it. It reports done when the publish ends there,
 // with the error to return.
-//
-// dss: shared by processPublish and processConsumed.
 func (s *Server) admitPublish(cl *Client, pk *packets.Packet) (bool, error) {
 	if !cl.Net.Inline && !IsValidFilter(pk.TopicName, true) {
 		// dss: refused as its QoS asks [MQTT-3.3.4-1]; upstream dropped it
@@ -1349,12 +1337,10 @@ func (s *Server) publishOutcome(cl *Client, pk *packets.Packet, err error) error
 		return s.refusePublish(cl, pk, packets.Puback, err.(packets.Code))
 	}
 
-	return s.publishAcceptedCopy(cl, pk)
+	return s.publishAccepted(cl, pk)
 }
 
 // publishDenied answers a publish the ACL denies.
-//
-//go:noinline
 func (s *Server) publishDenied(cl *Client, pk *packets.Packet) error {
 	return s.refusePublishWith(cl, pk, packets.ErrNotAuthorized)
 }
@@ -1363,8 +1349,6 @@ func (s *Server) publishDenied(cl *Client, pk *packets.Packet) error {
 // dropped, a QoS 1 or 2 publish of an MQTT 5 client acknowledged with
 // code, and an MQTT 3.1.1 client, which acknowledgements cannot tell,
 // disconnected.
-//
-//go:noinline
 func (s *Server) refusePublishWith(cl *Client, pk *packets.Packet, code packets.Code) error {
 	if pk.FixedHeader.Qos == 0 {
 		return nil
@@ -1383,12 +1367,6 @@ func (s *Server) refusePublishWith(cl *Client, pk *packets.Packet, code packets.
 
 // refusePublish acknowledges a publish with an acknowledgement of type
 // ackType and a failure code.
-//
-// dss: this and publishIDInFlight are functions of their own so that
-// their packet temporaries (800 bytes each) are not in the frame of every
-// publish, which grew every connection's stack.
-//
-//go:noinline
 func (s *Server) refusePublish(cl *Client, pk *packets.Packet, ackType byte, code packets.Code) error {
 	return cl.WritePacket(s.buildAck(pk.PacketID, ackType, 0, pk.Properties, code))
 }
@@ -1403,8 +1381,6 @@ func (s *Server) refusePublish(cl *Client, pk *packets.Packet, ackType byte, cod
 // messages in flight have ids of their own [MQTT-2.2.1]. And a QoS 2
 // publish sent again got PUBREC 0x91, which tells the client the message
 // was not accepted when it was.
-//
-//go:noinline
 func (s *Server) publishIDInFlight(cl *Client, pk *packets.Packet) (bool, error) {
 	pki, ok := cl.State.Inflight.GetInbound(pk.PacketID)
 	if !ok {
@@ -1426,23 +1402,18 @@ func (s *Server) publishIDInFlight(cl *Client, pk *packets.Packet) (bool, error)
 
 // publishAccepted retains, acknowledges and routes a publish the
 // consumer let through.
-//
-// dss: split out of processPublish, so that its packet temporaries are
-// not in the frame of every publish the consumer takes.
-//
-//go:noinline
-func (s *Server) publishAccepted(cl *Client, pk packets.Packet) error {
+func (s *Server) publishAccepted(cl *Client, pk *packets.Packet) error {
 	if pk.FixedHeader.Retain && !s.retainMessage(cl, pk) { // [MQTT-3.3.1-5] ![MQTT-3.3.1-8]
 		// dss: past the bounds of retained messages, the message is
 		// refused whole: neither retained nor routed.
-		return s.refusePublishWith(cl, &pk, packets.ErrQuotaExceeded)
+		return s.refusePublishWith(cl, pk, packets.ErrQuotaExceeded)
 	}
 
 	// If it's inlineClient, it can't handle PUBREC and PUBREL.
 	// When it publishes a package with a qos > 0, the server treats
 	// the package as qos=0, and the client receives it as qos=1 or 2.
 	if pk.FixedHeader.Qos == 0 || cl.Net.Inline {
-		s.publishToSubscribers(pk)
+		s.publishToSubscribers(*pk)
 		return nil
 	}
 
@@ -1452,7 +1423,7 @@ func (s *Server) publishAccepted(cl *Client, pk packets.Packet) error {
 		ack = s.buildAck(pk.PacketID, packets.Pubrec, 0, pk.Properties, packets.CodeSuccess) // [MQTT-3.3.4-1] [MQTT-4.3.3-8]
 	}
 
-	if ok := cl.State.Inflight.Set(ack); ok {
+	if ok := cl.State.Inflight.Set(&ack); ok {
 		atomic.AddInt64(&s.Info.Inflight, 1)
 	}
 
@@ -1464,10 +1435,10 @@ func (s *Server) publishAccepted(cl *Client, pk packets.Packet) error {
 	// subscriber that could not take it yet slows the publisher (see
 	// backpressure.go). In a cluster, the acknowledgement may wait for the
 	// other nodes to have it too (remote.go).
-	if s.publishAwaiting(cl, pk, ack) {
+	if s.publishAwaiting(cl, pk, &ack) {
 		return nil
 	}
-	return s.finishPublish(cl, &pk, &ack)
+	return s.finishPublish(cl, pk, &ack)
 }
 
 // finishPublish acknowledges pk, a QoS 1 or 2 publish of cl that was
@@ -1493,7 +1464,7 @@ func (s *Server) finishPublish(cl *Client, pk *packets.Packet, ack *packets.Pack
 //
 // dss: it reports false for a client's message that the bounds of
 // retained messages refuse (see retained.go), which it counts and logs.
-func (s *Server) retainMessage(cl *Client, pk packets.Packet) bool {
+func (s *Server) retainMessage(cl *Client, pk *packets.Packet) bool {
 	if s.Options.Capabilities.RetainAvailable == 0 || pk.Ignore {
 		return true
 	}
@@ -1504,18 +1475,16 @@ func (s *Server) retainMessage(cl *Client, pk packets.Packet) bool {
 		maxCount, maxBytes = 0, 0
 	}
 	if _, ok := s.Topics.retainWithin(&out, maxCount, maxBytes); !ok {
-		s.retainedRefused(cl, &pk)
+		s.retainedRefused(cl, pk)
 		return false
 	}
 	if ev := s.Options.Retained; ev != nil {
-		ev.Retained(cl, &pk)
+		ev.Retained(cl, pk)
 	}
 	return true
 }
 
 // retainedRefused counts and logs a retained message the bounds refused.
-//
-//go:noinline
 func (s *Server) retainedRefused(cl *Client, pk *packets.Packet) {
 	s.Faults.RefusedRetained.Add(1)
 	if s.faultLog.Allow() {
@@ -1645,8 +1614,6 @@ func (s *Server) WriteDelivery(cl *Client, out, ack *packets.Packet, wait bool) 
 }
 
 // enqueueCopies queues copies of out and ack for cl's write loop.
-//
-//go:noinline
 func (s *Server) enqueueCopies(cl *Client, out, ack *packets.Packet) (bool, error) {
 	queued := new(packets.Packet)
 	*queued = *out
@@ -1823,7 +1790,7 @@ func (s *Server) holdDelivery(cl *Client, out *packets.Packet, offline *bool) (h
 		dropped = append(dropped, more...)
 		added = refused == withinLimits
 	} else {
-		added = inf.SetCopy(out) // [MQTT-4.3.2-3] [MQTT-4.3.3-3]
+		added = inf.Set(out) // [MQTT-4.3.2-3] [MQTT-4.3.3-3]
 	}
 	cl.State.handover.RUnlock()
 	if (out.Queued || park) && !s.queueDelivered(cl, out, dropped, refused) {
@@ -1846,11 +1813,6 @@ func (s *Server) holdDelivery(cl *Client, out *packets.Packet, offline *bool) (h
 // deliveryDropped counts and logs a QoS delivery dropped because the
 // client's inflight store is full, or for want of a packet id (err), and
 // returns the error for it.
-//
-// dss: a function of its own, so that its packet copy and log arguments
-// are not in the frame of every delivery.
-//
-//go:noinline
 func (s *Server) deliveryDropped(cl *Client, out *packets.Packet, err error) error {
 	atomic.AddInt64(&s.Info.InflightDropped, 1)
 	if err != nil {
@@ -1905,12 +1867,7 @@ func (s *Server) buildAck(packetID uint16, pkt, qos byte, properties packets.Pro
 }
 
 // processPuback processes a Puback packet, denoting completion of a QOS 1 packet sent from the server.
-func (s *Server) processPuback(cl *Client, pk packets.Packet) error {
-	return s.processPubackPtr(cl, &pk)
-}
-
-// processPubackPtr is processPuback by pointer. dss: see consumed.go.
-func (s *Server) processPubackPtr(cl *Client, pk *packets.Packet) error {
+func (s *Server) processPuback(cl *Client, pk *packets.Packet) error {
 	// An id not in flight is omitted, but would be
 	// packets.ErrPacketIdentifierNotFound. dss: Delete says so; asking
 	// Has first took the lock and looked the id up twice.
@@ -1926,7 +1883,7 @@ func (s *Server) processPubackPtr(cl *Client, pk *packets.Packet) error {
 }
 
 // processPubrec processes a Pubrec packet, denoting receipt of a QOS 2 packet sent from the server.
-func (s *Server) processPubrec(cl *Client, pk packets.Packet) error {
+func (s *Server) processPubrec(cl *Client, pk *packets.Packet) error {
 	if !cl.State.Inflight.Has(pk.PacketID) { // [MQTT-4.3.3-7] [MQTT-4.3.3-13]
 		return cl.WritePacket(s.buildAck(pk.PacketID, packets.Pubrel, 1, pk.Properties, packets.ErrPacketIdentifierNotFound))
 	}
@@ -1940,12 +1897,12 @@ func (s *Server) processPubrec(cl *Client, pk packets.Packet) error {
 
 	ack := s.buildAck(pk.PacketID, packets.Pubrel, 1, pk.Properties, packets.CodeSuccess) // [MQTT-4.3.3-4] ![MQTT-4.3.3-6]
 	cl.State.Inflight.DecreaseReceiveQuota()                                              // -1 RECV QUOTA
-	cl.State.Inflight.Set(ack)                                                            // [MQTT-4.3.3-5]
+	cl.State.Inflight.Set(&ack)                                                           // [MQTT-4.3.3-5]
 	return cl.WritePacket(ack)
 }
 
 // processPubrel processes a Pubrel packet, denoting completion of a QOS 2 packet sent from the client.
-func (s *Server) processPubrel(cl *Client, pk packets.Packet) error {
+func (s *Server) processPubrel(cl *Client, pk *packets.Packet) error {
 	if !cl.State.Inflight.HasInbound(pk.PacketID) { // [MQTT-4.3.3-7] [MQTT-4.3.3-13]
 		return cl.WritePacket(s.buildAck(pk.PacketID, packets.Pubcomp, 0, pk.Properties, packets.ErrPacketIdentifierNotFound))
 	}
@@ -1958,7 +1915,7 @@ func (s *Server) processPubrel(cl *Client, pk packets.Packet) error {
 	}
 
 	ack := s.buildAck(pk.PacketID, packets.Pubcomp, 0, pk.Properties, packets.CodeSuccess) // [MQTT-4.3.3-11]
-	cl.State.Inflight.Set(ack)
+	cl.State.Inflight.Set(&ack)
 
 	err := cl.WritePacket(ack)
 	if err != nil {
@@ -1975,7 +1932,7 @@ func (s *Server) processPubrel(cl *Client, pk packets.Packet) error {
 }
 
 // processPubcomp processes a Pubcomp packet, denoting completion of a QOS 2 packet sent from the server.
-func (s *Server) processPubcomp(cl *Client, pk packets.Packet) error {
+func (s *Server) processPubcomp(cl *Client, pk *packets.Packet) error {
 	// regardless of whether the pubcomp is a success or failure, we end the qos flow, delete inflight, and restore the quotas.
 	cl.State.Inflight.IncreaseReceiveQuota() // +1 RECV QUOTA
 	cl.State.Inflight.IncreaseSendQuota()    // +1 SENT QUOTA
@@ -1990,7 +1947,7 @@ func (s *Server) processPubcomp(cl *Client, pk packets.Packet) error {
 }
 
 // processSubscribe processes a Subscribe packet.
-func (s *Server) processSubscribe(cl *Client, pk packets.Packet) error {
+func (s *Server) processSubscribe(cl *Client, pk *packets.Packet) error {
 	// dss: the packet id is not checked against the server's messages in
 	// flight: the client's packet ids and the server's are independent
 	// [MQTT-2.2.1], and SUBACK 0x91 refused a resubscription whose id the
@@ -2064,7 +2021,7 @@ func (s *Server) processSubscribe(cl *Client, pk packets.Packet) error {
 	// later (FORK.md 67).
 	mark := s.Topics.retainedMark()
 	if ev := s.Options.Subscriptions; ev != nil {
-		ev.Subscribed(cl, &pk, reasonCodes)
+		ev.Subscribed(cl, pk, reasonCodes)
 	}
 	err := cl.WritePacket(ack)
 	if err != nil {
@@ -2113,7 +2070,7 @@ func (s *Server) unavailableSubscription(filter string) (code packets.Code, ok b
 }
 
 // processUnsubscribe processes an unsubscribe packet.
-func (s *Server) processUnsubscribe(cl *Client, pk packets.Packet) error {
+func (s *Server) processUnsubscribe(cl *Client, pk *packets.Packet) error {
 	// dss: nor is the packet id of an UNSUBSCRIBE checked against the
 	// server's messages in flight [MQTT-2.2.1] (see processSubscribe).
 	reasonCodes := make([]byte, len(pk.Filters))
@@ -2147,7 +2104,7 @@ func (s *Server) processUnsubscribe(cl *Client, pk packets.Packet) error {
 	}
 
 	if ev := s.Options.Subscriptions; ev != nil {
-		ev.Unsubscribed(cl, &pk)
+		ev.Unsubscribed(cl, pk)
 	}
 	return cl.WritePacket(ack)
 }
@@ -2178,11 +2135,7 @@ func (s *Server) UnsubscribeClient(cl *Client) {
 }
 
 // processAuth processes an Auth packet.
-//
-// dss: not inlined into processPacket, whose frame it would grow.
-//
-//go:noinline
-func (s *Server) processAuth(cl *Client, pk packets.Packet) error {
+func (s *Server) processAuth(cl *Client, pk *packets.Packet) error {
 	// dss: an AUTH from a client that named no Authentication Method in
 	// its CONNECT is a Protocol Error [MQTT-4.12.0-7]; upstream answered
 	// nothing. A CONNECT that names one is refused (validateConnect), so
@@ -2194,7 +2147,7 @@ func (s *Server) processAuth(cl *Client, pk packets.Packet) error {
 }
 
 // processDisconnect processes a Disconnect packet.
-func (s *Server) processDisconnect(cl *Client, pk packets.Packet) error {
+func (s *Server) processDisconnect(cl *Client, pk *packets.Packet) error {
 	if pk.Properties.SessionExpiryIntervalFlag {
 		if pk.Properties.SessionExpiryInterval > 0 && cl.Properties.Props.SessionExpiryInterval == 0 {
 			return packets.ErrProtocolViolationZeroNonZeroExpiry

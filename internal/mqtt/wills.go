@@ -145,7 +145,7 @@ func (s *Server) sendLWT(cl *Client) {
 	}
 
 	if pk.FixedHeader.Retain {
-		s.retainMessage(cl, pk)
+		s.retainMessage(cl, &pk)
 	}
 
 	s.publishToSubscribers(pk)                      // [MQTT-3.1.2-8]
@@ -161,7 +161,7 @@ func (s *Server) sendDelayedLWT(dt int64) {
 			continue // dss: no longer granted
 		}
 		if pk.FixedHeader.Retain {
-			s.retainMessage(cl, pk)
+			s.retainMessage(cl, &pk)
 		}
 		s.publishToSubscribers(pk) // [MQTT-3.1.2-8]
 	}
