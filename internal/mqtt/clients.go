@@ -22,6 +22,7 @@ import (
 
 	"github.com/dssio/dss/internal/mqtt/mempool"
 	"github.com/dssio/dss/internal/mqtt/packets"
+	"github.com/dssio/dss/internal/rawio"
 )
 
 const (
@@ -263,6 +264,9 @@ func newClient(c net.Conn, o *ops) *Client {
 	}
 
 	if c != nil {
+		if rawIO {
+			c = rawio.Wrap(c) // reads and writes of its own goroutines too
+		}
 		cl.Net = ClientConnection{
 			Conn:   c,
 			Remote: c.RemoteAddr().String(),

@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
+
+	"github.com/dssio/dss/internal/rawio"
 )
 
 // ReadLoopsAvailable reports whether Options.ReadLoops can start read
@@ -176,7 +178,7 @@ func (l *readLoop) run() {
 	var werr error
 	wait := func(fd uintptr) bool {
 		for {
-			n, werr = syscall.EpollWait(int(fd), events, 0)
+			n, werr = rawio.EpollPoll(int(fd), events)
 			if werr != syscall.EINTR {
 				return n != 0 || werr != nil
 			}
