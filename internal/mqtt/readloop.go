@@ -391,8 +391,8 @@ func (cl *Client) turn(bufs *loopBuffers, now int64) error {
 	}()
 	cl.Net.loop.read.Store(now)
 	for {
-		if cl.Closed() || cl.readHeld() {
-			return errHandBack // a held connection waits on its goroutine
+		if cl.Closed() || cl.readHeld() || cl.State.flow.slowedBy.Load() != nil {
+			return errHandBack // a held or slowed connection waits on its goroutine
 		}
 		buffered := cl.Net.bconn.Buffered()
 		b, _ := cl.Net.bconn.Peek(buffered)
@@ -449,10 +449,15 @@ func (cl *Client) handlesFast(pk []byte, header int) bool {
 	case packets.Puback:
 		return !cl.State.Inflight.HasParked()
 	case packets.Publish:
+		if atomic.LoadInt32(&cl.State.outboundQty) != 0 {
+			return false // the connection's own writes wait: it waits too
+		}
+		if qos := pk[0] >> 1 & 3; qos <= 1 {
+			return true
+		}
 		topic := cl.ops.options.ConsumedTopic
 		return topic != "" && len(pk)-header <= maxConsumedBuffer &&
-			publishesTo(pk[header:], topic) &&
-			atomic.LoadInt32(&cl.State.outboundQty) == 0
+			publishesTo(pk[header:], topic)
 	}
 	return false
 }

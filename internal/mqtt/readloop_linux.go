@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/dssio/dss/internal/rawio"
@@ -39,6 +40,11 @@ type readLoop struct {
 	conns  []*Client
 	count  int
 	closed bool
+
+	// handedBack counts the turns that ended with the connection going
+	// back to a goroutine of its own: the packets the loop does not
+	// handle.
+	handedBack atomic.Int64
 }
 
 // newReadLoop starts a read loop whose connections read with buffers of
@@ -247,6 +253,7 @@ func (l *readLoop) serve(fd int32, cl *Client, now int64) {
 		return
 	}
 	if err == errHandBack {
+		l.handedBack.Add(1)
 		err = nil
 	}
 	l.mu.Lock()
