@@ -24,11 +24,13 @@ import (
 // at 4,096 busy connections a request cost twice the CPU it costs at 64.
 // With Options.ReadLoops, a connection whose reader has nothing buffered
 // is handed to a read loop, which waits for all its connections at once
-// (epoll) and reads and handles the acknowledgements and requests of the
-// state store (the packets handlesFast admits) of each that has data, on
-// its one stack, as the reader goroutine would (Client.readPacket). Every
-// other packet, one larger than the read buffer, an error, a connection
-// with writes waiting, or a connection the server ends, goes back to the
+// (epoll) and reads and handles the acknowledgements, publishes and
+// state store requests (the packets handlesFast admits) of each that has
+// data, on its one stack, as the reader goroutine would
+// (Client.readPacket), writing without waiting. Every other packet, one
+// larger than the read buffer, an error, a connection with writes
+// waiting, a publisher that must wait for a congested subscriber
+// (backpressure.go), or a connection the server ends, goes back to the
 // connection's reader goroutine, which waits meanwhile and handles it.
 
 // errWouldBlock is what a connection's reader returns to the read loop
@@ -439,8 +441,12 @@ func (cl *Client) holdsPartial(partial bool, now int64) {
 
 // handlesFast reports whether the packet pk, whose fixed header is
 // header bytes long, is one a read loop handles, as it is handled without
-// waiting for the connection: a PUBACK when no message waits for the send quota it
-// frees, a publish to Options.ConsumedTopic when no write is waiting.
+// waiting for the connection: a PUBACK when no message waits for the
+// send quota it frees; a publish of QoS 0 or 1, or one to
+// Options.ConsumedTopic, when none of the connection's own writes is
+// waiting (a client that does not read what it is sent is not read
+// from). A QoS 2 publish, with its PUBREC and PUBREL, goes to the
+// goroutine.
 func (cl *Client) handlesFast(pk []byte, header int) bool {
 	if cl.ops.receive == nil {
 		return false
