@@ -34,7 +34,7 @@
 # rows) for every line of the table, and add NAME to SCENARIOS or FULL.
 set -euo pipefail
 
-SCENARIOS="throughput single_client fanout"
+SCENARIOS="throughput single_client pubsub_pair fanout"
 FULL="$SCENARIOS pattern_watchers fsync connections_4096 idle_10k rss_1m startup_1m keys_10m expiry_spike cluster pubsub_cluster security attach"
 
 RUNS=3
@@ -490,6 +490,40 @@ scenario_single_client() {
 	row "GET, 1 conn" "requests/s" \
 		"$(fmt "$(med "one" .requests_per_second)" 0)" \
 		"$(fmt "$(med "rone" rps csv)" 0)"
+}
+
+# One publisher and one subscriber with one message in flight, against
+# Mosquitto on the same machine the same way: the round trip of a plain
+# MQTT message through the broker (target: dss's p50 at most Mosquitto's),
+# QoS 0 and 1.
+scenario_pubsub_pair() {
+	local i qos
+	for i in $(seq 1 "$RUNS"); do
+		log "pub/sub pair run $i/$RUNS"
+		start_dss
+		for qos in 0 1; do
+			dss_bench "pair-q$qos.$i" --op pubsub --qos "$qos" --clients 1 --subscribers 1 --inflight 1 \
+				--duration 5s --warmup 1s
+		done
+		stop_dss
+		start_mosquitto
+		for qos in 0 1; do
+			taskset -c "$LOAD_CPU" "$DSS" bench --server "127.0.0.1:$MQ_PORT" --server-pid "$MQ_PID" \
+				--op pubsub --qos "$qos" --clients 1 --subscribers 1 --inflight 1 --duration 5s --warmup 1s \
+				--json >"$WORK/mpair-q$qos.$i.json" 2>>"$WORK/bench.log" ||
+				log "dss bench against Mosquitto reported errors or timeouts"
+		done
+		stop_pid MQ_PID
+	done
+	for qos in 0 1; do
+		local s="QoS $qos, 1 publisher, 1 subscriber, 1 in flight: dss / Mosquitto"
+		row "$s" "publish to receipt p50 µs" \
+			"$(fmt "$(med "pair-q$qos" .latency_us.p50)")" "$(fmt "$(med "mpair-q$qos" .latency_us.p50)")"
+		row "$s" "messages/s" \
+			"$(fmt "$(med "pair-q$qos" .requests_per_second)" 0)" "$(fmt "$(med "mpair-q$qos" .requests_per_second)" 0)"
+		row "$s" "server CPU µs/message" \
+			"$(fmt "$(med "pair-q$qos" .server_cpu_us_per_request)")" "$(fmt "$(med "mpair-q$qos" .server_cpu_us_per_request)")"
+	done
 }
 
 # One SET reaching 1,000 watchers of the key (target: 50 ms median).

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/eclipse/paho.golang/packets"
+
+	"github.com/dssio/dss/internal/rawio"
 )
 
 // conn is one MQTT 5 connection of the generator, with its own read
@@ -44,6 +46,9 @@ func dial(ctx context.Context, cfg *Config, clientID string, qos byte, extra ...
 	} else {
 		var d net.Dialer
 		nc, err = d.DialContext(ctx, "tcp", cfg.Server)
+		if err == nil {
+			nc = rawio.Wrap(nc)
+		}
 	}
 	if err != nil {
 		return nil, err

@@ -163,7 +163,7 @@ type Broker struct {
 	wssLn    *listeners.WebSocket // nil without a WebSocket listener over TLS
 	inline   *mqtt.Client
 	watches  *registry
-	routes   *routes
+	own      ownRoutes // see routes.go
 	store    Store
 	span     *spanning // nil for a single node
 	limits   service.Limits
@@ -248,7 +248,7 @@ func New(cfg Config) (*Broker, error) {
 	srv := mqtt.New(&mqtt.Options{
 		Capabilities: caps,
 		Logger:       cfg.Logger.With("component", "mqtt"),
-		// The hook answers every request and copies what it keeps: a
+		// The binding answers every request and copies what it keeps: a
 		// request is read into memory of its connection, reused by the
 		// next packet.
 		ConsumedTopic:  wire.RequestTopic,
@@ -299,20 +299,17 @@ func New(cfg Config) (*Broker, error) {
 	b.watches = newRegistry(cfg.Metrics, b.notify)
 	// Guarded by the registry's mu, which nobody holds yet.
 	b.watches.w.MaxPer = cfg.MaxWatchesPerClient
-	b.routes = newRoutes(srv)
+	b.own.topics = srv.Topics
 	if span != nil {
 		span.b = b
 		b.span = span
-		b.routes.cluster = span.ps
 		cfg.Cluster.SetBroker(span)
 	}
 	b.completeFn = b.complete
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.inline = srv.NewClient(nil, mqtt.LocalListener, inlineClientID, true)
 	b.inline.Properties.ProtocolVersion = 5
-	if err := srv.AddHook(&hook{b: b}, nil); err != nil {
-		return nil, fmt.Errorf("broker: %w", err)
-	}
+	(&binding{b: b}).install(srv.Options)
 	if cfg.Listener != nil {
 		b.listener = listeners.NewTCPFromListener("tcp", cfg.Listener)
 	} else {
@@ -432,7 +429,7 @@ func (b *Broker) notify(cl *mqtt.Client, pk *packets.Packet) {
 	pk.FixedHeader.Type = packets.Publish
 	pk.Origin = inlineClientID
 	pk.Created = time.Now().Unix()
-	sub, ok := b.routes.subscriptionOf(cl.ID, pk.TopicName)
+	sub, ok := b.subscriptionOf(cl.ID, pk.TopicName)
 	if !ok {
 		sub = packets.Subscription{Filter: pk.TopicName, Qos: 1}
 	}
@@ -460,7 +457,7 @@ func (b *Broker) publishWithAck(pk *packets.Packet, requester *mqtt.Client, ack 
 	pk.FixedHeader.Type = packets.Publish
 	pk.Origin = inlineClientID
 	pk.Created = time.Now().Unix()
-	own, rt := b.routes.forRequester(requester, pk.TopicName)
+	own, rt := b.forRequester(requester, pk.TopicName)
 	if own != nil {
 		pk.Owner = owner
 		sent, err := b.deliverOwn(requester, own.sub, pk, ack, now)
@@ -473,7 +470,7 @@ func (b *Broker) publishWithAck(pk *packets.Packet, requester *mqtt.Client, ack 
 	// With authentication, a response reaches its requester only, through
 	// a subscription of its own (not a shared one).
 	isolated := b.cfg.Auth != nil
-	if rt.general && !isolated {
+	if rt.General && !isolated {
 		b.sendAck(requester, ack, now)
 		b.inject(pk)
 		return false
@@ -481,27 +478,27 @@ func (b *Broker) publishWithAck(pk *packets.Packet, requester *mqtt.Client, ack 
 	pk.Owner = owner
 	// The targets share pk's property slices; nothing on the way
 	// modifies them.
-	for _, t := range rt.targets {
-		if isolated && t.clientID != requester.ID {
+	for _, t := range rt.Clients {
+		if isolated && t.ID != requester.ID {
 			continue
 		}
-		cl, ok := b.srv.Clients.Get(t.clientID)
+		cl, ok := b.srv.Clients.Get(t.ID)
 		if !ok {
 			continue
 		}
 		var err error
 		if cl == requester {
 			var sent bool
-			if len(rt.targets) == 1 {
-				sent, err = b.deliver(cl, t.sub, pk, ack, now)
+			if len(rt.Clients) == 1 {
+				sent, err = b.deliver(cl, t.Sub, pk, ack, now)
 			} else {
-				sent, err = b.deliverCopy(cl, t.sub, pk, ack, now)
+				sent, err = b.deliverCopy(cl, t.Sub, pk, ack, now)
 			}
 			if sent {
 				ack = nil
 			}
 		} else {
-			err = b.srv.PublishToClient(cl, t.sub, pk)
+			err = b.srv.PublishToClient(cl, t.Sub, pk)
 		}
 		b.delivered(cl, pk, err)
 	}
@@ -528,8 +525,8 @@ func (b *Broker) deliver(cl *mqtt.Client, sub packets.Subscription, out, ack *pa
 	return b.srv.WriteDelivery(cl, out, ack, now)
 }
 
-// deliverOwn is deliver on a requester's own route, whose topic the ACL
-// hooks checked when the route was made.
+// deliverOwn is deliver on a requester's own route, whose topic the
+// binding's Allow checked when the route was made.
 func (b *Broker) deliverOwn(cl *mqtt.Client, sub packets.Subscription, out, ack *packets.Packet, now bool) (bool, error) {
 	send, err := b.srv.PrepareCheckedDelivery(cl, sub, out)
 	if !send || err != nil {

@@ -38,7 +38,7 @@ var _ Cluster = (*cluster.Node)(nil)
 // spanning is the broker's part of a cluster: the broker core's Remote
 // (which filters have subscribers here, where each message goes), the
 // cluster's Broker (messages from the other nodes, the replicated
-// metadata to mirror, sessions to hand over), and the hooks that claim
+// metadata to mirror, sessions to hand over), and the events that claim
 // client ids and keep persistent sessions' subscriptions in the
 // replicated state.
 type spanning struct {

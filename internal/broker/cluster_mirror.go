@@ -40,7 +40,7 @@ func (sp *spanning) Deliver(from string, msg []byte, groups []string, expires in
 	sp.b.srv.DeliverRemote(pk, serves)
 }
 
-// retained is the hook of a message retained here (or cleared): it goes
+// retained hears of a message retained here (or cleared): it goes
 // to the replicated state, as of a stamp of this node's clock. A QoS 1 or
 // 2 publish of a client is acknowledged once the state has it on every
 // reachable node (Route attaches the wait), unless no majority can be

@@ -207,3 +207,16 @@ func (sp *spanning) flush(client string, ch *ackChain) {
 		sp.chainsMu.Lock()
 	}
 }
+
+// HasRoutes reports whether a route of the cluster (of any node) matches
+// topic: the core leaves such a topic to its routing, which sends it to
+// the other nodes.
+func (sp *spanning) HasRoutes(topic string) bool {
+	m := matchesPool.Get().(*pubsub.Matches)
+	defer matchesPool.Put(m)
+	sp.ps.Match(topic, m)
+	return len(m.Nodes) > 0 || len(m.Groups) > 0
+}
+
+// RoutesVersion grows whenever a route of the cluster changes.
+func (sp *spanning) RoutesVersion() uint64 { return sp.ps.RoutesVersion() }

@@ -3,8 +3,10 @@
 // the core (tests use its packet encoding too); what it calls there is the
 // list coreEdge (edge_test.go, ADR 0005).
 //
-// The binding is a broker hook. Requests published to the state store's
-// system topic never reach the broker's routing: the hook checks the
+// The binding (binding.go) is the core's Access, PublishConsumer and
+// session, subscription and retain events. Requests published to the
+// state store's system topic never reach the broker's routing: the
+// binding checks the
 // transport rules (QoS 1, Response Topic, Correlation Data, allowed
 // response topics), answers the PUBACK itself, reads the RPC envelope,
 // decodes the RESP3 payload and submits the request to the engine (the
@@ -21,7 +23,7 @@
 // subscribers, where each message goes, when a publisher's acknowledgement
 // may go) and the cluster's Broker (messages from the other nodes, the
 // replicated retained messages to mirror into the core, sessions to hand
-// over), and its hooks claim client ids and keep persistent sessions'
+// over), and its session events claim client ids and keep persistent sessions'
 // subscriptions in the replicated state.
 //
 // # Lock order
@@ -36,7 +38,7 @@
 //  3. registry.mu, taken by the engine under its lock (KeyNotify,
 //     Changed) and on its own when a connection ends; nothing is called
 //     while it is held.
-//  4. routes.mu, and the broker core's locks (client and topic tables, a
+//  4. The broker core's locks (client and topic tables and routes, a
 //     connection's write lock), taken when a response or notification is
 //     published: inside Submit for a result ready at once, otherwise on
 //     the engine's delivery goroutine without the engine lock.
@@ -47,7 +49,7 @@
 // A response is never published under the engine lock or registry.mu: the
 // engine calls Done and the notification deliveries without its lock.
 //
-// The core calls the hook holding locks of its own (a read loop's turn of
+// The core calls the binding holding locks of its own (a read loop's turn of
 // the connection, the session lock during a takeover), which therefore
 // come before all of these (see package mqtt's lock order).
 package broker

@@ -20,7 +20,7 @@ import (
 // (internal/mqtt and the packages beneath it) that the binding calls: the
 // edge between dss's state store and the MQTT broker it maintains
 // (docs/adr/0005-own-mqtt-core.md). The core's types (Client, Packet and
-// their fields), constants and hook events are the vocabulary the two
+// their fields), constants and interfaces are the vocabulary the two
 // share and are not listed. A call that is not here fails
 // TestCoreEdge: add it here and to the ADR's account of the edge, so that
 // a change of the core knows what the binding depends on.
@@ -28,7 +28,7 @@ var coreEdge = []string{
 	// Building and running the server.
 	"mqtt.New", "mqtt.NewDefaultServerCapabilities",
 	"listeners.NewTCP", "listeners.NewTCPFromListener",
-	"*mqtt.Server.AddHook", "*mqtt.Server.AddListener", "*mqtt.Server.NewClient",
+	"*mqtt.Server.AddListener", "*mqtt.Server.NewClient",
 	"*mqtt.Server.Serve", "*mqtt.Server.AwaitAcknowledgements", "*mqtt.Server.Close",
 	"*listeners.TCP.Address", "*listeners.TCP.Failing", "*listeners.TCP.AcceptErrors",
 	// MQTT over WebSocket.
@@ -38,9 +38,10 @@ var coreEdge = []string{
 	// retained messages, for metrics.
 	"*mqtt.Queues.Bytes", "*mqtt.Queues.Held", "*mqtt.TopicsIndex.RetainedCount", "*mqtt.TopicsIndex.RetainedBytes",
 	// The request path: a response and its PUBACK in one write, routing
-	// without the topic trie.
+	// by the topic index's routes, without the topic trie.
 	"*mqtt.Server.PrepareDelivery", "*mqtt.Server.WriteDelivery", "*mqtt.Server.PublishToClient",
-	"*mqtt.Server.InjectPacket", "*mqtt.TopicsIndex.Subscribers", "*mqtt.Clients.Get",
+	"*mqtt.Server.InjectPacket", "*mqtt.TopicsIndex.Route", "*mqtt.TopicsIndex.RoutesVersion",
+	"*mqtt.Route.Version", "*mqtt.Clients.Get",
 	"*mqtt.Client.WriteNow", "*mqtt.Client.WriteLater", "*mqtt.Client.WritePacket",
 	// Back-pressure per connection (requests in hand).
 	"*mqtt.Client.BeginPending", "*mqtt.Client.EndPending",

@@ -16,8 +16,8 @@ func TestOwnRouteCopiesItsTopic(t *testing.T) {
 		want := strings.Clone(topic)
 		o := newOwnRoute(topic, 7, sub)
 		buf[0] = '!' // the request's memory is reused
-		if o.topic != want || o.gen != 7 || o.sub.Filter != "f" {
-			t.Fatalf("route %q gen %d sub %+v, want %q", o.topic, o.gen, o.sub, want)
+		if o.topic != want || o.version != 7 || o.sub.Filter != "f" {
+			t.Fatalf("route %q gen %d sub %+v, want %q", o.topic, o.version, o.sub, want)
 		}
 	}
 }

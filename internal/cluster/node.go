@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"github.com/dssio/dss/hlc"
@@ -169,12 +170,7 @@ func (n *Node) Start(e *engine.Node) error {
 	n.reads = newReader(n)
 	n.fwd = newForwarder(n)
 	n.meta = newMetaSync(n)
-	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  raftLayer{n.mux},
-		MaxPool: 4,
-		Timeout: 2 * time.Second,
-		Logger:  newRaftLogger(n.log, n.health),
-	})
+	n.trans = raft.NewNetworkTransportWithConfig(transportConfig(raftLayer{n.mux}, newRaftLogger(n.log, n.health)))
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(n.cfg.NodeID)
 	rc.HeartbeatTimeout = n.cfg.HeartbeatTimeout
@@ -734,3 +730,21 @@ func (n *Node) finish(op *engine.Op) {
 
 // closeStores closes the Raft log and the stable store.
 func (n *Node) closeStores() error { return errors.Join(n.disk.Close(), n.stable.Close()) }
+
+// transportConfig is the configuration of the Raft transport over stream.
+func transportConfig(stream raft.StreamLayer, logger hclog.Logger) *raft.NetworkTransportConfig {
+	return &raft.NetworkTransportConfig{
+		Stream:  stream,
+		MaxPool: 4,
+		Timeout: 2 * time.Second,
+		Logger:  logger,
+		// One AppendEntries in flight to a follower: hashicorp/raft's
+		// pipelined replication can deadlock when a follower refuses an
+		// entry (its response decoder stops while the sender waits to
+		// queue the next request); the follower then gets heartbeats
+		// but no entry until the leader restarts, and the leader's
+		// shutdown hangs. Node.propose keeps one entry in flight anyway,
+		// so the pipeline bought nothing here.
+		MaxRPCsInFlight: 1,
+	}
+}

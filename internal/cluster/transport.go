@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/dssio/dss/internal/rawio"
 )
 
 // MinSecretLen is the shortest cluster secret accepted, in bytes: the
@@ -142,7 +144,7 @@ func (m *mux) serve() {
 			continue
 		}
 		m.wg.Add(1)
-		go m.route(c)
+		go m.route(rawio.Wrap(c))
 	}
 }
 
@@ -244,6 +246,7 @@ func (m *mux) dial(addr string, kind byte, timeout time.Duration) (net.Conn, err
 	if err != nil {
 		return nil, err
 	}
+	c = rawio.Wrap(c)
 	if m.tls != nil {
 		_ = c.SetDeadline(time.Now().Add(timeout))
 		tc := tls.Client(c, m.tls)

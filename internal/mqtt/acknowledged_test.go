@@ -17,7 +17,7 @@ func TestAwaitAcknowledgementsIgnoresWhatNobodyCanAcknowledge(t *testing.T) {
 	s := newServer()
 	offline, _, _ := newTestClient()
 	offline.ID = "offline"
-	offline.State.Inflight.Set(packets.Packet{PacketID: 1, FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 1}, Queued: true})
+	offline.State.Inflight.Set(&packets.Packet{PacketID: 1, FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 1}, Queued: true})
 	offline.Stop(nil)
 	s.Clients.Add(offline)
 
@@ -34,8 +34,8 @@ func TestAwaitAcknowledgementsWaitsForTheConnectedClient(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
 	cl.ID = "online"
-	cl.State.Inflight.Set(packets.Packet{PacketID: 1, FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 1}})
-	cl.State.Inflight.Set(packets.Packet{PacketID: 1, FixedHeader: packets.FixedHeader{Type: packets.Pubrec}})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 1, FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 1}})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 1, FixedHeader: packets.FixedHeader{Type: packets.Pubrec}})
 	s.Clients.Add(cl)
 
 	short, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
@@ -47,6 +47,6 @@ func TestAwaitAcknowledgementsWaitsForTheConnectedClient(t *testing.T) {
 	defer cancel2()
 	go func() { done <- s.AwaitAcknowledgements(ctx) }()
 	require.Eventually(t, s.acks.waiting.Load, time.Minute, time.Millisecond)
-	require.NoError(t, s.processPacket(cl, packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback}, PacketID: 1}))
+	require.NoError(t, s.processPacket(cl, &packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback}, PacketID: 1}))
 	require.NoError(t, <-done)
 }

@@ -27,7 +27,7 @@ func TestAnAcknowledgedPublishIsInTheSessionsSubscribedToIt(t *testing.T) {
 	s.Topics.Subscribe(away.ID, packets.Subscription{Filter: "a/b/c", Qos: 1})
 
 	go func() {
-		_ = s.processPacket(sender, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
+		_ = s.processPacket(sender, packetCopy(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet))
 		_ = w.Close()
 	}()
 	ack := make([]byte, len(packettest.TPacketData[packets.Puback].Get(packettest.TPuback).RawBytes))

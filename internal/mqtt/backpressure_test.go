@@ -17,7 +17,7 @@ import (
 
 // parkFor makes cl congested: a message waits for its receive window.
 func parkFor(cl *Client, id uint16) {
-	cl.State.Inflight.Set(packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 1}, PacketID: id, Expiry: -1})
+	cl.State.Inflight.Set(&packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 1}, PacketID: id, Expiry: -1})
 }
 
 // A publisher's reader waits for a congested subscriber until what waited
@@ -85,7 +85,7 @@ func TestAMessageParkedBehindOthersGoesAfterThemWithoutWaiting(t *testing.T) {
 	s.Clients.Add(cl)
 	older := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet
 	older.PacketID, older.Expiry, older.TopicName = 1, -1, "older"
-	cl.State.Inflight.Set(older) // parked, and the window has room again
+	cl.State.Inflight.Set(&older) // parked, and the window has room again
 	require.Equal(t, int32(5), atomic.LoadInt32(&cl.State.Inflight.sendQuota))
 
 	got := make(chan []byte, 1)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/dssio/dss/internal/mqtt/mempool"
 	"github.com/dssio/dss/internal/mqtt/packets"
+	"github.com/dssio/dss/internal/rawio"
 )
 
 const (
@@ -34,8 +35,8 @@ var (
 	ErrMinimumKeepalive = errors.New("client keepalive is below minimum recommended value and may exhibit connection instability")
 )
 
-// ReadFn is the function signature for the function used for reading and processing new packets.
-type ReadFn func(*Client, packets.Packet) error
+// ReadFn handles a packet a client read; pk is valid until it returns.
+type ReadFn func(cl *Client, pk *packets.Packet) error
 
 // Clients contains a map of the clients known by the broker.
 type Clients struct {
@@ -131,7 +132,7 @@ type Client struct {
 	// connection, beside it. dss: the route of the client's responses.
 	Attached atomic.Value
 	// Auth is what the embedding application's authentication found for
-	// the connection (dss: its principal and grants). An OnConnect hook
+	// the connection (dss: its principal and grants). Access.Connect
 	// sets it before the client is registered; it does not change after.
 	Auth any
 }
@@ -263,6 +264,9 @@ func newClient(c net.Conn, o *ops) *Client {
 	}
 
 	if c != nil {
+		if rawIO {
+			c = rawio.Wrap(c) // reads and writes of its own goroutines too
+		}
 		cl.Net = ClientConnection{
 			Conn:   c,
 			Remote: c.RemoteAddr().String(),
@@ -287,7 +291,7 @@ func newClient(c net.Conn, o *ops) *Client {
 }
 
 // ParseConnect parses the connect parameters and properties for a client.
-func (cl *Client) ParseConnect(lid string, pk packets.Packet) {
+func (cl *Client) ParseConnect(lid string, pk *packets.Packet) {
 	cl.Net.Listener = lid
 
 	cl.Properties.ProtocolVersion = pk.ProtocolVersion
@@ -501,7 +505,7 @@ func (cl *Client) ResendInflightMessages(force bool) error {
 			// dss: a message resent to a new connection is delivered to
 			// it, and checked as every delivery is; upstream resent the
 			// old session's messages unchecked.
-			if !cl.ops.hooks.OnACLCheck(cl, tk.TopicName, false) {
+			if !cl.ops.options.allowed(cl, tk.TopicName, false) {
 				cl.dropInflight(&tk)
 				continue
 			}
@@ -528,13 +532,12 @@ func (cl *Client) ResendInflightMessages(force bool) error {
 					cl.State.handover.RUnlock()
 					return nil
 				}
-				cl.State.Inflight.Set(tk)
+				cl.State.Inflight.Set(&tk)
 				cl.State.handover.RUnlock()
 			}
 			cl.State.Inflight.DecreaseSendQuota()
 		}
 
-		cl.ops.hooks.OnQosPublish(cl, tk, tk.Created, 0)
 		err := cl.WritePacket(tk)
 		if errors.Is(err, errMessageExpired) {
 			cl.dropInflight(&tk) // dss: expired while the session waited
@@ -546,7 +549,6 @@ func (cl *Client) ResendInflightMessages(force bool) error {
 
 		if tk.FixedHeader.Type == packets.Puback || tk.FixedHeader.Type == packets.Pubcomp {
 			if ok := cl.State.Inflight.DeletePacket(&tk); ok {
-				cl.ops.hooks.OnQosComplete(cl, tk)
 				atomic.AddInt64(&cl.ops.info.Inflight, -1)
 			}
 		}
@@ -559,7 +561,6 @@ func (cl *Client) ResendInflightMessages(force bool) error {
 func (cl *Client) ClearInflights() {
 	for _, tk := range cl.State.Inflight.GetAll(false) {
 		if ok := cl.State.Inflight.DeletePacket(&tk); ok {
-			cl.ops.hooks.OnQosDropped(cl, tk)
 			atomic.AddInt64(&cl.ops.info.Inflight, -1)
 		}
 	}
@@ -595,7 +596,6 @@ func (cl *Client) dropInflight(tk *packets.Packet) bool {
 	if (tk.FixedHeader.Type == packets.Publish || tk.FixedHeader.Type == packets.Pubrel) && tk.Expiry >= 0 {
 		cl.State.Inflight.IncreaseSendQuota()
 	}
-	cl.ops.hooks.OnQosDropped(cl, *tk)
 	atomic.AddInt64(&cl.ops.info.Inflight, -1)
 	return true
 }
@@ -640,35 +640,33 @@ func (cl *Client) Read(packetHandler ReadFn) error {
 			return err
 		}
 
-		if cl.ops.readFast != nil && (fh.Type == packets.Puback ||
-			fh.Type == packets.Publish && cl.consumes(fh.Remaining)) {
-			if err := cl.ops.readFast(cl, fh); err != nil {
-				return err
-			}
-			continue
-		}
-
-		if err := cl.readAndHandle(&fh, packetHandler); err != nil {
+		if err := cl.readPacket(&fh, packetHandler); err != nil {
 			return err
 		}
 	}
 }
 
-// readAndHandle reads the packet whose fixed header fh was read, and
-// hands it to packetHandler.
-//
-// dss: a function of its own, so that the packet (800 bytes) and its
-// copy as argument are not in the frame of the read loop, which stays on
-// every connection's stack.
-//
-//go:noinline
-func (cl *Client) readAndHandle(fh *packets.FixedHeader, packetHandler ReadFn) error {
-	pk, err := cl.ReadPacket(fh)
-	if err != nil {
-		return err
-	}
+// inPackets holds the packets connections read into: each is handled
+// while it is read and kept by nobody (see ReadFn).
+var inPackets = sync.Pool{New: func() any { return new(packets.Packet) }}
 
-	return packetHandler(cl, pk) // Process inbound packet.
+// readPacket reads the packet whose fixed header fh was read into a
+// packet of inPackets, and hands it to handle.
+//
+// dss: the one way a connection's packets are read after its CONNECT:
+// its reader goroutine (Read) and its read loop's turn both come here.
+// The packet (800 bytes) is in no goroutine's frame, and is passed by
+// pointer from here to the process functions, the interfaces of hooks.go
+// and the inflight entries.
+func (cl *Client) readPacket(fh *packets.FixedHeader, handle ReadFn) error {
+	pk := inPackets.Get().(*packets.Packet)
+	err := cl.ReadPacket(fh, pk)
+	if err == nil {
+		err = handle(cl, pk)
+	}
+	*pk = packets.Packet{} // it refers to the connection's buffers
+	inPackets.Put(pk)
+	return err
 }
 
 // Stop instructs the client to shut down all processing goroutines and disconnect.
@@ -803,8 +801,9 @@ func (cl *Client) ReadFixedHeader(fh *packets.FixedHeader) error {
 	return nil
 }
 
-// ReadPacket reads the remaining buffer into an MQTT packet.
-func (cl *Client) ReadPacket(fh *packets.FixedHeader) (pk packets.Packet, err error) {
+// ReadPacket reads the body of the packet whose fixed header fh was read
+// and decodes it into pk, a zero packet.
+func (cl *Client) ReadPacket(fh *packets.FixedHeader, pk *packets.Packet) error {
 	pk.ProtocolVersion = cl.Properties.ProtocolVersion // inherit client protocol version for decoding
 	pk.FixedHeader = *fh
 	var p []byte
@@ -824,7 +823,7 @@ func (cl *Client) ReadPacket(fh *packets.FixedHeader) (pk packets.Packet, err er
 	}
 	n, err := io.ReadFull(cl.Net.bconn, p)
 	if err != nil {
-		return pk, err
+		return err
 	}
 
 	atomic.AddInt64(&cl.ops.info.BytesReceived, int64(n))
@@ -841,7 +840,7 @@ func (cl *Client) ReadPacket(fh *packets.FixedHeader) (pk packets.Packet, err er
 	case packets.Connack:
 		err = pk.ConnackDecode(px)
 	case packets.Publish:
-		err = cl.decodePublish(&pk, px, consumed)
+		err = cl.decodePublish(pk, px, consumed)
 		if err == nil {
 			atomic.AddInt64(&cl.ops.info.MessagesReceived, 1)
 		}
@@ -870,13 +869,9 @@ func (cl *Client) ReadPacket(fh *packets.FixedHeader) (pk packets.Packet, err er
 	}
 
 	if err != nil {
-		return pk, packetError(&pk.FixedHeader, pk.FixedHeader.Remaining, err)
+		return packetError(&pk.FixedHeader, pk.FixedHeader.Remaining, err)
 	}
-
-	if cl.ops.hooks.Provides(OnPacketRead) {
-		pk, err = cl.ops.hooks.OnPacketRead(cl, pk)
-	}
-	return
+	return nil
 }
 
 // consumes reports whether the PUBLISH whose body of remaining bytes is
@@ -925,18 +920,6 @@ func (cl *Client) decodePublish(pk *packets.Packet, body []byte, consumed bool) 
 		return pk.PublishDecode(bytes.Clone(body))
 	}
 	return err
-}
-
-// onPacketEncode lets the hooks change pk before it is encoded.
-//
-// dss: called only when a hook provides OnPacketEncode, and in a function
-// of its own: the two packet copies the hook call takes (800 bytes each)
-// were in the frame of every packet written, which grew every
-// connection's stack.
-//
-//go:noinline
-func (cl *Client) onPacketEncode(pk *packets.Packet) {
-	*pk = cl.ops.hooks.OnPacketEncode(cl, *pk)
 }
 
 // errMessageExpired reports a message that expired before it could be
@@ -993,7 +976,7 @@ func (cl *Client) writePacketsWaiting(pks []*packets.Packet) error {
 	}
 
 	atomic.AddInt64(&cl.ops.info.BytesSent, int64(n))
-	cl.packetsSent(pks, sizes, data)
+	cl.packetsSent(pks, sizes)
 	return encodeErr
 }
 
@@ -1018,29 +1001,14 @@ func (cl *Client) encodePackets(pks []*packets.Packet, buf *bytes.Buffer, sizes 
 	return encodeErr
 }
 
-// packetsSent counts pks as sent and calls the OnPacketSent hooks with
-// their encodings, laid out in data as encodePackets recorded in sizes.
-func (cl *Client) packetsSent(pks []*packets.Packet, sizes []int, data []byte) {
+// packetsSent counts the messages among pks as sent; encodePackets
+// recorded a negative size for those it left out.
+func (cl *Client) packetsSent(pks []*packets.Packet, sizes []int) {
 	for i := range pks {
-		if sizes[i] < 0 {
-			continue
-		}
-		if pks[i].FixedHeader.Type == packets.Publish {
+		if sizes[i] >= 0 && pks[i].FixedHeader.Type == packets.Publish {
 			atomic.AddInt64(&cl.ops.info.MessagesSent, 1)
 		}
-		if cl.ops.hooks.Provides(OnPacketSent) {
-			cl.packetSent(pks[i], data[:sizes[i]])
-		}
-		data = data[sizes[i]:]
 	}
-}
-
-// packetSent runs the OnPacketSent hooks. dss: called only when a hook
-// provides it, so that the packet copy is not on the stack of every write.
-//
-//go:noinline
-func (cl *Client) packetSent(pk *packets.Packet, b []byte) {
-	cl.ops.hooks.OnPacketSent(cl, *pk, b)
 }
 
 // encodePacket prepares pk for this client and appends its encoding to buf.
@@ -1076,10 +1044,6 @@ func (cl *Client) encodePacket(pk *packets.Packet, buf *bytes.Buffer) error {
 
 	if pk.FixedHeader.Type != packets.Connack || cl.Properties.Props.RequestResponseInfo == 0x1 || cl.ops.options.Capabilities.Compatibilities.AlwaysReturnResponseInfo {
 		pk.Mods.AllowResponseInfo = true // [MQTT-3.1.2-28] we need to know which properties we can encode
-	}
-
-	if cl.ops.hooks.Provides(OnPacketEncode) {
-		cl.onPacketEncode(pk)
 	}
 
 	before := buf.Len()

@@ -32,9 +32,8 @@ func newTestClient() (cl *Client, r net.Conn, w net.Conn) {
 	r, w = net.Pipe()
 
 	cl = newClient(w, &ops{
-		info:  new(Info),
-		hooks: new(Hooks),
-		log:   logger,
+		info: new(Info),
+		log:  logger,
 		options: &Options{
 			Capabilities: &Capabilities{
 				ReceiveMaximum:             10,
@@ -189,7 +188,7 @@ func TestClientParseConnect(t *testing.T) {
 		},
 	}
 
-	cl.ParseConnect("tcp1", pk)
+	cl.ParseConnect("tcp1", &pk)
 	require.Equal(t, pk.Connect.ClientIdentifier, cl.ID)
 	require.Equal(t, pk.Connect.Keepalive, cl.State.Keepalive)
 	require.Equal(t, pk.Connect.Clean, cl.Properties.Clean)
@@ -228,7 +227,7 @@ func TestClientParseConnectReceiveMaxExceedMaxInflight(t *testing.T) {
 		},
 	}
 
-	cl.ParseConnect("tcp1", pk)
+	cl.ParseConnect("tcp1", &pk)
 	require.Equal(t, pk.Connect.ClientIdentifier, cl.ID)
 	require.Equal(t, pk.Connect.Keepalive, cl.State.Keepalive)
 	require.Equal(t, pk.Connect.Clean, cl.Properties.Clean)
@@ -265,13 +264,13 @@ func TestClientParseConnectOverrideWillDelay(t *testing.T) {
 		},
 	}
 
-	cl.ParseConnect("tcp1", pk)
+	cl.ParseConnect("tcp1", &pk)
 	require.Equal(t, pk.Properties.SessionExpiryInterval, cl.Properties.Will.WillDelayInterval)
 }
 
 func TestClientParseConnectNoID(t *testing.T) {
 	cl, _, _ := newTestClient()
-	cl.ParseConnect("tcp1", packets.Packet{})
+	cl.ParseConnect("tcp1", &packets.Packet{})
 	require.NotEmpty(t, cl.ID)
 }
 
@@ -290,7 +289,7 @@ func TestClientParseConnectBelowMinimumKeepalive(t *testing.T) {
 			ClientIdentifier: "mochi",
 		},
 	}
-	cl.ParseConnect("tcp1", pk)
+	cl.ParseConnect("tcp1", &pk)
 	err := x.Flush()
 	require.NoError(t, err)
 	require.True(t, strings.Contains(b.String(), ErrMinimumKeepalive.Error()))
@@ -313,7 +312,7 @@ func TestClientNextPacketIDInUse(t *testing.T) {
 	cl, _, _ := newTestClient()
 
 	// skip over 2
-	cl.State.Inflight.Set(packets.Packet{PacketID: 2})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 2})
 
 	i, err := cl.NextPacketID()
 	require.NoError(t, err)
@@ -324,7 +323,7 @@ func TestClientNextPacketIDInUse(t *testing.T) {
 	require.Equal(t, uint32(3), i)
 
 	// Skip over overflow
-	cl.State.Inflight.Set(packets.Packet{PacketID: 65535})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 65535})
 	atomic.StoreUint32(&cl.State.packetID, 65534)
 
 	i, err = cl.NextPacketID()
@@ -366,11 +365,11 @@ func TestClientClearInflights(t *testing.T) {
 	cl, _, _ := newTestClient()
 	n := time.Now().Unix()
 
-	cl.State.Inflight.Set(packets.Packet{ProtocolVersion: 5, PacketID: 1, Expiry: n - 1})
-	cl.State.Inflight.Set(packets.Packet{ProtocolVersion: 5, PacketID: 2, Expiry: n - 2})
-	cl.State.Inflight.Set(packets.Packet{ProtocolVersion: 5, PacketID: 3, Created: n - 3}) // within bounds
-	cl.State.Inflight.Set(packets.Packet{ProtocolVersion: 5, PacketID: 5, Created: n - 5}) // over max server expiry limit
-	cl.State.Inflight.Set(packets.Packet{ProtocolVersion: 5, PacketID: 7, Created: n})
+	cl.State.Inflight.Set(&packets.Packet{ProtocolVersion: 5, PacketID: 1, Expiry: n - 1})
+	cl.State.Inflight.Set(&packets.Packet{ProtocolVersion: 5, PacketID: 2, Expiry: n - 2})
+	cl.State.Inflight.Set(&packets.Packet{ProtocolVersion: 5, PacketID: 3, Created: n - 3}) // within bounds
+	cl.State.Inflight.Set(&packets.Packet{ProtocolVersion: 5, PacketID: 5, Created: n - 5}) // over max server expiry limit
+	cl.State.Inflight.Set(&packets.Packet{ProtocolVersion: 5, PacketID: 7, Created: n})
 
 	require.Equal(t, 5, cl.State.Inflight.Len())
 	cl.ClearInflights()
@@ -381,11 +380,11 @@ func TestClientClearExpiredInflights(t *testing.T) {
 	cl, _, _ := newTestClient()
 
 	n := time.Now().Unix()
-	cl.State.Inflight.Set(packets.Packet{ProtocolVersion: 5, PacketID: 1, Expiry: n - 1})
-	cl.State.Inflight.Set(packets.Packet{ProtocolVersion: 5, PacketID: 2, Expiry: n - 2})
-	cl.State.Inflight.Set(packets.Packet{ProtocolVersion: 5, PacketID: 3, Created: n - 3}) // within bounds
-	cl.State.Inflight.Set(packets.Packet{ProtocolVersion: 5, PacketID: 5, Created: n - 5}) // over max server expiry limit
-	cl.State.Inflight.Set(packets.Packet{ProtocolVersion: 5, PacketID: 7, Created: n})
+	cl.State.Inflight.Set(&packets.Packet{ProtocolVersion: 5, PacketID: 1, Expiry: n - 1})
+	cl.State.Inflight.Set(&packets.Packet{ProtocolVersion: 5, PacketID: 2, Expiry: n - 2})
+	cl.State.Inflight.Set(&packets.Packet{ProtocolVersion: 5, PacketID: 3, Created: n - 3}) // within bounds
+	cl.State.Inflight.Set(&packets.Packet{ProtocolVersion: 5, PacketID: 5, Created: n - 5}) // over max server expiry limit
+	cl.State.Inflight.Set(&packets.Packet{ProtocolVersion: 5, PacketID: 7, Created: n})
 	require.Equal(t, 5, cl.State.Inflight.Len())
 
 	deleted := cl.ClearExpiredInflights(n, 4)
@@ -393,10 +392,10 @@ func TestClientClearExpiredInflights(t *testing.T) {
 	require.ElementsMatch(t, []uint16{1, 2, 5}, deleted)
 	require.Equal(t, 2, cl.State.Inflight.Len())
 
-	cl.State.Inflight.Set(packets.Packet{PacketID: 11, Expiry: n - 1})
-	cl.State.Inflight.Set(packets.Packet{PacketID: 12, Expiry: n - 2})  // expiry is ineffective for v3.
-	cl.State.Inflight.Set(packets.Packet{PacketID: 13, Created: n - 3}) // within bounds for v3
-	cl.State.Inflight.Set(packets.Packet{PacketID: 15, Created: n - 5}) // over max server expiry limit
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 11, Expiry: n - 1})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 12, Expiry: n - 2})  // expiry is ineffective for v3.
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 13, Created: n - 3}) // within bounds for v3
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 15, Created: n - 5}) // over max server expiry limit
 	require.Equal(t, 6, cl.State.Inflight.Len())
 
 	deleted = cl.ClearExpiredInflights(n, 4)
@@ -404,12 +403,12 @@ func TestClientClearExpiredInflights(t *testing.T) {
 	require.ElementsMatch(t, []uint16{11, 12, 15}, deleted)
 	require.Equal(t, 3, cl.State.Inflight.Len())
 
-	cl.State.Inflight.Set(packets.Packet{PacketID: 17, Created: n - 1})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 17, Created: n - 1})
 	deleted = cl.ClearExpiredInflights(n, 0) // maximumExpiry = 0 do not process abandon messages
 	require.Len(t, deleted, 0)
 	require.Equal(t, 4, cl.State.Inflight.Len())
 
-	cl.State.Inflight.Set(packets.Packet{ProtocolVersion: 5, PacketID: 18, Expiry: n - 1})
+	cl.State.Inflight.Set(&packets.Packet{ProtocolVersion: 5, PacketID: 18, Expiry: n - 1})
 	deleted = cl.ClearExpiredInflights(n, 0)        // maximumExpiry = 0 do not abandon messages
 	require.ElementsMatch(t, []uint16{18}, deleted) // expiry is still effective for v5.
 	require.Len(t, deleted, 1)
@@ -420,7 +419,7 @@ func TestClientResendInflightMessages(t *testing.T) {
 	pk1 := packettest.TPacketData[packets.Puback].Get(packettest.TPuback)
 	cl, r, w := newTestClient()
 
-	cl.State.Inflight.Set(*pk1.Packet)
+	cl.State.Inflight.Set(pk1.Packet)
 	require.Equal(t, 1, cl.State.Inflight.Len())
 
 	go func() {
@@ -446,8 +445,8 @@ func TestClientResendInflightMessagesQueuedIsFirstDelivery(t *testing.T) {
 	pk := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet
 	pk.Queued = true
 	cl, _, _ := newTestClient()
-	require.NoError(t, cl.ops.hooks.Add(new(AllowHook), nil)) // the resent message is authorized
-	cl.State.Inflight.Set(pk)
+	cl.ops.options.Access = allowAll{} // the resent message is authorized
+	cl.State.Inflight.Set(&pk)
 	for _, wantDup := range []bool{false, true} {
 		r, w := net.Pipe()
 		cl.Net.Conn = w
@@ -467,9 +466,9 @@ func TestClientResendInflightMessagesWriteFailure(t *testing.T) {
 	pk1 := packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1Dup)
 	cl, r, _ := newTestClient()
 	_ = r.Close()
-	require.NoError(t, cl.ops.hooks.Add(new(AllowHook), nil)) // the resent message is authorized
+	cl.ops.options.Access = allowAll{} // the resent message is authorized
 
-	cl.State.Inflight.Set(*pk1.Packet)
+	cl.State.Inflight.Set(pk1.Packet)
 	require.Equal(t, 1, cl.State.Inflight.Len())
 	err := cl.ResendInflightMessages(true)
 	require.Error(t, err)
@@ -609,8 +608,8 @@ func TestClientReadOK(t *testing.T) {
 	var pks []packets.Packet
 	o := make(chan error)
 	go func() {
-		o <- cl.Read(func(cl *Client, pk packets.Packet) error {
-			pks = append(pks, pk)
+		o <- cl.Read(func(cl *Client, pk *packets.Packet) error {
+			pks = append(pks, *pk)
 			return nil
 		})
 	}()
@@ -650,7 +649,7 @@ func TestClientReadDone(t *testing.T) {
 
 	o := make(chan error)
 	go func() {
-		o <- cl.Read(func(cl *Client, pk packets.Packet) error {
+		o <- cl.Read(func(cl *Client, pk *packets.Packet) error {
 			return nil
 		})
 	}()
@@ -713,7 +712,7 @@ func TestClientReadReadHandlerErr(t *testing.T) {
 		_ = r.Close()
 	}()
 
-	err := cl.Read(func(cl *Client, pk packets.Packet) error {
+	err := cl.Read(func(cl *Client, pk *packets.Packet) error {
 		return errors.New("test")
 	})
 
@@ -737,9 +736,9 @@ func TestClientReadReadPacketOK(t *testing.T) {
 	err := cl.ReadFixedHeader(fh)
 	require.NoError(t, err)
 
-	pk, err := cl.ReadPacket(fh)
+	var pk packets.Packet
+	err = cl.ReadPacket(fh, &pk)
 	require.NoError(t, err)
-	require.NotNil(t, pk)
 
 	require.Equal(t, packets.Packet{
 		ProtocolVersion: cl.Properties.ProtocolVersion,
@@ -773,9 +772,9 @@ func TestClientReadPacket(t *testing.T) {
 				cl.Properties.ProtocolVersion = 0
 			}
 
-			pk, err := cl.ReadPacket(fh)
+			var pk packets.Packet
+			err = cl.ReadPacket(fh, &pk)
 			require.NoError(t, err, pkInfo, tt.Case, tt.Desc)
-			require.NotNil(t, pk, pkInfo, tt.Case, tt.Desc)
 			require.Equal(t, *tt.Packet, pk, pkInfo, tt.Case, tt.Desc)
 
 			if tt.Packet.FixedHeader.Type == packets.Publish {
@@ -787,7 +786,7 @@ func TestClientReadPacket(t *testing.T) {
 func TestClientReadPacketInvalidTypeError(t *testing.T) {
 	cl, _, _ := newTestClient()
 	_ = cl.Net.Conn.Close()
-	_, err := cl.ReadPacket(&packets.FixedHeader{})
+	err := cl.ReadPacket(&packets.FixedHeader{}, new(packets.Packet))
 	require.ErrorIs(t, err, packets.ErrMalformedPacket) // dss: the reserved type 0 is malformed
 }
 
@@ -836,9 +835,8 @@ func TestClientWritePacket(t *testing.T) {
 func TestClientWriteLoopBatches(t *testing.T) {
 	r, w := net.Pipe()
 	cl := newClient(w, &ops{
-		info:  new(Info),
-		hooks: new(Hooks),
-		log:   logger,
+		info: new(Info),
+		log:  logger,
 		options: &Options{
 			Capabilities: &Capabilities{
 				MaximumClientWritesPending: 3,
@@ -904,10 +902,10 @@ func TestClientReadPacketReadingError(t *testing.T) {
 		_ = r.Close()
 	}()
 
-	_, err := cl.ReadPacket(&packets.FixedHeader{
+	err := cl.ReadPacket(&packets.FixedHeader{
 		Type:      0,
 		Remaining: 11,
-	})
+	}, new(packets.Packet))
 	require.Error(t, err)
 }
 
@@ -924,9 +922,9 @@ func TestClientReadPacketReadUnknown(t *testing.T) {
 		_ = r.Close()
 	}()
 
-	_, err := cl.ReadPacket(&packets.FixedHeader{
+	err := cl.ReadPacket(&packets.FixedHeader{
 		Remaining: 1,
-	})
+	}, new(packets.Packet))
 	require.Error(t, err)
 }
 
@@ -1029,8 +1027,8 @@ func TestClientReadPacketConsumedTopic(t *testing.T) {
 		go func() { _, _ = r.Write(buf.Bytes()) }()
 		fh := new(packets.FixedHeader)
 		require.NoError(t, cl.ReadFixedHeader(fh))
-		got, err := cl.ReadPacket(fh)
-		require.NoError(t, err)
+		var got packets.Packet
+		require.NoError(t, cl.ReadPacket(fh, &got))
 		return got
 	}
 	user := []packets.UserProperty{{Key: "k", Val: "v1"}}

@@ -12,25 +12,19 @@ import (
 	"github.com/dssio/dss/internal/mqtt/packets"
 )
 
-// consumerHook records how it was handed each publish.
-type consumerHook struct {
-	HookBase
-	id        string
-	byValue   []string
-	byPointer []string
+// consumer records the payloads of the publishes it is handed, and
+// consumes those of topic consumes.
+type consumer struct {
+	consumes string
+	got      []string
 }
 
-func (h *consumerHook) ID() string           { return h.id }
-func (h *consumerHook) Provides(b byte) bool { return b == OnPublish }
-
-func (h *consumerHook) OnPublish(cl *Client, pk packets.Packet) (packets.Packet, error) {
-	h.byValue = append(h.byValue, string(pk.Payload))
-	return pk, packets.ErrRejectPacket
-}
-
-func (h *consumerHook) ConsumePublish(cl *Client, pk *packets.Packet) error {
-	h.byPointer = append(h.byPointer, string(pk.Payload))
-	return packets.ErrRejectPacket
+func (c *consumer) ConsumePublish(cl *Client, pk *packets.Packet) error {
+	c.got = append(c.got, string(pk.Payload))
+	if pk.TopicName == c.consumes {
+		return packets.ErrRejectPacket
+	}
+	return nil
 }
 
 // readPublishes has a client of s read the publishes given as topic and
@@ -82,79 +76,39 @@ func readPackets(t *testing.T, s *Server, setup func(*Client), pks ...packets.Pa
 func TestServerConsumedTopicByPointer(t *testing.T) {
 	s := newServer()
 	s.Options.ConsumedTopic = "req"
-	h := &consumerHook{id: "consumer"}
-	require.NoError(t, s.AddHook(h, nil))
+	c := &consumer{consumes: "req"}
+	s.Options.Consumer = c
 
 	readPublishes(t, s, "req", "one", "other", "two", "req", "three")
-	require.Equal(t, []string{"one", "three"}, h.byPointer, "the consumed topic, by pointer")
-	require.Equal(t, []string{"two"}, h.byValue, "any other, by value")
-
-	// With another hook that takes publishes, both see every one through
-	// OnPublish, as without the consumed topic.
-	second := &consumerHook{id: "second"}
-	require.NoError(t, s.AddHook(second, nil))
-	h.byValue, h.byPointer = nil, nil
-	readPublishes(t, s, "req", "four")
-	require.Empty(t, h.byPointer)
-	require.Equal(t, []string{"four"}, h.byValue)
-	require.Empty(t, second.byValue, "the first hook rejected it")
-}
-
-// valueHook takes publishes by value only.
-type valueHook struct {
-	HookBase
-	got []string
-}
-
-func (h *valueHook) ID() string           { return "value" }
-func (h *valueHook) Provides(b byte) bool { return b == OnPublish }
-
-func (h *valueHook) OnPublish(cl *Client, pk packets.Packet) (packets.Packet, error) {
-	h.got = append(h.got, string(pk.Payload))
-	return pk, nil
+	require.Equal(t, []string{"one", "two", "three"}, c.got, "the consumer is handed every publish")
+	require.Equal(t, int64(3), s.Info.MessagesReceived)
 }
 
 func TestServerConsumedTopicWithoutConsumer(t *testing.T) {
 	s := newServer()
 	s.Options.ConsumedTopic = "req"
-	h := new(valueHook)
-	require.NoError(t, s.AddHook(h, nil))
 	readPublishes(t, s, "req", "one", "other", "two")
-	require.Equal(t, []string{"one", "two"}, h.got)
 	require.Equal(t, int64(2), s.Info.MessagesReceived)
-}
-
-// qosHook counts completed QoS flows.
-type qosHook struct {
-	HookBase
-	completed []uint16
-}
-
-func (h *qosHook) ID() string           { return "qos" }
-func (h *qosHook) Provides(b byte) bool { return b == OnQosComplete }
-
-func (h *qosHook) OnQosComplete(cl *Client, pk packets.Packet) {
-	h.completed = append(h.completed, pk.PacketID)
 }
 
 func TestServerPubackByPointer(t *testing.T) {
 	s := newServer()
 	s.Options.ConsumedTopic = "req"
-	h := new(qosHook)
-	require.NoError(t, s.AddHook(h, nil))
 	puback := func(id uint16, props packets.Properties) packets.Packet {
 		return packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback}, PacketID: id, Properties: props}
 	}
 	cl := readPackets(t, s, func(cl *Client) {
 		for _, id := range []uint16{7, 8, 9} {
-			cl.State.Inflight.Set(packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 1}, PacketID: id})
+			cl.State.Inflight.Set(&packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 1}, PacketID: id})
 		}
 	},
 		puback(7, packets.Properties{}),
 		puback(5, packets.Properties{}), // not in flight: ignored
 		puback(9, packets.Properties{ReasonString: "with properties"}),
 	)
-	require.Equal(t, []uint16{7, 9}, h.completed)
+	// The flows were set up without counting them in: two PUBACKs ended
+	// one each, that of 5 none.
+	require.Equal(t, int64(-2), s.Info.Inflight)
 	require.False(t, cl.State.Inflight.Has(7))
 	require.True(t, cl.State.Inflight.Has(8))
 	require.False(t, cl.State.Inflight.Has(9))

@@ -25,7 +25,7 @@ func TestMessagesDroppedForAClientThatDoesNotAcknowledgeAreLoggedOnceASecond(t *
 	s.Log = slog.New(slog.NewTextHandler(logs, nil))
 	cl, _, _ := newTestClient()
 	for i := uint32(0); i <= cl.ops.options.Capabilities.maximumPacketID; i++ {
-		cl.State.Inflight.Set(packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 1}, PacketID: uint16(i)})
+		cl.State.Inflight.Set(&packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 1}, PacketID: uint16(i)})
 	}
 	publish := func() {
 		_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)

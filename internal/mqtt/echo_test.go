@@ -26,7 +26,8 @@ const loopTopic = "req/loop"
 // handles the request, and counts where that goroutine was; it lets
 // every other publish through.
 type echoHook struct {
-	HookBase
+	allowAll
+	noSessionEvents
 	byLoop, byReader atomic.Int64
 	// size, when set, is the size of every answer's payload instead.
 	size         int
@@ -34,24 +35,10 @@ type echoHook struct {
 	disconnected map[string]error
 }
 
-func (h *echoHook) ID() string { return "echo" }
-
-func (h *echoHook) Provides(b byte) bool {
-	return b == OnPublish || b == OnDisconnect || b == OnConnectAuthenticate || b == OnACLCheck
-}
-
-func (h *echoHook) OnConnectAuthenticate(*Client, packets.Packet) bool { return true }
-
-func (h *echoHook) OnACLCheck(*Client, string, bool) bool { return true }
-
-func (h *echoHook) OnPublish(cl *Client, pk packets.Packet) (packets.Packet, error) {
-	if pk.TopicName != loopTopic {
-		return pk, nil // published as any other message
-	}
-	return pk, h.ConsumePublish(cl, &pk)
-}
-
 func (h *echoHook) ConsumePublish(cl *Client, pk *packets.Packet) error {
+	if pk.TopicName != loopTopic {
+		return nil // published as any other message
+	}
 	if cl.serving() {
 		h.byLoop.Add(1)
 	} else {
@@ -71,7 +58,7 @@ func (h *echoHook) ConsumePublish(cl *Client, pk *packets.Packet) error {
 	return packets.ErrRejectPacket
 }
 
-func (h *echoHook) OnDisconnect(cl *Client, err error, _ bool) {
+func (h *echoHook) Disconnected(cl *Client, err error, _ bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.disconnected == nil {
@@ -98,7 +85,7 @@ func loopServer(t *testing.T, h *echoHook, readBuffer int) (*Server, string) {
 		ReadLoops:               1,
 		ClientNetReadBufferSize: readBuffer,
 	})
-	require.NoError(t, s.AddHook(h, nil))
+	s.use(h)
 	l := listeners.NewTCP(listeners.Config{ID: "t", Address: "127.0.0.1:0"})
 	require.NoError(t, s.AddListener(l))
 	require.NoError(t, s.Serve())

@@ -24,10 +24,6 @@ import (
 // panics while it is handled.
 type panicHook struct{ echoHook }
 
-func (h *panicHook) OnPublish(cl *Client, pk packets.Packet) (packets.Packet, error) {
-	return pk, h.ConsumePublish(cl, &pk)
-}
-
 func (h *panicHook) ConsumePublish(cl *Client, pk *packets.Packet) error {
 	if string(pk.Payload) == "panic" {
 		var none []int
@@ -39,14 +35,14 @@ func (h *panicHook) ConsumePublish(cl *Client, pk *packets.Packet) error {
 // faultServer starts a server with loops read loops (0: a goroutine per
 // connection) and hook on a loopback port; its log goes to the returned
 // buffer.
-func faultServer(t *testing.T, hook Hook, loops int, opts Options) (*Server, string, *syncBuffer) {
+func faultServer(t *testing.T, hook any, loops int, opts Options) (*Server, string, *syncBuffer) {
 	t.Helper()
 	logs := new(syncBuffer)
 	opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	opts.ConsumedTopic = loopTopic
 	opts.ReadLoops = loops
 	s := New(&opts)
-	require.NoError(t, s.AddHook(hook, nil))
+	s.use(hook)
 	l := listeners.NewTCP(listeners.Config{ID: "t", Address: "127.0.0.1:0"})
 	require.NoError(t, s.AddListener(l))
 	require.NoError(t, s.Serve())

@@ -1,458 +1,174 @@
 // SPDX-License-Identifier: MIT
-// SPDX-FileCopyrightText: 2022 mochi-mqtt, mochi-co
-// SPDX-FileContributor: mochi-co
 
 package mqtt
 
 import (
-	"errors"
-	"strconv"
-	"sync/atomic"
+	"io"
+	"net"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/dssio/dss/internal/mqtt/packets"
-
 	"github.com/stretchr/testify/require"
+
+	"github.com/dssio/dss/internal/mqtt/packets"
+	"github.com/dssio/dss/internal/mqtt/packets/packettest"
 )
 
-type modifiedHookBase struct {
-	HookBase
-	err  error
-	fail bool
-}
-
-var errTestHook = errors.New("error")
-
-func (h *modifiedHookBase) ID() string {
-	return "modified"
-}
-
-func (h *modifiedHookBase) Init(config any) error {
-	if config != nil {
-		return errTestHook
+// use sets h as each of the server's interfaces of hooks.go it
+// implements.
+func (s *Server) use(h any) {
+	if a, ok := h.(Access); ok {
+		s.Options.Access = a
 	}
-	return nil
-}
-
-func (h *modifiedHookBase) Provides(b byte) bool {
-	return true
-}
-
-func (h *modifiedHookBase) Stop() error {
-	if h.fail {
-		return errTestHook
+	if c, ok := h.(PublishConsumer); ok {
+		s.Options.Consumer = c
 	}
-
-	return nil
-}
-
-func (h *modifiedHookBase) OnConnect(cl *Client, pk packets.Packet) error {
-	if h.fail {
-		return errTestHook
+	if ev, ok := h.(SessionEvents); ok {
+		s.Options.Sessions = ev
 	}
-
-	return nil
-}
-
-func (h *modifiedHookBase) OnConnectAuthenticate(cl *Client, pk packets.Packet) bool {
-	return true
-}
-
-func (h *modifiedHookBase) OnACLCheck(cl *Client, topic string, write bool) bool {
-	return true
-}
-
-func (h *modifiedHookBase) OnPublish(cl *Client, pk packets.Packet) (packets.Packet, error) {
-	if h.fail {
-		if h.err != nil {
-			return pk, h.err
-		}
-
-		return pk, errTestHook
+	if ev, ok := h.(SubscriptionEvents); ok {
+		s.Options.Subscriptions = ev
 	}
-
-	return pk, nil
-}
-
-func (h *modifiedHookBase) OnPacketRead(cl *Client, pk packets.Packet) (packets.Packet, error) {
-	if h.fail {
-		if h.err != nil {
-			return pk, h.err
-		}
-
-		return pk, errTestHook
-	}
-
-	return pk, nil
-}
-
-func (h *modifiedHookBase) OnAuthPacket(cl *Client, pk packets.Packet) (packets.Packet, error) {
-	if h.fail {
-		if h.err != nil {
-			return pk, h.err
-		}
-
-		return pk, errTestHook
-	}
-
-	return pk, nil
-}
-
-func (h *modifiedHookBase) OnWill(cl *Client, will Will) (Will, error) {
-	if h.fail {
-		return will, errTestHook
-	}
-
-	return will, nil
-}
-
-type providesCheckHook struct {
-	HookBase
-}
-
-func (h *providesCheckHook) Provides(b byte) bool {
-	return b == OnConnect
-}
-
-func TestHooksProvides(t *testing.T) {
-	h := new(Hooks)
-	err := h.Add(new(providesCheckHook), nil)
-	require.NoError(t, err)
-
-	err = h.Add(new(HookBase), nil)
-	require.NoError(t, err)
-
-	require.True(t, h.Provides(OnConnect, OnDisconnect))
-	require.False(t, h.Provides(OnDisconnect))
-}
-
-func TestHooksAddLenGetAll(t *testing.T) {
-	h := new(Hooks)
-	err := h.Add(new(HookBase), nil)
-	require.NoError(t, err)
-
-	err = h.Add(new(modifiedHookBase), nil)
-	require.NoError(t, err)
-
-	require.Equal(t, int64(2), atomic.LoadInt64(&h.qty))
-	require.Equal(t, int64(2), h.Len())
-
-	all := h.GetAll()
-	require.Equal(t, "base", all[0].ID())
-	require.Equal(t, "modified", all[1].ID())
-}
-
-func TestHooksAddInitFailure(t *testing.T) {
-	h := new(Hooks)
-	err := h.Add(new(modifiedHookBase), map[string]any{})
-	require.Error(t, err)
-	require.Equal(t, int64(0), atomic.LoadInt64(&h.qty))
-}
-
-func TestHooksStop(t *testing.T) {
-	h := new(Hooks)
-	h.Log = logger
-
-	err := h.Add(new(HookBase), nil)
-	require.NoError(t, err)
-	require.Equal(t, int64(1), atomic.LoadInt64(&h.qty))
-	require.Equal(t, int64(1), h.Len())
-
-	h.Stop()
-}
-
-// coverage: also cover some empty functions
-func TestHooksNonReturns(t *testing.T) {
-	h := new(Hooks)
-	cl := new(Client)
-
-	for i := 0; i < 2; i++ {
-		t.Run("step-"+strconv.Itoa(i), func(t *testing.T) {
-			// on first iteration, check without hook methods
-			h.OnStarted()
-			h.OnStopped()
-			h.OnSessionEstablish(cl, packets.Packet{})
-			h.OnSessionEstablished(cl, packets.Packet{})
-			h.OnDisconnect(cl, nil, false)
-			h.OnPacketSent(cl, packets.Packet{}, []byte{})
-			h.OnPacketProcessed(cl, packets.Packet{}, nil)
-			h.OnSubscribed(cl, packets.Packet{}, []byte{1})
-			h.OnUnsubscribed(cl, packets.Packet{})
-			h.OnPublished(cl, packets.Packet{})
-			h.OnPublishDropped(cl, packets.Packet{})
-			h.OnRetainMessage(cl, packets.Packet{}, 0)
-			h.OnRetainPublished(cl, packets.Packet{})
-			h.OnQosPublish(cl, packets.Packet{}, time.Now().Unix(), 0)
-			h.OnQosComplete(cl, packets.Packet{})
-			h.OnQosDropped(cl, packets.Packet{})
-			h.OnPacketIDExhausted(cl, packets.Packet{})
-			h.OnWillSent(cl, packets.Packet{})
-			h.OnClientExpired(cl)
-			h.OnRetainedExpired("a/b/c")
-
-			// on second iteration, check added hook methods
-			err := h.Add(new(modifiedHookBase), nil)
-			require.NoError(t, err)
-		})
+	if ev, ok := h.(RetainEvents); ok {
+		s.Options.Retained = ev
 	}
 }
 
-func TestHooksOnConnectAuthenticate(t *testing.T) {
-	h := new(Hooks)
+// allowAll admits every connection, publish and subscription.
+type allowAll struct{}
 
-	ok := h.OnConnectAuthenticate(new(Client), packets.Packet{})
-	require.False(t, ok)
+func (allowAll) Connect(*Client, *packets.Packet) error { return nil }
+func (allowAll) Allow(*Client, string, bool) bool       { return true }
 
-	err := h.Add(new(modifiedHookBase), nil)
-	require.NoError(t, err)
+// denyAll refuses every connection, publish and subscription.
+type denyAll struct{}
 
-	ok = h.OnConnectAuthenticate(new(Client), packets.Packet{})
-	require.True(t, ok)
+func (denyAll) Connect(*Client, *packets.Packet) error { return packets.ErrBadUsernameOrPassword }
+func (denyAll) Allow(*Client, string, bool) bool       { return false }
+
+// noSessionEvents hears no session event; a test's type embeds it for
+// the events it does not record.
+type noSessionEvents struct{}
+
+func (noSessionEvents) SessionEstablishing(*Client, *packets.Packet) {}
+func (noSessionEvents) SessionEstablished(*Client)                   {}
+func (noSessionEvents) Disconnected(*Client, error, bool)            {}
+func (noSessionEvents) SessionExpired(*Client)                       {}
+
+var (
+	_ Access             = allowAll{}
+	_ Access             = denyAll{}
+	_ SessionEvents      = noSessionEvents{}
+	_ SessionEvents      = (*eventLog)(nil)
+	_ SubscriptionEvents = (*eventLog)(nil)
+	_ RetainEvents       = (*eventLog)(nil)
+)
+
+// eventLog records the events it hears, in order.
+type eventLog struct {
+	allowAll
+	mu     sync.Mutex
+	events []string
 }
 
-func TestHooksOnACLCheck(t *testing.T) {
-	h := new(Hooks)
-
-	ok := h.OnACLCheck(new(Client), "a/b/c", true)
-	require.False(t, ok)
-
-	err := h.Add(new(modifiedHookBase), nil)
-	require.NoError(t, err)
-
-	ok = h.OnACLCheck(new(Client), "a/b/c", true)
-	require.True(t, ok)
+func (l *eventLog) add(event string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, event)
 }
 
-func TestHooksOnSubscribe(t *testing.T) {
-	h := new(Hooks)
-	err := h.Add(new(modifiedHookBase), nil)
-	require.NoError(t, err)
+func (l *eventLog) got() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.events...)
+}
 
-	pki := packets.Packet{
-		Filters: packets.Subscriptions{
-			{Filter: "a/b/c", Qos: 1},
-		},
+func (l *eventLog) SessionEstablishing(cl *Client, pk *packets.Packet) {
+	l.add("establishing " + cl.ID)
+}
+func (l *eventLog) SessionEstablished(cl *Client) { l.add("established " + cl.ID) }
+func (l *eventLog) Disconnected(cl *Client, err error, expire bool) {
+	if expire {
+		l.add("disconnected, expires " + cl.ID)
+	} else {
+		l.add("disconnected " + cl.ID)
 	}
-	pk := h.OnSubscribe(new(Client), pki)
-	require.EqualValues(t, pk, pki)
+}
+func (l *eventLog) SessionExpired(cl *Client) { l.add("expired " + cl.ID) }
+func (l *eventLog) Subscribed(cl *Client, pk *packets.Packet, reasonCodes []byte) {
+	l.add("subscribed " + pk.Filters[0].Filter + " " + string(rune('0'+reasonCodes[0])))
+}
+func (l *eventLog) Unsubscribed(cl *Client, pk *packets.Packet) {
+	l.add("unsubscribed " + pk.Filters[0].Filter)
+}
+func (l *eventLog) Retained(cl *Client, pk *packets.Packet) {
+	l.add("retained " + pk.TopicName + " " + string(pk.Payload))
 }
 
-func TestHooksOnSelectSubscribers(t *testing.T) {
-	h := new(Hooks)
-	err := h.Add(new(modifiedHookBase), nil)
-	require.NoError(t, err)
+func TestAServerWithoutAccessRefusesEveryConnection(t *testing.T) {
+	s := New(&Options{Logger: logger})
+	defer s.Close()
+	code, err := connackOf(t, s, connectMqtt5WithoutAuthMethod(t))
+	require.ErrorIs(t, err, packets.ErrBadUsernameOrPassword)
+	require.Equal(t, packets.ErrBadUsernameOrPassword.Code, code)
+	require.False(t, s.Options.allowed(new(Client), "a/b", true), "a publish was allowed without an Access")
+	require.False(t, s.Options.allowed(new(Client), "a/b", false), "a delivery was allowed without an Access")
+}
 
-	subs := &Subscribers{
-		Subscriptions: map[string]packets.Subscription{
-			"cl1": {Filter: "a/b/c"},
-		},
+// TestEventsFollowASession: the session, subscription and retain events
+// come as the session goes, each once.
+func TestEventsFollowASession(t *testing.T) {
+	s := newServer()
+	defer s.Close()
+	l := new(eventLog)
+	s.use(l)
+
+	cl, r, w := newTestClient()
+	cl.ID = "zen"
+	cl.Properties.ProtocolVersion = 5
+	s.Clients.Add(cl)
+	go func() { _, _ = io.Copy(io.Discard, r) }()
+	defer w.Close()
+
+	sub := *packettest.TPacketData[packets.Subscribe].Get(packettest.TSubscribe).Packet
+	require.NoError(t, s.processSubscribe(cl, &sub))
+	unsub := *packettest.TPacketData[packets.Unsubscribe].Get(packettest.TUnsubscribe).Packet
+	require.NoError(t, s.processUnsubscribe(cl, &unsub))
+	retained := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Retain: true}, TopicName: "a/b", Payload: []byte("kept")}
+	require.NoError(t, s.processPublish(cl, &retained))
+	s.expireSession(cl)
+
+	require.Equal(t, []string{
+		"subscribed " + sub.Filters[0].Filter + " 0",
+		"unsubscribed " + unsub.Filters[0].Filter,
+		"retained a/b kept",
+		"expired zen",
+	}, l.got())
+}
+
+// TestEventsFollowAConnection: a connection is established, then
+// disconnected; its session (with an expiry interval) stays.
+func TestEventsFollowAConnection(t *testing.T) {
+	s := newServer()
+	defer s.Close()
+	l := new(eventLog)
+	s.use(l)
+
+	r, w := net.Pipe()
+	o := make(chan error, 1)
+	go func() { o <- s.EstablishConnection("tcp", r) }()
+	go func() {
+		_, _ = w.Write(connectMqtt5WithoutAuthMethod(t))
+		_, _ = w.Write(packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnect).RawBytes)
+	}()
+	go func() { _, _ = io.Copy(io.Discard, w) }()
+	select {
+	case err := <-o:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the connection did not end")
 	}
-
-	subs2 := h.OnSelectSubscribers(subs, packets.Packet{})
-	require.EqualValues(t, subs, subs2)
-}
-
-func TestHooksOnUnsubscribe(t *testing.T) {
-	h := new(Hooks)
-	err := h.Add(new(modifiedHookBase), nil)
-	require.NoError(t, err)
-
-	pki := packets.Packet{
-		Filters: packets.Subscriptions{
-			{Filter: "a/b/c", Qos: 1},
-		},
-	}
-
-	pk := h.OnUnsubscribe(new(Client), pki)
-	require.EqualValues(t, pk, pki)
-}
-
-func TestHooksOnPublish(t *testing.T) {
-	h := new(Hooks)
-	h.Log = logger
-
-	hook := new(modifiedHookBase)
-	err := h.Add(hook, nil)
-	require.NoError(t, err)
-
-	pk, err := h.OnPublish(new(Client), packets.Packet{PacketID: 10})
-	require.NoError(t, err)
-	require.Equal(t, uint16(10), pk.PacketID)
-
-	// coverage: failure
-	hook.fail = true
-	pk, err = h.OnPublish(new(Client), packets.Packet{PacketID: 10})
-	require.Error(t, err)
-	require.Equal(t, uint16(10), pk.PacketID)
-
-	// coverage: reject packet
-	hook.err = packets.ErrRejectPacket
-	pk, err = h.OnPublish(new(Client), packets.Packet{PacketID: 10})
-	require.Error(t, err)
-	require.ErrorIs(t, err, packets.ErrRejectPacket)
-	require.Equal(t, uint16(10), pk.PacketID)
-}
-
-func TestHooksOnPacketRead(t *testing.T) {
-	h := new(Hooks)
-	h.Log = logger
-
-	hook := new(modifiedHookBase)
-	err := h.Add(hook, nil)
-	require.NoError(t, err)
-
-	pk, err := h.OnPacketRead(new(Client), packets.Packet{PacketID: 10})
-	require.NoError(t, err)
-	require.Equal(t, uint16(10), pk.PacketID)
-
-	// coverage: failure
-	hook.fail = true
-	pk, err = h.OnPacketRead(new(Client), packets.Packet{PacketID: 10})
-	require.NoError(t, err)
-	require.Equal(t, uint16(10), pk.PacketID)
-
-	// coverage: reject packet
-	hook.err = packets.ErrRejectPacket
-	pk, err = h.OnPacketRead(new(Client), packets.Packet{PacketID: 10})
-	require.Error(t, err)
-	require.ErrorIs(t, err, packets.ErrRejectPacket)
-	require.Equal(t, uint16(10), pk.PacketID)
-}
-
-func TestHooksOnAuthPacket(t *testing.T) {
-	h := new(Hooks)
-	h.Log = logger
-
-	hook := new(modifiedHookBase)
-	err := h.Add(hook, nil)
-	require.NoError(t, err)
-
-	pk, err := h.OnAuthPacket(new(Client), packets.Packet{PacketID: 10})
-	require.NoError(t, err)
-	require.Equal(t, uint16(10), pk.PacketID)
-
-	hook.fail = true
-	pk, err = h.OnAuthPacket(new(Client), packets.Packet{PacketID: 10})
-	require.Error(t, err)
-	require.Equal(t, uint16(10), pk.PacketID)
-}
-
-func TestHooksOnConnect(t *testing.T) {
-	h := new(Hooks)
-	h.Log = logger
-
-	hook := new(modifiedHookBase)
-	err := h.Add(hook, nil)
-	require.NoError(t, err)
-
-	err = h.OnConnect(new(Client), packets.Packet{PacketID: 10})
-	require.NoError(t, err)
-
-	hook.fail = true
-	err = h.OnConnect(new(Client), packets.Packet{PacketID: 10})
-	require.Error(t, err)
-}
-
-func TestHooksOnPacketEncode(t *testing.T) {
-	h := new(Hooks)
-	h.Log = logger
-
-	hook := new(modifiedHookBase)
-	err := h.Add(hook, nil)
-	require.NoError(t, err)
-
-	pk := h.OnPacketEncode(new(Client), packets.Packet{PacketID: 10})
-	require.Equal(t, uint16(10), pk.PacketID)
-}
-
-func TestHooksOnLWT(t *testing.T) {
-	h := new(Hooks)
-	h.Log = logger
-
-	hook := new(modifiedHookBase)
-	err := h.Add(hook, nil)
-	require.NoError(t, err)
-
-	lwt := h.OnWill(new(Client), Will{TopicName: "a/b/c"})
-	require.Equal(t, "a/b/c", lwt.TopicName)
-
-	// coverage: fail lwt
-	hook.fail = true
-	lwt = h.OnWill(new(Client), Will{TopicName: "a/b/c"})
-	require.Equal(t, "a/b/c", lwt.TopicName)
-}
-
-func TestHookBaseID(t *testing.T) {
-	h := new(HookBase)
-	require.Equal(t, "base", h.ID())
-}
-
-func TestHookBaseProvidesNone(t *testing.T) {
-	h := new(HookBase)
-	require.False(t, h.Provides(OnConnect))
-	require.False(t, h.Provides(OnDisconnect))
-}
-
-func TestHookBaseInit(t *testing.T) {
-	h := new(HookBase)
-	require.Nil(t, h.Init(nil))
-}
-
-func TestHookBaseSetOpts(t *testing.T) {
-	h := new(HookBase)
-	h.SetOpts(logger, new(HookOptions))
-	require.NotNil(t, h.Log)
-	require.NotNil(t, h.Opts)
-}
-
-func TestHookBaseClose(t *testing.T) {
-	h := new(HookBase)
-	require.Nil(t, h.Stop())
-}
-
-func TestHookBaseOnConnectAuthenticate(t *testing.T) {
-	h := new(HookBase)
-	v := h.OnConnectAuthenticate(new(Client), packets.Packet{})
-	require.False(t, v)
-}
-
-func TestHookBaseOnACLCheck(t *testing.T) {
-	h := new(HookBase)
-	v := h.OnACLCheck(new(Client), "topic", true)
-	require.False(t, v)
-}
-
-func TestHookBaseOnConnect(t *testing.T) {
-	h := new(HookBase)
-	err := h.OnConnect(new(Client), packets.Packet{})
-	require.NoError(t, err)
-}
-
-func TestHookBaseOnPublish(t *testing.T) {
-	h := new(HookBase)
-	pk, err := h.OnPublish(new(Client), packets.Packet{PacketID: 10})
-	require.NoError(t, err)
-	require.Equal(t, uint16(10), pk.PacketID)
-}
-
-func TestHookBaseOnPacketRead(t *testing.T) {
-	h := new(HookBase)
-	pk, err := h.OnPacketRead(new(Client), packets.Packet{PacketID: 10})
-	require.NoError(t, err)
-	require.Equal(t, uint16(10), pk.PacketID)
-}
-
-func TestHookBaseOnAuthPacket(t *testing.T) {
-	h := new(HookBase)
-	pk, err := h.OnAuthPacket(new(Client), packets.Packet{PacketID: 10})
-	require.NoError(t, err)
-	require.Equal(t, uint16(10), pk.PacketID)
-}
-
-func TestHookBaseOnLWT(t *testing.T) {
-	h := new(HookBase)
-	lwt, err := h.OnWill(new(Client), Will{TopicName: "a/b/c"})
-	require.NoError(t, err)
-	require.Equal(t, "a/b/c", lwt.TopicName)
+	_ = w.Close()
+	require.Equal(t, []string{"establishing zen", "established zen", "disconnected zen"}, l.got())
 }

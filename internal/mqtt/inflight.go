@@ -92,21 +92,15 @@ func inflightKey(pk *packets.Packet) uint32 {
 // maxSpare bounds how many emptied entries an Inflight keeps for reuse.
 const maxSpare = 16
 
-// Set adds or updates an inflight packet by packet id.
-func (i *Inflight) Set(m packets.Packet) bool {
-	return i.SetCopy(&m)
-}
-
-// SetCopy is Set with the packet passed by pointer; it keeps a copy.
-// dss: a packet is 800 bytes, and a copy of it as argument is stack
-// written for every delivery.
-func (i *Inflight) SetCopy(m *packets.Packet) bool {
+// Set adds or updates an inflight packet by packet id; it keeps a copy
+// of m.
+func (i *Inflight) Set(m *packets.Packet) bool {
 	i.Lock()
 	defer i.Unlock()
 	return i.setLocked(m)
 }
 
-// setLocked is SetCopy with the mutex held.
+// setLocked is Set with the mutex held.
 func (i *Inflight) setLocked(m *packets.Packet) bool {
 	key := inflightKey(m)
 	e, ok := i.internal[key]
@@ -350,7 +344,7 @@ func (i *Inflight) deleteLocked(key uint32, e *inflightEntry) {
 	e.size = 0
 	e.pk.Release()
 	// dss: the packet is not cleared (800 bytes written for every
-	// acknowledgement): the next SetCopy overwrites all of it. Until
+	// acknowledgement): the next Set overwrites all of it. Until
 	// then it holds on to what it referred to, memory of its owner's
 	// (released above, and reused by it) or garbage.
 	e.pk.Owner = nil

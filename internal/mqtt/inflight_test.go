@@ -15,18 +15,18 @@ import (
 func TestInflightSet(t *testing.T) {
 	cl, _, _ := newTestClient()
 
-	r := cl.State.Inflight.Set(packets.Packet{PacketID: 1})
+	r := cl.State.Inflight.Set(&packets.Packet{PacketID: 1})
 	require.True(t, r)
 	require.NotNil(t, cl.State.Inflight.internal[1])
 	require.NotEqual(t, 0, cl.State.Inflight.internal[1].pk.PacketID)
 
-	r = cl.State.Inflight.Set(packets.Packet{PacketID: 1})
+	r = cl.State.Inflight.Set(&packets.Packet{PacketID: 1})
 	require.False(t, r)
 }
 
 func TestInflightGet(t *testing.T) {
 	cl, _, _ := newTestClient()
-	cl.State.Inflight.Set(packets.Packet{PacketID: 2})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 2})
 
 	msg, ok := cl.State.Inflight.Get(2)
 	require.True(t, ok)
@@ -35,11 +35,11 @@ func TestInflightGet(t *testing.T) {
 
 func TestInflightGetAllAndImmediate(t *testing.T) {
 	cl, _, _ := newTestClient()
-	cl.State.Inflight.Set(packets.Packet{PacketID: 1, Created: 1})
-	cl.State.Inflight.Set(packets.Packet{PacketID: 2, Created: 2})
-	cl.State.Inflight.Set(packets.Packet{PacketID: 3, Created: 3, Expiry: -1})
-	cl.State.Inflight.Set(packets.Packet{PacketID: 4, Created: 4, Expiry: -1})
-	cl.State.Inflight.Set(packets.Packet{PacketID: 5, Created: 5})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 1, Created: 1})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 2, Created: 2})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 3, Created: 3, Expiry: -1})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 4, Created: 4, Expiry: -1})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 5, Created: 5})
 
 	require.Equal(t, []packets.Packet{
 		{PacketID: 1, Created: 1},
@@ -57,13 +57,13 @@ func TestInflightGetAllAndImmediate(t *testing.T) {
 
 func TestInflightLen(t *testing.T) {
 	cl, _, _ := newTestClient()
-	cl.State.Inflight.Set(packets.Packet{PacketID: 2})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 2})
 	require.Equal(t, 1, cl.State.Inflight.Len())
 }
 
 func TestInflightClone(t *testing.T) {
 	cl, _, _ := newTestClient()
-	cl.State.Inflight.Set(packets.Packet{PacketID: 2})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 2})
 	require.Equal(t, 1, cl.State.Inflight.Len())
 
 	cloned := cl.State.Inflight.Clone()
@@ -74,7 +74,7 @@ func TestInflightClone(t *testing.T) {
 func TestInflightDelete(t *testing.T) {
 	cl, _, _ := newTestClient()
 
-	cl.State.Inflight.Set(packets.Packet{PacketID: 3, TopicName: "a/b", Payload: []byte("old"),
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 3, TopicName: "a/b", Payload: []byte("old"),
 		Properties: packets.Properties{User: []packets.UserProperty{{Key: "k", Val: "v"}}}})
 	require.NotNil(t, cl.State.Inflight.internal[3])
 
@@ -84,7 +84,7 @@ func TestInflightDelete(t *testing.T) {
 
 	// The packet Delete recycled may be the one Set fills: nothing of the
 	// old packet may show through.
-	cl.State.Inflight.Set(packets.Packet{PacketID: 4, Payload: []byte("x")})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 4, Payload: []byte("x")})
 	got, ok := cl.State.Inflight.Get(4)
 	require.True(t, ok)
 	require.Equal(t, packets.Packet{PacketID: 4, Payload: []byte("x")}, got)
@@ -184,11 +184,11 @@ func TestSendQuota(t *testing.T) {
 
 func TestNextImmediate(t *testing.T) {
 	cl, _, _ := newTestClient()
-	cl.State.Inflight.Set(packets.Packet{PacketID: 1, Created: 1})
-	cl.State.Inflight.Set(packets.Packet{PacketID: 2, Created: 2})
-	cl.State.Inflight.Set(packets.Packet{PacketID: 3, Created: 3, Expiry: -1})
-	cl.State.Inflight.Set(packets.Packet{PacketID: 4, Created: 4, Expiry: -1})
-	cl.State.Inflight.Set(packets.Packet{PacketID: 5, Created: 5})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 1, Created: 1})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 2, Created: 2})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 3, Created: 3, Expiry: -1})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 4, Created: 4, Expiry: -1})
+	cl.State.Inflight.Set(&packets.Packet{PacketID: 5, Created: 5})
 
 	pk, ok := cl.State.Inflight.NextImmediate()
 	require.True(t, ok)
@@ -219,11 +219,11 @@ func (o *countingOwner) Release() { o.n.Add(-1) }
 func TestInflightHoldsTheOwner(t *testing.T) {
 	i := NewInflights()
 	a, b := new(countingOwner), new(countingOwner)
-	i.Set(packets.Packet{PacketID: 1, Owner: a})
+	i.Set(&packets.Packet{PacketID: 1, Owner: a})
 	require.Equal(t, int32(1), a.n.Load())
-	i.Set(packets.Packet{PacketID: 1, Owner: a, Expiry: -1}) // the same packet, parked
+	i.Set(&packets.Packet{PacketID: 1, Owner: a, Expiry: -1}) // the same packet, parked
 	require.Equal(t, int32(1), a.n.Load())
-	i.Set(packets.Packet{PacketID: 1, Owner: b})
+	i.Set(&packets.Packet{PacketID: 1, Owner: b})
 	require.Equal(t, int32(0), a.n.Load())
 	require.Equal(t, int32(1), b.n.Load())
 

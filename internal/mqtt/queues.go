@@ -231,7 +231,7 @@ func (i *Inflight) dropOldestLocked(limit queueLimit) droppedMessage {
 		e = e.next
 	}
 	d := droppedMessage{pk: e.pk, limit: limit, held: true}
-	d.pk.Owner = nil // released below; the copy is for hooks and logs
+	d.pk.Owner = nil // released below; the copy is for the logs
 	i.deleteLocked(inflightKey(&e.pk), e)
 	return d
 }
@@ -306,7 +306,6 @@ func (s *Server) queuedDropped(cl *Client, dropped []droppedMessage) {
 				cl.State.Inflight.IncreaseSendQuota() // a queued message took it
 			}
 		}
-		s.hooks.OnQosDropped(cl, d.pk)
 	}
 	q.unlogged.Add(int64(len(dropped)))
 	q.last.Store(&queueDropNote{client: cl.ID, limit: dropped[len(dropped)-1].limit, sessionBytes: cl.State.Inflight.Bytes()})

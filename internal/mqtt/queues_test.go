@@ -86,7 +86,7 @@ func TestInflightQueueNeverDropsWhatWasSent(t *testing.T) {
 	i.queues = testQueues(2*size, 0)
 	sent := queuedMessage(1, 100)
 	sent.Queued = false
-	i.Set(*sent)
+	i.Set(sent)
 	_, refused := i.queue(queuedMessage(2, 100))
 	require.Equal(t, withinLimits, refused)
 	dropped, refused := i.queue(queuedMessage(3, 100))
@@ -97,7 +97,7 @@ func TestInflightQueueNeverDropsWhatWasSent(t *testing.T) {
 	// A parked message was never sent either.
 	parked := queuedMessage(3, 100)
 	parked.Queued, parked.Expiry = false, -1
-	i.Set(*parked)
+	i.Set(parked)
 	dropped, _ = i.queue(queuedMessage(4, 100))
 	require.Equal(t, uint16(3), dropped[0].pk.PacketID)
 
@@ -152,7 +152,7 @@ func TestQueuedBytesFollowTheSessions(t *testing.T) {
 	i.queues = q
 	sent := queuedMessage(1, 100)
 	sent.Queued = false
-	i.Set(*sent)
+	i.Set(sent)
 	require.Zero(t, q.Bytes(), "a session with a connection")
 	require.Empty(t, i.goOffline())
 	require.Equal(t, size, q.Bytes())
@@ -171,22 +171,22 @@ func TestQueuedBytesFollowTheSessions(t *testing.T) {
 	}
 	i.detach()
 	require.Zero(t, q.Bytes())
-	i.Set(*queuedMessage(9, 100)) // a late delivery to the old session
+	i.Set(queuedMessage(9, 100)) // a late delivery to the old session
 	require.Zero(t, q.Bytes())
 
 	// Delivered and acknowledged.
 	pk, ok := c.Get(3)
 	require.True(t, ok)
 	pk.Queued = false
-	c.Set(pk)
+	c.Set(&pk)
 	require.Equal(t, 2*size, c.Bytes())
 	require.True(t, c.Delete(3))
 	require.True(t, c.Delete(1))
 	require.Zero(t, c.Bytes())
 
 	// A PUBREL replaces its PUBLISH and holds nothing.
-	c.Set(*queuedMessage(4, 100))
-	c.Set(packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Pubrel}, PacketID: 4})
+	c.Set(queuedMessage(4, 100))
+	c.Set(&packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Pubrel}, PacketID: 4})
 	require.Zero(t, c.Bytes())
 }
 
@@ -204,7 +204,7 @@ func TestGoOfflineEnforcesTheBounds(t *testing.T) {
 	for id := uint16(1); id <= 4; id++ {
 		parked := queuedMessage(id, 100)
 		parked.Queued, parked.Expiry = false, -1
-		i.Set(*parked)
+		i.Set(parked)
 	}
 	dropped := i.goOffline()
 	require.Len(t, dropped, 2)
@@ -217,7 +217,7 @@ func TestGoOfflineEnforcesTheBounds(t *testing.T) {
 	// are held.
 	resumed := i.Clone()
 	i.detach()
-	resumed.Set(*queuedMessage(5, 100))
+	resumed.Set(queuedMessage(5, 100))
 	require.Equal(t, size, q.Bytes())
 	require.Equal(t, 3*size, q.Held())
 	dropped = resumed.goOffline()
@@ -233,17 +233,17 @@ func TestGoOfflineEnforcesTheBounds(t *testing.T) {
 func TestInflightKeepsTheOrderOfItsMessages(t *testing.T) {
 	i := NewInflights()
 	for _, id := range []uint16{9, 3, 7, 1, 5} {
-		i.Set(packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 1}, PacketID: id, Created: 100})
+		i.Set(&packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 1}, PacketID: id, Created: 100})
 	}
 	require.Equal(t, []uint16{9, 3, 7, 1, 5}, ids(i.GetAll(false)))
 	c := i.Clone()
 	require.Equal(t, []uint16{9, 3, 7, 1, 5}, ids(c.GetAll(false)))
 	pk, _ := c.Get(7)
 	pk.Expiry = -1
-	c.Set(pk)
+	c.Set(&pk)
 	pk, _ = c.Get(9)
 	pk.Expiry = -1
-	c.Set(pk)
+	c.Set(&pk)
 	next, ok := c.NextImmediate()
 	require.True(t, ok)
 	require.Equal(t, uint16(9), next.PacketID, "the oldest parked message")

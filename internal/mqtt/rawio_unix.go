@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dssio/dss/internal/rawio"
 )
 
 // rawIO reports whether a connection that offers its descriptor is read
@@ -20,7 +22,7 @@ const rawIO = true
 // readOnce is the read of a turn, for raw.Read.
 func (r *connReader) readOnce(fd uintptr) bool {
 	for {
-		r.n, r.err = syscall.Read(int(fd), r.p)
+		r.n, r.err = rawio.Read(int(fd), r.p)
 		if r.err != syscall.EINTR {
 			return true
 		}
@@ -31,7 +33,7 @@ func (r *connReader) readOnce(fd uintptr) bool {
 // waiting, for raw.Write.
 func (w *fdWriter) writeNoWait(fd uintptr) bool {
 	for w.n < len(w.data) {
-		m, err := syscall.Write(int(fd), w.data[w.n:])
+		m, err := rawio.Write(int(fd), w.data[w.n:])
 		if m > 0 {
 			w.n += m
 		}

@@ -22,10 +22,6 @@ type holdHook struct {
 	held []*Client
 }
 
-func (h *holdHook) OnPublish(cl *Client, pk packets.Packet) (packets.Packet, error) {
-	return pk, h.ConsumePublish(cl, &pk)
-}
-
 func (h *holdHook) ConsumePublish(cl *Client, pk *packets.Packet) error {
 	if cl.ID != "flood" {
 		return h.echoHook.ConsumePublish(cl, pk)

@@ -24,12 +24,14 @@ import (
 // at 4,096 busy connections a request cost twice the CPU it costs at 64.
 // With Options.ReadLoops, a connection whose reader has nothing buffered
 // is handed to a read loop, which waits for all its connections at once
-// (epoll) and reads and handles the acknowledgements and requests of the
-// state store (the packets readFast handles) of each that has data, on
-// its one stack. Every other packet, one larger than the read buffer, an
-// error, a connection with writes waiting, or a connection the server
-// ends, goes back to the connection's reader goroutine, which waits
-// meanwhile and handles it as before.
+// (epoll) and reads and handles the acknowledgements, publishes and
+// state store requests (the packets handlesFast admits) of each that has
+// data, on its one stack, as the reader goroutine would
+// (Client.readPacket), writing without waiting. Every other packet, one
+// larger than the read buffer, an error, a connection with writes
+// waiting, a publisher that must wait for a congested subscriber
+// (backpressure.go), or a connection the server ends, goes back to the
+// connection's reader goroutine, which waits meanwhile and handles it.
 
 // errWouldBlock is what a connection's reader returns to the read loop
 // once it has made its one read of a turn.
@@ -376,7 +378,7 @@ func nextCheck(full, stall, keepaliveLeft, stallLeft time.Duration) time.Duratio
 // turn is a read loop's turn on the connection, which has data at now
 // (monoNow, for the keepalive): it reads
 // once and handles the complete packets read, as long as they are ones
-// readFast handles without waiting. It returns nil to wait for more data,
+// handlesFast admits. It returns nil to wait for more data,
 // errHandBack to hand the connection back to its reader goroutine, or the
 // error that ends the connection.
 func (cl *Client) turn(bufs *loopBuffers, now int64) error {
@@ -391,8 +393,8 @@ func (cl *Client) turn(bufs *loopBuffers, now int64) error {
 	}()
 	cl.Net.loop.read.Store(now)
 	for {
-		if cl.Closed() || cl.readHeld() {
-			return errHandBack // a held connection waits on its goroutine
+		if cl.Closed() || cl.readHeld() || cl.State.flow.slowedBy.Load() != nil {
+			return errHandBack // a held or slowed connection waits on its goroutine
 		}
 		buffered := cl.Net.bconn.Buffered()
 		b, _ := cl.Net.bconn.Peek(buffered)
@@ -420,7 +422,7 @@ func (cl *Client) turn(bufs *loopBuffers, now int64) error {
 		if err := cl.ReadFixedHeader(&fh); err != nil {
 			return err
 		}
-		if err := cl.ops.readFast(cl, fh); err != nil {
+		if err := cl.readPacket(&fh, cl.ops.receive); err != nil {
 			return err
 		}
 	}
@@ -438,21 +440,30 @@ func (cl *Client) holdsPartial(partial bool, now int64) {
 }
 
 // handlesFast reports whether the packet pk, whose fixed header is
-// header bytes long, is one readFast handles without waiting for the
-// connection: a PUBACK when no message waits for the send quota it
-// frees, a publish to Options.ConsumedTopic when no write is waiting.
+// header bytes long, is one a read loop handles, as it is handled without
+// waiting for the connection: a PUBACK when no message waits for the
+// send quota it frees; a publish of QoS 0 or 1, or one to
+// Options.ConsumedTopic, when none of the connection's own writes is
+// waiting (a client that does not read what it is sent is not read
+// from). A QoS 2 publish, with its PUBREC and PUBREL, goes to the
+// goroutine.
 func (cl *Client) handlesFast(pk []byte, header int) bool {
-	if cl.ops.readFast == nil {
+	if cl.ops.receive == nil {
 		return false
 	}
 	switch pk[0] >> 4 {
 	case packets.Puback:
 		return !cl.State.Inflight.HasParked()
 	case packets.Publish:
+		if atomic.LoadInt32(&cl.State.outboundQty) != 0 {
+			return false // the connection's own writes wait: it waits too
+		}
+		if qos := pk[0] >> 1 & 3; qos <= 1 {
+			return true
+		}
 		topic := cl.ops.options.ConsumedTopic
 		return topic != "" && len(pk)-header <= maxConsumedBuffer &&
-			publishesTo(pk[header:], topic) &&
-			atomic.LoadInt32(&cl.State.outboundQty) == 0
+			publishesTo(pk[header:], topic)
 	}
 	return false
 }

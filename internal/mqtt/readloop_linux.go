@@ -10,7 +10,10 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
+
+	"github.com/dssio/dss/internal/rawio"
 )
 
 // ReadLoopsAvailable reports whether Options.ReadLoops can start read
@@ -37,6 +40,11 @@ type readLoop struct {
 	conns  []*Client
 	count  int
 	closed bool
+
+	// handedBack counts the turns that ended with the connection going
+	// back to a goroutine of its own: the packets the loop does not
+	// handle.
+	handedBack atomic.Int64
 }
 
 // newReadLoop starts a read loop whose connections read with buffers of
@@ -176,7 +184,7 @@ func (l *readLoop) run() {
 	var werr error
 	wait := func(fd uintptr) bool {
 		for {
-			n, werr = syscall.EpollWait(int(fd), events, 0)
+			n, werr = rawio.EpollPoll(int(fd), events)
 			if werr != syscall.EINTR {
 				return n != 0 || werr != nil
 			}
@@ -245,6 +253,7 @@ func (l *readLoop) serve(fd int32, cl *Client, now int64) {
 		return
 	}
 	if err == errHandBack {
+		l.handedBack.Add(1)
 		err = nil
 	}
 	l.mu.Lock()

@@ -7,6 +7,7 @@ package mqtt
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -389,4 +390,77 @@ func pollServerSide(t *testing.T, cl *Client, want int16) bool {
 	})
 	require.NoError(t, err)
 	return got&want == want
+}
+
+// TestReadLoopRoutesPublishesItself publishes QoS 0 and QoS 1 messages
+// one at a time from a connection parked in a read loop: the loop routes
+// each in its turn, writing the PUBACK and the delivery without waiting,
+// and never hands the connection back to a goroutine for them (which
+// cost two epoll_ctl calls and a hand-off per message); the subscriber
+// gets every message, in order.
+func TestReadLoopRoutesPublishesItself(t *testing.T) {
+	if !ReadLoopsAvailable {
+		t.Skip("no read loops here")
+	}
+	s, addr := loopServer(t, new(echoHook), 0)
+	sub := dialLoop(t, addr, "sub", 30)
+	subscribe := packets.Packet{
+		FixedHeader:     packets.FixedHeader{Type: packets.Subscribe, Qos: 1},
+		ProtocolVersion: 5,
+		PacketID:        1,
+		Filters:         packets.Subscriptions{{Filter: "plain/#", Qos: 1}},
+	}
+	var buf bytes.Buffer
+	require.NoError(t, subscribe.SubscribeEncode(&buf))
+	sub.write(buf.Bytes())
+	typ, _ := sub.read()
+	require.Equal(t, packets.Suback, typ)
+
+	pub := dialLoop(t, addr, "pub", 30)
+	cl, ok := s.Clients.Get("pub")
+	require.True(t, ok)
+	handedBack := func() (n int64) {
+		for _, l := range s.readLoops {
+			n += l.handedBack.Load()
+		}
+		return n
+	}
+	before := handedBack()
+	for i := 0; i < 40; i++ {
+		// The connection is parked again after each message: the next
+		// is read by the loop.
+		require.Eventually(t, func() bool { return cl.Net.loop.parked.Load() }, 5*time.Second, time.Millisecond)
+		qos := byte(i % 2)
+		payload := fmt.Sprintf("message %d", i)
+		pk := packets.Packet{
+			FixedHeader:     packets.FixedHeader{Type: packets.Publish, Qos: qos},
+			ProtocolVersion: 5,
+			TopicName:       "plain/x",
+			PacketID:        uint16(i + 1),
+			Payload:         []byte(payload),
+		}
+		buf.Reset()
+		require.NoError(t, pk.PublishEncode(&buf))
+		pub.write(buf.Bytes())
+		if qos == 1 {
+			typ, body := pub.read()
+			require.Equal(t, packets.Puback, typ)
+			require.Equal(t, uint16(i+1), binary.BigEndian.Uint16(body))
+		}
+		first, body, err := readFrame(sub.conn, sub.r, 5*time.Second)
+		require.NoError(t, err)
+		require.Equal(t, packets.Publish, first>>4)
+		got := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish}, ProtocolVersion: 5}
+		require.NoError(t, got.FixedHeader.Decode(first))
+		require.NoError(t, got.PublishDecode(body))
+		require.Equal(t, payload, string(got.Payload))
+		require.Equal(t, qos, got.FixedHeader.Qos)
+		if got.FixedHeader.Qos == 1 {
+			ack := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback}, ProtocolVersion: 5, PacketID: got.PacketID}
+			buf.Reset()
+			require.NoError(t, ack.PubackEncode(&buf))
+			sub.write(buf.Bytes())
+		}
+	}
+	require.Equal(t, before, handedBack(), "publishes handed back to a goroutine")
 }

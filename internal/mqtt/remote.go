@@ -29,6 +29,13 @@ type Remote interface {
 	// routing, which decides the local shared subscriptions and may have
 	// the publisher's acknowledgement wait. pk is valid during the call.
 	Route(pk *packets.Packet) Routed
+	// HasRoutes reports whether the cluster's routes match topic: such a
+	// topic is left to the server's routing, which sends it to the other
+	// nodes (TopicsIndex.Route).
+	HasRoutes(topic string) bool
+	// RoutesVersion returns a number that grows whenever the cluster's
+	// routes change.
+	RoutesVersion() uint64
 }
 
 // Routed is one message's routing beyond this server.
@@ -77,24 +84,36 @@ func keepServed(subs *Subscribers, r Routed) {
 }
 
 // publishAwaiting routes pk, a QoS 1 or 2 publish of cl, as
-// publishToSubscribers does, and reports whether its acknowledgement is
-// deferred until the other nodes have it: finishPublish runs then.
-func (s *Server) publishAwaiting(cl *Client, pk packets.Packet, ack packets.Packet) bool {
+// publishToSubscribers does, and reports whether its acknowledgement ack
+// is deferred until the other nodes have it: finishPublish runs then, on
+// copies of both.
+func (s *Server) publishAwaiting(cl *Client, pk, ack *packets.Packet) bool {
 	var congested *Client
 	var r Routed
 	if pk.Ignore || s.Options.Remote == nil {
-		congested = s.publishToSubscribers(pk)
+		congested = s.publishToSubscribers(*pk)
 	} else {
-		s.stampRouted(&pk)
-		r = s.Options.Remote.Route(&pk)
-		congested = s.routeLocal(pk, r)
+		s.stampRouted(pk)
+		r = s.Options.Remote.Route(pk)
+		congested = s.routeLocal(*pk, r)
 	}
 	if congested != nil && congested != cl {
 		// A subscriber that could not take it yet slows the publisher
 		// (see backpressure.go).
 		cl.State.flow.slowedBy.Store(congested)
 	}
-	return r != nil && r.Await(cl, func() { _ = s.finishPublish(cl, &pk, &ack) })
+	return r != nil && s.awaitRoute(cl, r, *pk, *ack)
+}
+
+// awaitRoute has r call finishPublish with pk and ack once the other
+// nodes have the message, if it awaits them; it reports whether it does.
+//
+// dss: the copies the wait keeps are made here, for the messages that
+// go to other nodes: kept by publishAwaiting, whose closure captured
+// them, both were on the heap for every QoS 1 or 2 publish, with or
+// without a cluster.
+func (s *Server) awaitRoute(cl *Client, r Routed, pk, ack packets.Packet) bool {
+	return r.Await(cl, func() { _ = s.finishPublish(cl, &pk, &ack) })
 }
 
 // DeliverRemote delivers pk, a message another node of the cluster
@@ -147,7 +166,7 @@ func (s *Server) InstallSession(id string, version byte, expiry uint32, auth any
 		cl.State.Subscriptions.Add(sub.Filter, sub)
 	}
 	for i := range inflight {
-		if cl.State.Inflight.SetCopy(&inflight[i]) {
+		if cl.State.Inflight.Set(&inflight[i]) {
 			atomic.AddInt64(&s.Info.Inflight, 1)
 		}
 	}
@@ -197,7 +216,9 @@ func (s *Server) TakeSession(id string, only func(cl *Client) bool, take func(su
 	// before the will's delay passed: it is not sent [MQTT-3.1.3-9].
 	s.loop.willDelayed.Delete(id)
 	s.sessionMu.Unlock()
-	s.hooks.OnUnsubscribed(cl, packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Unsubscribe}, Filters: removed})
+	if ev := s.Options.Subscriptions; ev != nil {
+		ev.Unsubscribed(cl, &packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Unsubscribe}, Filters: removed})
+	}
 	if !cl.Closed() {
 		_ = s.DisconnectClient(cl, packets.ErrSessionTakenOver) // [MQTT-3.1.4-3]
 	}

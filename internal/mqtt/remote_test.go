@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,7 +62,19 @@ type fakeRemote struct {
 	remote  []string // shared keys served elsewhere
 	await   bool
 	done    chan func()
+	// routes are the topics the cluster's routes match; version
+	// counts their changes.
+	routes  map[string]bool
+	version atomic.Uint64
 }
+
+func (f *fakeRemote) HasRoutes(topic string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.routes[topic]
+}
+
+func (f *fakeRemote) RoutesVersion() uint64 { return f.version.Load() }
 
 func (f *fakeRemote) FilterChanged(filter string, present bool) {
 	f.mu.Lock()
@@ -91,7 +104,7 @@ func newRemoteServer(r *fakeRemote) *Server {
 	cc.MaximumMessageExpiryInterval = 0
 	cc.ReceiveMaximum = 0
 	s := New(&Options{Logger: logger, Capabilities: cc, Remote: r})
-	_ = s.AddHook(new(AllowHook), nil)
+	s.Options.Access = allowAll{}
 	return s
 }
 
@@ -137,7 +150,7 @@ func TestRemoteRoutesAndDefersTheAcknowledgement(t *testing.T) {
 	s.Topics.Subscribe(other.ID, packets.Subscription{Filter: "$share/elsewhere/a/b/c", Qos: 1})
 
 	go func() {
-		_ = s.processPacket(sender, *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
+		_ = s.processPacket(sender, packetCopy(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet))
 	}()
 	done := <-r.done
 	require.Equal(t, []string{"a/b/c"}, r.routed)
@@ -191,7 +204,7 @@ func TestTakeSessionHandsTheSessionOver(t *testing.T) {
 	s.Clients.Add(cl)
 	s.Topics.Subscribe(cl.ID, packets.Subscription{Filter: "cmd", Qos: 1})
 	cl.State.Subscriptions.Add("cmd", packets.Subscription{Filter: "cmd", Qos: 1})
-	cl.State.Inflight.Set(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
+	cl.State.Inflight.Set(packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet)
 	s.loop.willDelayed.Add(cl.ID, packets.Packet{TopicName: "will"}, cl)
 	got := make(chan []byte, 1)
 	go func() {
@@ -210,4 +223,33 @@ func TestTakeSessionHandsTheSessionOver(t *testing.T) {
 	require.Equal(t, []string{"cmd true", "cmd false"}, r.changes)
 	require.Equal(t, packettest.TPacketData[packets.Disconnect].Get(packettest.TDisconnectTakeover).RawBytes, <-got)
 	require.False(t, s.TakeSession("dev", nil, nil), "nothing left to take")
+}
+
+// TestPublishAwaitingAllocatesNoPacketWithoutACluster: routing a QoS 1
+// publish that no other node takes allocates what routing it allocates
+// (publishToSubscribers), no copy of the publish or its
+// acknowledgement; only a wait for other nodes keeps copies.
+func TestPublishAwaitingAllocatesNoPacketWithoutACluster(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	s := newServer()
+	cl, _, _ := newTestClient()
+	pk := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 1}, TopicName: "no/subscriber", PacketID: 1, Created: 1}
+	ack := s.buildAck(pk.PacketID, packets.Puback, 0, pk.Properties, packets.CodeSuccess)
+	// AllocsPerRun counts every goroutine's allocations: one pair of
+	// measurements of a few that agree says so.
+	var routing, awaiting float64
+	for try := 0; try < 5; try++ {
+		routing = testing.AllocsPerRun(20, func() { s.publishToSubscribers(pk) })
+		awaiting = testing.AllocsPerRun(20, func() {
+			if s.publishAwaiting(cl, &pk, &ack) {
+				t.Error("nothing to await without a cluster")
+			}
+		})
+		if routing == awaiting {
+			break
+		}
+	}
+	require.Equal(t, routing, awaiting)
 }

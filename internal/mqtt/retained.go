@@ -167,22 +167,18 @@ func (x *TopicsIndex) retainedAsOf(topic string, mark uint64) (packets.Packet, b
 	return x.Retained.Get(topic)
 }
 
-// expireRetained removes the retained messages due at now (Unix seconds)
-// and returns their topics.
-func (x *TopicsIndex) expireRetained(now int64) []string {
+// expireRetained removes the retained messages due at now (Unix seconds).
+func (x *TopicsIndex) expireRetained(now int64) {
 	x.root.Lock()
 	defer x.root.Unlock()
-	var expired []string
 	h := &x.retained.deadlines
 	for h.Len() > 0 && (*h)[0].deadline < now {
 		e := heap.Pop(h).(*deadlineEntry)
 		delete(x.retained.at, e.topic)
 		if pk, ok := x.Retained.Get(e.topic); ok {
 			x.deleteRetainedLocked(e.topic, true, retainedBytes(&pk))
-			expired = append(expired, e.topic)
 		}
 	}
-	return expired
 }
 
 // deadline returns when pk, retained, is to go: at its own expiry

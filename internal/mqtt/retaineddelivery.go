@@ -125,9 +125,7 @@ func (s *Server) sendRetained(cl *Client, sub packets.Subscription, mark uint64,
 		}
 		if _, err := s.publishToClient(cl, sub, pk); err != nil {
 			s.Log.Debug("failed to publish retained message", "error", err, "client", cl.ID, "listener", cl.Net.Listener, "topic", topic)
-			continue
 		}
-		s.hooks.OnRetainPublished(cl, pk)
 	}
 	return len(topics)
 }

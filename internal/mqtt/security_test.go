@@ -14,17 +14,13 @@ import (
 	"github.com/dssio/dss/internal/mqtt/packets/packettest"
 )
 
-// refusingHook refuses every connection in OnConnect with code.
-type refusingHook struct {
-	HookBase
-	code packets.Code
+// refusingAccess refuses every connection with err.
+type refusingAccess struct {
+	allowAll
+	err error
 }
 
-func (h *refusingHook) ID() string { return "refusing" }
-
-func (h *refusingHook) Provides(b byte) bool { return b == OnConnect }
-
-func (h *refusingHook) OnConnect(cl *Client, pk packets.Packet) error { return h.code }
+func (a *refusingAccess) Connect(*Client, *packets.Packet) error { return a.err }
 
 // connackOf connects over a pipe with an MQTT 5 CONNECT and returns the
 // reason code of the CONNACK the server answers with, and the error
@@ -49,53 +45,35 @@ func connackOf(t *testing.T, s *Server, connect []byte) (byte, error) {
 	return buf[3], err
 }
 
-func TestOnConnectRefusalIsAnsweredWithItsReasonCode(t *testing.T) {
+func TestAnAccessRefusalIsAnsweredWithItsReasonCode(t *testing.T) {
 	s := New(&Options{Logger: logger})
 	defer s.Close()
-	require.NoError(t, s.AddHook(&refusingHook{code: packets.ErrNotAuthorized}, nil))
+	s.Options.Access = &refusingAccess{err: packets.ErrNotAuthorized}
 	code, err := connackOf(t, s, connectMqtt5WithoutAuthMethod(t))
 	require.ErrorIs(t, err, packets.ErrNotAuthorized)
 	require.Equal(t, packets.ErrNotAuthorized.Code, code)
 }
 
-// aclHook admits every connection and decides publishes and deliveries
-// by deny: a topic or filter in it is refused, for reading and writing.
-type aclHook struct {
-	HookBase
-	deny    map[string]bool
-	willTo  string // OnWill moves the Will to this topic when set
-	onWills int
+// aclAccess admits every connection and decides publishes and
+// deliveries by deny: a topic or filter in it is refused, for reading and
+// writing.
+type aclAccess struct {
+	deny map[string]bool
 }
 
-func (h *aclHook) ID() string { return "acl" }
+func (a *aclAccess) Connect(*Client, *packets.Packet) error { return nil }
 
-func (h *aclHook) Provides(b byte) bool {
-	return b == OnConnectAuthenticate || b == OnACLCheck || b == OnWill
-}
+func (a *aclAccess) Allow(cl *Client, topic string, write bool) bool { return !a.deny[topic] }
 
-func (h *aclHook) OnConnectAuthenticate(cl *Client, pk packets.Packet) bool { return true }
-
-func (h *aclHook) OnACLCheck(cl *Client, topic string, write bool) bool { return !h.deny[topic] }
-
-func (h *aclHook) OnWill(cl *Client, will Will) (Will, error) {
-	h.onWills++
-	if h.willTo != "" {
-		will.TopicName = h.willTo
-	}
-	return will, nil
-}
-
-func aclServer(h *aclHook) *Server {
+func aclServer(a Access) *Server {
 	cc := NewDefaultServerCapabilities()
 	cc.MaximumMessageExpiryInterval = 0
 	cc.ReceiveMaximum = 0
-	s := New(&Options{Logger: logger, Capabilities: cc})
-	_ = s.AddHook(h, nil)
-	return s
+	return New(&Options{Logger: logger, Capabilities: cc, Access: a})
 }
 
 func TestAWillOnATopicTheACLRefusesIsRefusedAtConnect(t *testing.T) {
-	s := aclServer(&aclHook{deny: map[string]bool{"lwt": true}})
+	s := aclServer(&aclAccess{deny: map[string]bool{"lwt": true}})
 	defer s.Close()
 	code, err := connackOf(t, s, packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt5LWT).RawBytes)
 	require.ErrorIs(t, err, packets.ErrNotAuthorized)
@@ -104,9 +82,9 @@ func TestAWillOnATopicTheACLRefusesIsRefusedAtConnect(t *testing.T) {
 }
 
 func TestAWillIsCheckedAgainWhenSent(t *testing.T) {
-	// An OnWill hook moves the Will to a topic the ACL refuses: it is not
+	// The ACL refuses the Will's topic by the time it is sent: it is not
 	// published.
-	h := &aclHook{deny: map[string]bool{"forbidden": true}, willTo: "forbidden"}
+	h := &aclAccess{deny: map[string]bool{"lwt": true}}
 	s := aclServer(h)
 	defer s.Close()
 	watcher, r, _ := newTestClient()
@@ -118,11 +96,10 @@ func TestAWillIsCheckedAgainWhenSent(t *testing.T) {
 	cl.ID = "dying"
 	cl.Properties.Will = Will{TopicName: "lwt", Payload: []byte("gone"), Flag: 1}
 	s.sendLWT(cl)
-	require.Equal(t, 1, h.onWills)
 	require.Equal(t, uint32(0), cl.Properties.Will.Flag, "the refused Will is still pending")
 
-	// The same Will on an allowed topic is delivered, so the test would see one.
-	h.willTo = "allowed"
+	// The same Will, allowed, is delivered, so the test would see one.
+	delete(h.deny, "lwt")
 	cl.Properties.Will.Flag = 1
 	got := make(chan []byte, 1)
 	go func() {
@@ -133,14 +110,14 @@ func TestAWillIsCheckedAgainWhenSent(t *testing.T) {
 	s.sendLWT(cl)
 	select {
 	case b := <-got:
-		require.Contains(t, string(b), "allowed")
+		require.Contains(t, string(b), "lwt")
 	case <-time.After(5 * time.Second):
 		t.Fatal("the allowed Will was not delivered")
 	}
 }
 
 func TestADelayedWillIsCheckedWhenItsDelayHasPassed(t *testing.T) {
-	h := &aclHook{deny: map[string]bool{}}
+	h := &aclAccess{deny: map[string]bool{}}
 	s := aclServer(h)
 	defer s.Close()
 	watcher, r, _ := newTestClient()
@@ -180,10 +157,9 @@ func TestADelayedWillIsCheckedWhenItsDelayHasPassed(t *testing.T) {
 }
 
 func TestAWillOnTheConsumedTopicIsNeverSent(t *testing.T) {
-	// An OnWill hook moves the Will to the topic whose publishes a hook
-	// consumes: it is not routed, where the consumer would never see it.
-	h := &aclHook{willTo: "consumed"}
-	s := aclServer(h)
+	// A Will on the topic whose publishes the Consumer consumes is not
+	// routed, where the consumer would never see it.
+	s := aclServer(&aclAccess{})
 	s.Options.ConsumedTopic = "consumed"
 	defer s.Close()
 	watcher, _, _ := newTestClient()
@@ -192,14 +168,14 @@ func TestAWillOnTheConsumedTopicIsNeverSent(t *testing.T) {
 	s.Topics.Subscribe(watcher.ID, packets.Subscription{Filter: "#", Qos: 0})
 	cl, _, _ := newTestClient()
 	cl.ID = "dying"
-	cl.Properties.Will = Will{TopicName: "lwt", Payload: []byte("gone"), Flag: 1}
+	cl.Properties.Will = Will{TopicName: "consumed", Payload: []byte("gone"), Flag: 1}
 	s.sendLWT(cl)
 	require.Equal(t, uint32(0), cl.Properties.Will.Flag, "the Will is still pending")
 	require.Equal(t, int32(0), atomic.LoadInt32(&watcher.State.outboundQty), "the Will was routed")
 }
 
 func TestATakeoverResendsAndInheritsOnlyWhatTheNewConnectionMayRead(t *testing.T) {
-	s := aclServer(&aclHook{deny: map[string]bool{"a/b/c": true}})
+	s := aclServer(&aclAccess{deny: map[string]bool{"a/b/c": true}})
 	defer s.Close()
 
 	old, r0, _ := newTestClient()
@@ -207,7 +183,7 @@ func TestATakeoverResendsAndInheritsOnlyWhatTheNewConnectionMayRead(t *testing.T
 	old.ID = "zen"
 	old.State.Subscriptions.Add("a/b/c", packets.Subscription{Filter: "a/b/c", Qos: 1})
 	old.State.Subscriptions.Add("ok/x", packets.Subscription{Filter: "ok/x", Qos: 1})
-	old.State.Inflight.Set(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet) // on a/b/c
+	old.State.Inflight.Set(packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet) // on a/b/c
 	s.Clients.Add(old)
 	oldDone := make(chan struct{})
 	go func() {
@@ -247,7 +223,7 @@ func TestATakeoverResendsAndInheritsOnlyWhatTheNewConnectionMayRead(t *testing.T
 }
 
 func TestMayTakeOverRefusesWithClientIdentifierNotValid(t *testing.T) {
-	s := aclServer(&aclHook{})
+	s := aclServer(&aclAccess{})
 	defer s.Close()
 	s.Options.MayTakeOver = func(existing, cl *Client) bool { return false }
 	old, _, _ := newTestClient()
@@ -278,20 +254,20 @@ func connectMqtt5WithoutAuthMethod(t *testing.T) []byte {
 func TestAConnectNamingAnAuthenticationMethodIsRefused(t *testing.T) {
 	s := New(&Options{Logger: logger})
 	defer s.Close()
-	require.NoError(t, s.AddHook(new(AllowHook), nil))
+	s.Options.Access = allowAll{}
 	code, err := connackOf(t, s, packettest.TPacketData[packets.Connect].Get(packettest.TConnectMqtt5).RawBytes)
 	require.ErrorIs(t, err, packets.ErrBadAuthenticationMethod)
 	require.Equal(t, packets.ErrBadAuthenticationMethod.Code, code)
 }
 
-// publishingHook records the topics of the publishes the ACL is asked
+// publishingAccess records the topics of the publishes it is asked
 // about, and refuses those in deny.
-type publishingHook struct {
-	aclHook
+type publishingAccess struct {
+	aclAccess
 	checked []string
 }
 
-func (h *publishingHook) OnACLCheck(cl *Client, topic string, write bool) bool {
+func (h *publishingAccess) Allow(cl *Client, topic string, write bool) bool {
 	if write {
 		h.checked = append(h.checked, topic)
 	}
@@ -299,10 +275,9 @@ func (h *publishingHook) OnACLCheck(cl *Client, topic string, write bool) bool {
 }
 
 func TestAPublishThroughATopicAliasIsCheckedAgainstItsTopic(t *testing.T) {
-	h := &publishingHook{aclHook: aclHook{deny: map[string]bool{"": true, "secret": true}}}
-	s := New(&Options{Logger: logger})
+	h := &publishingAccess{aclAccess: aclAccess{deny: map[string]bool{"": true, "secret": true}}}
+	s := New(&Options{Logger: logger, Access: h})
 	defer s.Close()
-	require.NoError(t, s.AddHook(h, nil))
 	cl, _, _ := newTestClient()
 	cl.Properties.ProtocolVersion = 5
 	cl.State.TopicAliases.Inbound = NewInboundTopicAliases(10)

@@ -18,7 +18,7 @@ import (
 	"github.com/dssio/dss/internal/mqtt/packets"
 )
 
-// connectGateHook is the echo hook whose OnConnect waits for release,
+// connectGateHook is the echo hook whose Connect waits for release,
 // holding a connection between its CONNECT and its registration.
 type connectGateHook struct {
 	echoHook
@@ -26,9 +26,7 @@ type connectGateHook struct {
 	release chan struct{}
 }
 
-func (h *connectGateHook) Provides(b byte) bool { return b == OnConnect || h.echoHook.Provides(b) }
-
-func (h *connectGateHook) OnConnect(*Client, packets.Packet) error {
+func (h *connectGateHook) Connect(*Client, *packets.Packet) error {
 	h.entered <- struct{}{}
 	<-h.release
 	return nil

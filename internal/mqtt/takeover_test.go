@@ -155,7 +155,7 @@ func TestAMessagePublishedDuringATakeoverReachesTheResumedSession(t *testing.T) 
 	caps := NewDefaultServerCapabilities()
 	caps.MaximumInflight = maxMessages + 1
 	s := New(&Options{Logger: logger, Capabilities: caps})
-	require.NoError(t, s.AddHook(new(AllowHook), nil))
+	s.Options.Access = allowAll{}
 	l := listeners.NewTCP(listeners.Config{ID: "t", Address: "127.0.0.1:0"})
 	require.NoError(t, s.AddListener(l))
 	require.NoError(t, s.Serve())

@@ -396,6 +396,9 @@ type TopicsIndex struct {
 	// retained accounts for the retained messages (dss, see
 	// retained.go); guarded by root's lock.
 	retained retainedAccount
+	// routes holds who receives the topics asked for (dss, see
+	// routes.go).
+	routes routeCache
 }
 
 // NewTopicsIndex returns a pointer to a new instance of Index.
@@ -416,6 +419,7 @@ func (x *TopicsIndex) InlineSubscribe(subscription InlineSubscription) bool {
 	n := x.set(subscription.Filter, 0)
 	_, existed = n.inlineSubscriptions.Get(subscription.Identifier)
 	n.inlineSubscriptions.Add(subscription)
+	x.subscriptionsChanged()
 
 	return !existed
 }
@@ -432,6 +436,7 @@ func (x *TopicsIndex) InlineUnsubscribe(id int, filter string) bool {
 	}
 
 	particle.inlineSubscriptions.Delete(id)
+	x.subscriptionsChanged()
 
 	if particle.inlineSubscriptions.Len() == 0 {
 		x.trim(particle)
@@ -463,6 +468,7 @@ func (x *TopicsIndex) Subscribe(client string, subscription packets.Subscription
 			x.filterChanged(subscription.Filter, n.subscriptions.Len(), true) // dss
 		}
 	}
+	x.subscriptionsChanged() // dss: a subscription renewed may differ too
 
 	return !existed
 }
@@ -499,6 +505,7 @@ func (x *TopicsIndex) Unsubscribe(filter, client string) bool {
 			x.filterChanged(filter, particle.subscriptions.Len(), false) // dss
 		}
 	}
+	x.subscriptionsChanged() // dss
 
 	x.trim(particle)
 	return true

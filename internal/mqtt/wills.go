@@ -80,8 +80,8 @@ func (w *delayedWills) due(now int64) []delayedWill {
 	return out
 }
 
-// willConsumed reports whether a Will on topic would be a publish that a
-// hook consumes (Options.ConsumedTopic): such a publish is answered on
+// willConsumed reports whether a Will on topic would be a publish that
+// Options.Consumer consumes (Options.ConsumedTopic): such a publish is answered on
 // the connection it came on, which is gone when the Will is sent, and
 // routing it would hand it as it is to the subscribers of the topic,
 // which no such publish ever reaches. A Will there is refused at CONNECT
@@ -92,7 +92,7 @@ func (s *Server) willConsumed(topic string) bool {
 
 // willAllowed reports whether cl may send its Will on topic now.
 func (s *Server) willAllowed(cl *Client, topic string) bool {
-	if s.willConsumed(topic) || !s.hooks.OnACLCheck(cl, topic, true) {
+	if s.willConsumed(topic) || !s.Options.allowed(cl, topic, true) {
 		s.Log.Debug("will not authorized", "client", cl.ID, "topic", topic)
 		return false
 	}
@@ -112,13 +112,12 @@ func (s *Server) sendLWT(cl *Client) {
 		return
 	}
 
-	modifiedLWT := s.hooks.OnWill(cl, cl.Properties.Will)
+	will := cl.Properties.Will
 
-	// dss: checked again as it is sent (an OnWill hook may have changed
-	// it, and what the client may publish may have changed since it
-	// connected); a delayed Will is checked once more when its delay
-	// has passed.
-	if !s.willAllowed(cl, modifiedLWT.TopicName) {
+	// dss: checked again as it is sent (what the client may publish may
+	// have changed since it connected); a delayed Will is checked once
+	// more when its delay has passed.
+	if !s.willAllowed(cl, will.TopicName) {
 		atomic.StoreUint32(&cl.Properties.Will.Flag, 0)
 		return
 	}
@@ -126,13 +125,13 @@ func (s *Server) sendLWT(cl *Client) {
 	pk := packets.Packet{
 		FixedHeader: packets.FixedHeader{
 			Type:   packets.Publish,
-			Retain: modifiedLWT.Retain, // [MQTT-3.1.2-14] [MQTT-3.1.2-15]
-			Qos:    modifiedLWT.Qos,
+			Retain: will.Retain, // [MQTT-3.1.2-14] [MQTT-3.1.2-15]
+			Qos:    will.Qos,
 		},
-		TopicName: modifiedLWT.TopicName,
-		Payload:   modifiedLWT.Payload,
+		TopicName: will.TopicName,
+		Payload:   will.Payload,
 		Properties: packets.Properties{
-			User: modifiedLWT.User,
+			User: will.User,
 		},
 		Origin:  cl.ID,
 		Created: time.Now().Unix(),
@@ -146,12 +145,11 @@ func (s *Server) sendLWT(cl *Client) {
 	}
 
 	if pk.FixedHeader.Retain {
-		s.retainMessage(cl, pk)
+		s.retainMessage(cl, &pk)
 	}
 
 	s.publishToSubscribers(pk)                      // [MQTT-3.1.2-8]
 	atomic.StoreUint32(&cl.Properties.Will.Flag, 0) // [MQTT-3.1.2-10]
-	s.hooks.OnWillSent(cl, pk)
 }
 
 // sendDelayedLWT sends any LWT messages which have reached their issue time.
@@ -163,9 +161,8 @@ func (s *Server) sendDelayedLWT(dt int64) {
 			continue // dss: no longer granted
 		}
 		if pk.FixedHeader.Retain {
-			s.retainMessage(cl, pk)
+			s.retainMessage(cl, &pk)
 		}
 		s.publishToSubscribers(pk) // [MQTT-3.1.2-8]
-		s.hooks.OnWillSent(cl, pk)
 	}
 }

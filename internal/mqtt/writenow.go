@@ -92,7 +92,7 @@ func (cl *Client) writeNoWait(pks []*packets.Packet) ([]byte, error) {
 		return nil, err
 	}
 	atomic.AddInt64(&cl.ops.info.BytesSent, int64(len(data)))
-	cl.packetsSent(pks, sizes, data)
+	cl.packetsSent(pks, sizes)
 	if n == len(data) {
 		return nil, encodeErr
 	}

@@ -27,9 +27,8 @@ func tcpTestClient(t *testing.T) (*Client, *net.TCPConn) {
 	conn, err := ln.Accept()
 	require.NoError(t, err)
 	cl := newClient(conn, &ops{
-		info:  new(Info),
-		hooks: new(Hooks),
-		log:   logger,
+		info: new(Info),
+		log:  logger,
 		options: &Options{
 			Capabilities: &Capabilities{
 				MaximumClientWritesPending: 1 << 20,
@@ -120,7 +119,7 @@ func TestClientWriteNowNeedsADescriptorNotToWait(t *testing.T) {
 func TestClientWriteNowNeverWaits(t *testing.T) {
 	cl, peer := tcpTestClient(t)
 	require.NoError(t, peer.SetReadBuffer(64<<10))
-	require.NoError(t, cl.Net.Conn.(*net.TCPConn).SetWriteBuffer(64<<10))
+	require.NoError(t, tcpConn(cl.Net.Conn).SetWriteBuffer(64<<10))
 
 	var want []byte
 	filled := make(chan int, 1)
@@ -175,7 +174,7 @@ func TestClientWriteNowNeverWaits(t *testing.T) {
 func TestClientNextPacketIDDoesNotWaitForAWrite(t *testing.T) {
 	cl, peer := tcpTestClient(t)
 	require.NoError(t, peer.SetReadBuffer(64<<10))
-	require.NoError(t, cl.Net.Conn.(*net.TCPConn).SetWriteBuffer(64<<10))
+	require.NoError(t, tcpConn(cl.Net.Conn).SetWriteBuffer(64<<10))
 	pk, _ := numberedPublish(t, 1, 2<<20) // far more than the buffers hold
 	go func() { _ = cl.WritePacket(pk) }()
 	// Encoding megabytes under the race detector on a loaded machine
@@ -221,4 +220,13 @@ func TestClientWriteNowAllocatesNothing(t *testing.T) {
 	peer.CloseRead()
 	cl.Stop(errClientStop)
 	<-drained
+}
+
+// tcpConn is the TCP connection under c, which the client may have
+// wrapped to read and write it raw.
+func tcpConn(c net.Conn) *net.TCPConn {
+	if w, ok := c.(interface{ NetConn() net.Conn }); ok {
+		c = w.NetConn()
+	}
+	return c.(*net.TCPConn)
 }
