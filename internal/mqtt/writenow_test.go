@@ -230,3 +230,12 @@ func tcpConn(c net.Conn) *net.TCPConn {
 	}
 	return c.(*net.TCPConn)
 }
+
+// A client's TCP connection, read and written raw, still shuts its
+// sending side on its own (stopAfterDisconnect), so that a client the
+// server ends reads the DISCONNECT and the end of the stream at once.
+func TestClientConnectionKeepsCloseWrite(t *testing.T) {
+	cl, _ := tcpTestClient(t)
+	_, ok := cl.Net.Conn.(interface{ CloseWrite() error })
+	require.True(t, ok, "%T has no CloseWrite", cl.Net.Conn)
+}

@@ -35,6 +35,14 @@ func Wrap(c net.Conn) net.Conn {
 // NetConn returns the connection c wraps, as tls.Conn's NetConn does.
 func (c *Conn) NetConn() net.Conn { return c.Conn }
 
+// CloseWrite shuts the sending side of the socket, as the TCP or Unix
+// connection's CloseWrite does: the server ends a connection after a
+// DISCONNECT that way, so that the client reads the DISCONNECT and the
+// end of the stream rather than a reset.
+func (c *Conn) CloseWrite() error {
+	return c.Conn.(interface{ CloseWrite() error }).CloseWrite()
+}
+
 // SyscallConn returns the socket's raw connection.
 func (c *Conn) SyscallConn() (syscall.RawConn, error) { return c.raw, nil }
 
@@ -82,6 +90,10 @@ func (c *Conn) Write(p []byte) (int, error) {
 			}
 			switch e {
 			case nil:
+				if m == 0 {
+					werr = io.ErrUnexpectedEOF // as package net: no progress
+					return true
+				}
 			case syscall.EINTR:
 			case syscall.EAGAIN:
 				return false // wait until writable

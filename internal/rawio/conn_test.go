@@ -125,3 +125,31 @@ func TestWrapLeavesOtherConnectionsAlone(t *testing.T) {
 		t.Fatalf("Wrap of a pipe returned %T, want the pipe itself", w)
 	}
 }
+
+// CloseWrite shuts the sending side only: the peer reads what was sent
+// and then the end of the stream, and can still answer.
+func TestConnCloseWriteShutsTheSendingSideOnly(t *testing.T) {
+	c, peer := pair(t)
+	cw, ok := c.(interface{ CloseWrite() error })
+	if !ok {
+		t.Fatal("a wrapped TCP connection has no CloseWrite")
+	}
+	if _, err := c.Write([]byte("bye")); err != nil {
+		t.Fatal(err)
+	}
+	if err := cw.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(peer)
+	if err != nil || string(got) != "bye" {
+		t.Fatalf("the peer read %q, %v; want \"bye\" and the end of the stream", got, err)
+	}
+	if _, err := peer.Write([]byte("ok")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 8)
+	n, err := io.ReadAtLeast(c, buf, 2)
+	if err != nil || string(buf[:n]) != "ok" {
+		t.Fatalf("after CloseWrite, Read: %q, %v", buf[:n], err)
+	}
+}
