@@ -33,29 +33,51 @@ func scanAll(t *testing.T, m *Machine, q ScanQuery, between func(page int)) (lis
 }
 
 func TestScanListsEveryKeyOnce(t *testing.T) {
-	m := New()
-	want := map[string]bool{}
-	for i := range 20000 { // several segments
-		key := fmt.Sprint("key", i)
-		apply(t, m, set(key, "v", v(100, uint32(i))))
-		want[key] = true
-	}
-	for _, examine := range []int{1, 7, 1000, 1 << 30} {
-		listed, pages := scanAll(t, m, ScanQuery{Now: 100, Examine: examine, MaxBytes: 1 << 30, Segments: 1 << 30}, nil)
-		if len(listed) != len(want) {
-			t.Fatalf("examine %d: %d keys listed in %d pages, want %d", examine, len(listed), pages, len(want))
+	// Every key of several segments at each page size; one key a page
+	// (each page sorts a segment) over fewer keys, still several segments.
+	for _, c := range []struct {
+		keys     int
+		examines []int
+	}{
+		{20000, []int{7, 1000, 1 << 30}},
+		{7000, []int{1}},
+	} {
+		m := New()
+		want := map[string]bool{}
+		for i := range c.keys {
+			key := fmt.Sprint("key", i)
+			apply(t, m, set(key, "v", v(100, uint32(i))))
+			want[key] = true
 		}
-		seen := map[string]bool{}
-		for _, k := range listed {
-			if !want[k] || seen[k] {
-				t.Fatalf("examine %d: %q listed twice or not stored", examine, k)
+		if n := segmentCount(m); n < 2 {
+			t.Fatalf("%d keys in %d segment(s), want several", c.keys, n)
+		}
+		for _, examine := range c.examines {
+			listed, pages := scanAll(t, m, ScanQuery{Now: 100, Examine: examine, MaxBytes: 1 << 30, Segments: 1 << 30}, nil)
+			if len(listed) != len(want) {
+				t.Fatalf("examine %d: %d keys listed in %d pages, want %d", examine, len(listed), pages, len(want))
 			}
-			seen[k] = true
-		}
-		if examine == 1 && pages < len(want) {
-			t.Fatalf("examine 1: %d pages for %d keys", pages, len(want))
+			seen := map[string]bool{}
+			for _, k := range listed {
+				if !want[k] || seen[k] {
+					t.Fatalf("examine %d: %q listed twice or not stored", examine, k)
+				}
+				seen[k] = true
+			}
+			if examine == 1 && pages < len(want) {
+				t.Fatalf("examine 1: %d pages for %d keys", pages, len(want))
+			}
 		}
 	}
+}
+
+// segmentCount is the number of segments of m's index.
+func segmentCount(m *Machine) int {
+	seen := map[*segment]bool{}
+	for _, s := range m.keys.dir {
+		seen[s] = true
+	}
+	return len(seen)
 }
 
 // TestScanOrderIsTheKeys: two machines with the same hash key, filled in
