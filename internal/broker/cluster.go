@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	mqtt "github.com/dssio/dss/internal/mqtt"
 
@@ -22,6 +23,7 @@ type Cluster interface {
 	Stamp() hlc.Timestamp
 	PubSub() *pubsub.State
 	HasLeader() bool
+	ReplicationWait() time.Duration
 	SetBroker(cluster.Broker)
 	RouteChanged(filter string, present bool)
 	SyncRoutes(ctx context.Context) error
@@ -46,6 +48,9 @@ type spanning struct {
 	c    Cluster
 	ps   *pubsub.State
 	self string
+	// wait bounds how long a client's request waits for the replicated
+	// state (Cluster.ReplicationWait).
+	wait time.Duration
 
 	mu         sync.Mutex
 	conns      map[string]*localConn    // guarded by mu; client id → the session held here and the claim of its last connection
@@ -84,6 +89,7 @@ func newSpanning(c Cluster) *spanning {
 		c:          c,
 		ps:         c.PubSub(),
 		self:       c.NodeID(),
+		wait:       c.ReplicationWait(),
 		conns:      map[string]*localConn{},
 		mirror:     map[string]hlc.Timestamp{},
 		retainWait: map[retainKey]*part{},

@@ -14,10 +14,6 @@ import (
 
 var _ cluster.Broker = (*spanning)(nil)
 
-// retainWait bounds how long a retained publish's acknowledgement waits
-// for the replicated state.
-const retainWait = 2 * time.Second
-
 // Deliver hands a message another node routed to this node's
 // subscribers.
 func (sp *spanning) Deliver(from string, msg []byte, groups []string, expires int64) {
@@ -55,7 +51,7 @@ func (sp *spanning) retained(cl *mqtt.Client, pk *packets.Packet) {
 	var wait *part
 	if !cl.Net.Inline && pk.FixedHeader.Qos > 0 && sp.c.HasLeader() {
 		wait = &part{}
-		time.AfterFunc(retainWait, wait.complete)
+		time.AfterFunc(sp.wait, wait.complete)
 	}
 	sp.mu.Lock()
 	if cur, ok := sp.mirror[topic]; !ok || stamp.After(cur) {

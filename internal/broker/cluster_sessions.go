@@ -11,16 +11,14 @@ import (
 	"github.com/dssio/dss/internal/pubsub"
 )
 
-// How long a CONNECT that resumes a session held by another node waits:
-// for its claim of the client id to commit, and for the session.
-const (
-	claimWait = 2 * time.Second
-	fetchWait = time.Second
-)
-
-// routesWait bounds how long a SUBACK waits for the routes it added to be
+// A CONNECT that resumes a session held by another node waits at most
+// sp.wait for its claim of the client id to commit, and fetchWait for the
+// session; a SUBACK waits at most sp.wait for the routes it added to be
 // in effect on the other nodes.
-const routesWait = 2 * time.Second
+
+// fetchWait bounds how long a CONNECT waits for the node that held its
+// session to hand it over.
+func (sp *spanning) fetchWait() time.Duration { return sp.wait / 2 }
 
 // sessionLife returns whether cl's session outlives its connection, and
 // for how many seconds.
@@ -75,7 +73,7 @@ func (sp *spanning) connect(cl *mqtt.Client, pk *packets.Packet) {
 	var inflight []packets.Packet
 	present := false
 	if cur.Node != sp.self {
-		ctx, cancel := context.WithTimeout(context.Background(), fetchWait)
+		ctx, cancel := context.WithTimeout(context.Background(), sp.fetchWait())
 		data, ok, err := sp.c.FetchSession(ctx, cur.Node, id, owner, stamp, false)
 		cancel()
 		switch {
@@ -104,7 +102,7 @@ func (sp *spanning) connect(cl *mqtt.Client, pk *packets.Packet) {
 	}
 }
 
-// awaitClaim proposes claim and waits, at most claimWait, until every
+// awaitClaim proposes claim and waits, at most sp.wait, until every
 // reachable node applied it; without a leader it only proposes it.
 func (sp *spanning) awaitClaim(claim pubsub.Claim, late string) {
 	if !sp.c.HasLeader() {
@@ -115,7 +113,7 @@ func (sp *spanning) awaitClaim(claim pubsub.Claim, late string) {
 	sp.c.Claim(claim, func(err error) { committed <- err })
 	select {
 	case <-committed:
-	case <-time.After(claimWait):
+	case <-time.After(sp.wait):
 		sp.b.log.Warn(late, "client", claim.Client)
 	}
 }
@@ -154,7 +152,7 @@ func (sp *spanning) subscribed(cl *mqtt.Client, reasonCodes []byte) {
 	if stored != nil {
 		select {
 		case <-stored:
-		case <-time.After(routesWait):
+		case <-time.After(sp.wait):
 			sp.b.log.Debug("a persistent session's subscriptions not confirmed by every node in time", "client", cl.ID)
 		}
 	}
@@ -166,7 +164,7 @@ func (sp *spanning) syncRoutes(client string) {
 	if !sp.c.HasLeader() {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), routesWait)
+	ctx, cancel := context.WithTimeout(context.Background(), sp.wait)
 	defer cancel()
 	if err := sp.c.SyncRoutes(ctx); err != nil {
 		sp.b.log.Debug("routes not confirmed by every node in time", "client", client, "err", err)
@@ -263,7 +261,7 @@ func (sp *spanning) Claimed(client string, s pubsub.Session) {
 			// A session that ends with its connection would be gone
 			// before the new node fetches it: the fetch ends the
 			// connection (TakeSession); if none comes, it ends here.
-			time.AfterFunc(2*fetchWait, func() {
+			time.AfterFunc(2*sp.fetchWait(), func() {
 				if !lc.cl.Closed() {
 					_ = sp.b.srv.DisconnectClient(lc.cl, packets.ErrSessionTakenOver)
 				}
@@ -272,7 +270,7 @@ func (sp *spanning) Claimed(client string, s pubsub.Session) {
 		// The new node fetches the session (TakeSession) if it knew of
 		// it when it connected; if it did not, the session has no owner
 		// left here once that time has passed.
-		time.AfterFunc(sessionGrace, func() {
+		time.AfterFunc(sp.sessionGrace(), func() {
 			if sp.b.srv.TakeSession(client, func(cl *mqtt.Client) bool { return cl == lc.cl }, nil) {
 				sp.forget(client, lc)
 			}
@@ -281,8 +279,9 @@ func (sp *spanning) Claimed(client string, s pubsub.Session) {
 }
 
 // sessionGrace is how long a session that a connection on another node
-// took over stays here for that node to fetch it.
-const sessionGrace = 10 * time.Second
+// took over stays here for that node to fetch it: that node waits for its
+// claim, then fetches.
+func (sp *spanning) sessionGrace() time.Duration { return max(10*time.Second, 2*sp.wait) }
 
 func (sp *spanning) forget(client string, lc *localConn) {
 	sp.mu.Lock()

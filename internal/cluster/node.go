@@ -640,6 +640,17 @@ func (n *Node) leaderAddr() string {
 	return string(addr)
 }
 
+// ReplicationWait is how long a client's request waits for a change of
+// the replicated broker state (a claim of a client id, a route, a
+// retained message) to be in effect on every reachable node before it
+// goes on without that assurance: five heartbeat timeouts, at least 2 s.
+// A cluster whose timeouts were raised for a slow or loaded machine
+// commits slowly there too; a wait that ran out sooner would let a
+// message or a session be lost to a change that was merely late.
+func (n *Node) ReplicationWait() time.Duration {
+	return max(2*time.Second, 5*n.cfg.HeartbeatTimeout)
+}
+
 // HasLeader reports whether this node knows a leader of the cluster, for
 // a readiness check.
 func (n *Node) HasLeader() bool {
