@@ -433,7 +433,8 @@ func (b *Broker) notify(cl *mqtt.Client, pk *packets.Packet) {
 	if !ok {
 		sub = packets.Subscription{Filter: pk.TopicName, Qos: 1}
 	}
-	b.delivered(cl, pk, b.srv.PublishToClient(cl, sub, pk))
+	_, err := b.srv.Deliver(cl, sub, pk, mqtt.Delivery{})
+	b.delivered(cl, pk, err)
 }
 
 // publishWithAck publishes pk, and ack (the PUBACK of requester's request)
@@ -498,7 +499,7 @@ func (b *Broker) publishWithAck(pk *packets.Packet, requester *mqtt.Client, ack 
 				ack = nil
 			}
 		} else {
-			err = b.srv.PublishToClient(cl, t.Sub, pk)
+			_, err = b.srv.Deliver(cl, t.Sub, pk, mqtt.Delivery{})
 		}
 		b.delivered(cl, pk, err)
 	}
@@ -515,24 +516,16 @@ func (b *Broker) delivered(cl *mqtt.Client, pk *packets.Packet, err error) {
 
 // deliver prepares out for cl, its only receiver, in place and writes it
 // with ack before it (see publishWithAck for now). It reports whether
-// ack was sent. WriteDelivery copies what it queues: the caller's call,
-// which holds out and ack, is recycled after this.
+// ack was sent. Deliver copies what it queues: the caller's call, which
+// holds out and ack, is recycled after this.
 func (b *Broker) deliver(cl *mqtt.Client, sub packets.Subscription, out, ack *packets.Packet, now bool) (bool, error) {
-	send, err := b.srv.PrepareDelivery(cl, sub, out)
-	if !send || err != nil {
-		return false, err
-	}
-	return b.srv.WriteDelivery(cl, out, ack, now)
+	return b.srv.Deliver(cl, sub, out, mqtt.Delivery{Ack: ack, Now: true, Wait: now})
 }
 
 // deliverOwn is deliver on a requester's own route, whose topic the
 // binding's Allow checked when the route was made.
 func (b *Broker) deliverOwn(cl *mqtt.Client, sub packets.Subscription, out, ack *packets.Packet, now bool) (bool, error) {
-	send, err := b.srv.PrepareCheckedDelivery(cl, sub, out)
-	if !send || err != nil {
-		return false, err
-	}
-	return b.srv.WriteDelivery(cl, out, ack, now)
+	return b.srv.Deliver(cl, sub, out, mqtt.Delivery{Ack: ack, Now: true, Wait: now, Checked: true})
 }
 
 // deliverCopy is deliver for a packet that has other receivers: a copy
@@ -545,14 +538,11 @@ func (b *Broker) deliverCopy(cl *mqtt.Client, sub packets.Subscription, pk, ack 
 	return b.deliver(cl, sub, &out, ack, now)
 }
 
-// inject publishes pk through the broker's own routing. It is a function
-// of its own so that the packet copy it takes is not in the frame of every
-// response.
-//
-//go:noinline
+// inject publishes pk through the broker's own routing, which changes
+// it.
 func (b *Broker) inject(pk *packets.Packet) {
 	pk.PacketID = 1 // any non-zero id; the broker's own publishes are never acknowledged
-	if err := b.srv.InjectPacket(b.inline, *pk); err != nil {
+	if err := b.srv.InjectPacket(b.inline, pk); err != nil {
 		b.log.Warn("publish failed", "topic", pk.TopicName, "err", err)
 	}
 }
@@ -563,7 +553,7 @@ func (b *Broker) sendAck(cl *mqtt.Client, ack *packets.Packet, now bool) {
 	if ack == nil {
 		return
 	}
-	if written, _ := cl.WriteNow(now, ack); written || cl.WriteLater(*ack) {
+	if written, _ := cl.WriteNow(now, ack); written || cl.Queue(ack) {
 		return
 	}
 	// The client's queue is full: write it here rather than lose it.
@@ -574,7 +564,7 @@ func (b *Broker) writeAck(cl *mqtt.Client, ack *packets.Packet) {
 	if ack == nil {
 		return
 	}
-	if err := cl.WritePacket(*ack); err != nil {
+	if err := cl.Write(ack); err != nil {
 		b.log.Debug("acknowledgement not sent", "client", cl.ID, "err", err)
 	}
 }

@@ -33,7 +33,7 @@ func (sp *spanning) Deliver(from string, msg []byte, groups []string, expires in
 	if len(groups) > 0 {
 		serves = func(key string) bool { return slices.Contains(groups, key) }
 	}
-	sp.b.srv.DeliverRemote(pk, serves)
+	sp.b.srv.DeliverRemote(&pk, serves)
 }
 
 // retained hears of a message retained here (or cleared): it goes

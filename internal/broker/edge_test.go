@@ -39,10 +39,10 @@ var coreEdge = []string{
 	"*mqtt.Queues.Bytes", "*mqtt.Queues.Held", "*mqtt.TopicsIndex.RetainedCount", "*mqtt.TopicsIndex.RetainedBytes",
 	// The request path: a response and its PUBACK in one write, routing
 	// by the topic index's routes, without the topic trie.
-	"*mqtt.Server.PrepareDelivery", "*mqtt.Server.WriteDelivery", "*mqtt.Server.PublishToClient",
+	"*mqtt.Server.Deliver",
 	"*mqtt.Server.InjectPacket", "*mqtt.TopicsIndex.Route", "*mqtt.TopicsIndex.RoutesVersion",
 	"*mqtt.Route.Version", "*mqtt.Clients.Get",
-	"*mqtt.Client.WriteNow", "*mqtt.Client.WriteLater", "*mqtt.Client.WritePacket",
+	"*mqtt.Client.WriteNow", "*mqtt.Client.Queue", "*mqtt.Client.Write",
 	// Back-pressure per connection (requests in hand).
 	"*mqtt.Client.BeginPending", "*mqtt.Client.EndPending",
 	// Connections that end or are ended.
@@ -50,7 +50,7 @@ var coreEdge = []string{
 	"*mqtt.Server.DisconnectClient", "*mqtt.Clients.GetAll",
 	// Authorization: a requester's own response route checked once, and
 	// a connection's subscriptions checked again after a policy change.
-	"*mqtt.Server.CheckACL", "*mqtt.Server.PrepareCheckedDelivery", "*mqtt.Subscriptions.GetAll",
+	"*mqtt.Server.CheckACL", "*mqtt.Subscriptions.GetAll",
 	// One broker across a cluster (docs/adr/0009): messages from other
 	// nodes, sessions that move between nodes, and the retained messages
 	// of the replicated state mirrored into the core's index. The core

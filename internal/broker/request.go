@@ -158,7 +158,7 @@ func (b *Broker) ack(cl *mqtt.Client, pk *packets.Packet, typ byte, code packets
 	if code.Code >= packets.ErrUnspecifiedError.Code {
 		ack.Properties.ReasonString = code.Reason
 	}
-	if err := cl.WritePacket(ack); err != nil {
+	if err := cl.Write(&ack); err != nil {
 		b.log.Debug("acknowledgement not sent", "client", cl.ID, "err", err)
 	}
 }

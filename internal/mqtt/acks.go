@@ -99,7 +99,8 @@ func (s *Server) processPuback(cl *Client, pk *packets.Packet) error {
 // processPubrec processes a Pubrec packet, denoting receipt of a QOS 2 packet sent from the server.
 func (s *Server) processPubrec(cl *Client, pk *packets.Packet) error {
 	if !cl.State.Inflight.Has(pk.PacketID) { // [MQTT-4.3.3-7] [MQTT-4.3.3-13]
-		return cl.WritePacket(s.buildAck(pk.PacketID, packets.Pubrel, 1, pk.Properties, packets.ErrPacketIdentifierNotFound))
+		ack := s.buildAck(pk.PacketID, packets.Pubrel, 1, pk.Properties, packets.ErrPacketIdentifierNotFound)
+		return cl.Write(&ack)
 	}
 
 	if pk.ReasonCode >= packets.ErrUnspecifiedError.Code || !pk.ReasonCodeValid() { // [MQTT-4.3.3-4]
@@ -112,13 +113,14 @@ func (s *Server) processPubrec(cl *Client, pk *packets.Packet) error {
 	ack := s.buildAck(pk.PacketID, packets.Pubrel, 1, pk.Properties, packets.CodeSuccess) // [MQTT-4.3.3-4] ![MQTT-4.3.3-6]
 	cl.State.Inflight.DecreaseReceiveQuota()                                              // -1 RECV QUOTA
 	cl.State.Inflight.Set(&ack)                                                           // [MQTT-4.3.3-5]
-	return cl.WritePacket(ack)
+	return cl.Write(&ack)
 }
 
 // processPubrel processes a Pubrel packet, denoting completion of a QOS 2 packet sent from the client.
 func (s *Server) processPubrel(cl *Client, pk *packets.Packet) error {
 	if !cl.State.Inflight.HasInbound(pk.PacketID) { // [MQTT-4.3.3-7] [MQTT-4.3.3-13]
-		return cl.WritePacket(s.buildAck(pk.PacketID, packets.Pubcomp, 0, pk.Properties, packets.ErrPacketIdentifierNotFound))
+		ack := s.buildAck(pk.PacketID, packets.Pubcomp, 0, pk.Properties, packets.ErrPacketIdentifierNotFound)
+		return cl.Write(&ack)
 	}
 
 	if pk.ReasonCode >= packets.ErrUnspecifiedError.Code || !pk.ReasonCodeValid() { // [MQTT-4.3.3-9]
@@ -131,7 +133,7 @@ func (s *Server) processPubrel(cl *Client, pk *packets.Packet) error {
 	ack := s.buildAck(pk.PacketID, packets.Pubcomp, 0, pk.Properties, packets.CodeSuccess) // [MQTT-4.3.3-11]
 	cl.State.Inflight.Set(&ack)
 
-	err := cl.WritePacket(ack)
+	err := cl.Write(&ack)
 	if err != nil {
 		return err
 	}

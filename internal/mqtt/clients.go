@@ -538,7 +538,7 @@ func (cl *Client) ResendInflightMessages(force bool) error {
 			cl.State.Inflight.DecreaseSendQuota()
 		}
 
-		err := cl.WritePacket(tk)
+		err := cl.Write(&tk)
 		if errors.Is(err, errMessageExpired) {
 			cl.dropInflight(&tk) // dss: expired while the session waited
 			continue
@@ -926,25 +926,24 @@ func (cl *Client) decodePublish(pk *packets.Packet, body []byte, consumed bool) 
 // sent; it is left out of the write.
 var errMessageExpired = errors.New("message expired before it was sent")
 
-// WritePacket encodes and writes a packet to the client.
-func (cl *Client) WritePacket(pk packets.Packet) error {
-	return cl.WritePackets(&pk)
-}
-
-// WritePackets encodes packets and writes them to the client with one
-// write, in order.
+// Write encodes pks and writes them to the client with one write, in
+// order: from the client's read loop without waiting for the connection
+// (what it does not take at once is queued for the client's writer), from
+// any other goroutine waiting until the connection took every byte. The
+// packets are changed in place as they are prepared for this client;
+// nothing of them is kept. See WriteNow for a write that may leave the
+// packets to its caller, and Queue for one left to the writer.
 //
-// dss: WritePacket made one write per packet; the state store writes the
-// PUBACK of a request and its response together.
-// The packets are changed in place as they are prepared for this client.
-func (cl *Client) WritePackets(pks ...*packets.Packet) error {
+// dss: upstream made one write per packet (WritePacket, by value); the
+// state store writes the PUBACK of a request and its response together.
+func (cl *Client) Write(pks ...*packets.Packet) error {
 	if cl.serving() {
 		return cl.writeFromLoop(pks)
 	}
 	return cl.writePacketsWaiting(pks)
 }
 
-// writePacketsWaiting is WritePackets waiting for the connection to take
+// writePacketsWaiting is Write waiting for the connection to take
 // every byte, whoever else holds the client: the write loop's, which
 // must not queue what it took from the queue behind what came after
 // (dss).

@@ -790,7 +790,7 @@ func TestClientReadPacketInvalidTypeError(t *testing.T) {
 	require.ErrorIs(t, err, packets.ErrMalformedPacket) // dss: the reserved type 0 is malformed
 }
 
-func TestClientWritePacket(t *testing.T) {
+func TestClientWrite(t *testing.T) {
 	for _, tt := range pkTable {
 		cl, r, _ := newTestClient()
 		defer cl.Stop(errClientStop)
@@ -804,7 +804,8 @@ func TestClientWritePacket(t *testing.T) {
 			o <- buf
 		}()
 
-		err := cl.WritePacket(*tt.Packet)
+		pk := *tt.Packet
+		err := cl.Write(&pk)
 		require.NoError(t, err, pkInfo, tt.Case, tt.Desc)
 
 		// A write to a net.Pipe returns once the reader took every byte.
@@ -854,8 +855,8 @@ func TestClientWriteLoopBatches(t *testing.T) {
 	p1.Owner = owner
 	require.True(t, cl.enqueue(pendingWrite{pk: &p1}))
 	require.True(t, cl.enqueue(pendingWrite{pk: &p2, ack: &a}))
-	require.True(t, cl.WriteLater(small))
-	require.False(t, cl.WriteLater(small), "a fourth entry is over the limit")
+	require.True(t, cl.Queue(&small))
+	require.False(t, cl.Queue(&small), "a fourth entry is over the limit")
 	require.Equal(t, int32(1), owner.n.Load(), "the queue holds the owner of what it holds")
 	require.Equal(t, int32(3), atomic.LoadInt32(&cl.State.outboundQty))
 
@@ -877,14 +878,14 @@ func TestClientWriteLoopBatches(t *testing.T) {
 	require.Equal(t, want.Bytes(), got[:n])
 	require.Eventually(t, func() bool { return atomic.LoadInt32(&cl.State.outboundQty) == 0 }, time.Second, time.Millisecond)
 	require.Equal(t, int32(0), owner.n.Load(), "and lets go of it once written")
-	require.True(t, cl.WriteLater(small), "the queue has room again")
+	require.True(t, cl.Queue(&small), "the queue has room again")
 }
 
 func TestWriteClientOversizePacket(t *testing.T) {
 	cl, _, _ := newTestClient()
 	cl.Properties.Props.MaximumPacketSize = 2
 	pk := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishDropOversize).Packet
-	err := cl.WritePacket(pk)
+	err := cl.Write(&pk)
 	require.Error(t, err)
 	require.ErrorIs(t, packets.ErrPacketTooLarge, err)
 }
@@ -928,26 +929,28 @@ func TestClientReadPacketReadUnknown(t *testing.T) {
 	require.Error(t, err)
 }
 
-func TestClientWritePacketWriteNoConn(t *testing.T) {
+func TestClientWriteWriteNoConn(t *testing.T) {
 	cl, _, _ := newTestClient()
 	cl.Stop(errClientStop)
 
-	err := cl.WritePacket(*pkTable[1].Packet)
+	pk := *pkTable[1].Packet
+	err := cl.Write(&pk)
 	require.Error(t, err)
 	require.Equal(t, ErrConnectionClosed, err)
 }
 
-func TestClientWritePacketWriteError(t *testing.T) {
+func TestClientWriteWriteError(t *testing.T) {
 	cl, _, _ := newTestClient()
 	_ = cl.Net.Conn.Close()
 
-	err := cl.WritePacket(*pkTable[1].Packet)
+	pk := *pkTable[1].Packet
+	err := cl.Write(&pk)
 	require.Error(t, err)
 }
 
-func TestClientWritePacketInvalidPacket(t *testing.T) {
+func TestClientWriteInvalidPacket(t *testing.T) {
 	cl, _, _ := newTestClient()
-	err := cl.WritePacket(packets.Packet{})
+	err := cl.Write(&packets.Packet{})
 	require.Error(t, err)
 }
 
@@ -978,9 +981,9 @@ var (
 	}
 )
 
-// dss: WritePackets writes several packets with one write, in order, and
+// dss: Write writes several packets with one write, in order, and
 // still writes the others when one of them cannot be encoded.
-func TestClientWritePackets(t *testing.T) {
+func TestClientWrites(t *testing.T) {
 	cl, r, _ := newTestClient()
 	defer cl.Stop(errClientStop)
 	cl.Properties.ProtocolVersion = 5
@@ -995,7 +998,7 @@ func TestClientWritePackets(t *testing.T) {
 	puback := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback}, PacketID: 7}
 	pub := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 1}, TopicName: "a/b", PacketID: 9, Payload: []byte("hello")}
 	tooLarge := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish}, TopicName: "a/b", Payload: make([]byte, 100), Mods: packets.Mods{MaxSize: 20}}
-	err := cl.WritePackets(&puback, &tooLarge, &pub)
+	err := cl.Write(&puback, &tooLarge, &pub)
 	require.ErrorIs(t, err, packets.ErrPacketTooLarge)
 
 	// A write to a net.Pipe returns once the reader took every byte.

@@ -51,7 +51,7 @@ func (h *echoHook) ConsumePublish(cl *Client, pk *packets.Packet) error {
 	ack := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback}, PacketID: pk.PacketID}
 	out := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish}, TopicName: "resp", Payload: payload}
 	if written, err := cl.WriteNow(true, &ack, &out); err != nil || !written {
-		if err := cl.WritePackets(&ack, &out); err != nil {
+		if err := cl.Write(&ack, &out); err != nil {
 			return err
 		}
 	}

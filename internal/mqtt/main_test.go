@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/dssio/dss/internal/mqtt/packets"
 )
 
 // TestMain fails the package's tests when a goroutine outlives them:
@@ -23,3 +25,7 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// copyOf returns a copy of pk to hand by pointer to code that changes
+// it, so that a table's packet stays as it was for the next test.
+func copyOf(pk packets.Packet) *packets.Packet { return &pk }

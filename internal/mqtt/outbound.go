@@ -229,12 +229,14 @@ func (cl *Client) writeOut() {
 	}
 }
 
-// WriteLater queues pk for the client's writer. It reports false when
-// the queue is full.
+// Queue queues a copy of pk for the client's writer, behind what is
+// queued already. It reports false when the queue is full.
 //
 // dss: for a PUBACK that goes out later than the publish was read.
-func (cl *Client) WriteLater(pk packets.Packet) bool {
-	return cl.enqueue(pendingWrite{pk: &pk})
+func (cl *Client) Queue(pk *packets.Packet) bool {
+	queued := new(packets.Packet)
+	*queued = *pk
+	return cl.enqueue(pendingWrite{pk: queued})
 }
 
 // enqueue hands w to the client's writer, unless the queue is full.

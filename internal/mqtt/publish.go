@@ -12,35 +12,13 @@ import (
 	"github.com/dssio/dss/internal/mqtt/packets"
 )
 
-// Publish publishes a publish packet into the broker as if it were sent from the specified client.
-// This is a convenience function which wraps InjectPacket. As such, this method can publish packets
-// to any topic (including $SYS) and bypass ACL checks. The qos byte is used for limiting the
-// outbound qos (mqtt v5) rather than issuing to the broker (we assume qos 2 complete).
-func (s *Server) Publish(topic string, payload []byte, retain bool, qos byte) error {
-	if !s.Options.InlineClient {
-		return ErrInlineClientNotEnabled
-	}
-
-	return s.InjectPacket(s.inlineClient, packets.Packet{
-		FixedHeader: packets.FixedHeader{
-			Type:   packets.Publish,
-			Qos:    qos,
-			Retain: retain,
-		},
-		TopicName: topic,
-		Payload:   payload,
-		PacketID:  uint16(qos), // we never process the inbound qos, but we need a packet id for validity checks.
-	})
-}
-
-// InjectPacket injects a packet into the broker as if it were sent from the specified client.
-// InlineClients using this method can publish packets to any topic (including $SYS) and bypass ACL checks.
-// pk is a copy: processing changes the packet it handles, and the
-// caller's stays as it was.
-func (s *Server) InjectPacket(cl *Client, pk packets.Packet) error {
+// InjectPacket processes pk as if cl had sent it. An inline client
+// (Options.InlineClient) publishes to any topic, $SYS included, without
+// the access check. Processing changes pk and keeps nothing of it.
+func (s *Server) InjectPacket(cl *Client, pk *packets.Packet) error {
 	pk.ProtocolVersion = cl.Properties.ProtocolVersion
 
-	err := s.processPacket(cl, &pk)
+	err := s.processPacket(cl, pk)
 	if err != nil {
 		return err
 	}
@@ -220,7 +198,8 @@ func (s *Server) refusePublishWith(cl *Client, pk *packets.Packet, code packets.
 // refusePublish acknowledges a publish with an acknowledgement of type
 // ackType and a failure code.
 func (s *Server) refusePublish(cl *Client, pk *packets.Packet, ackType byte, code packets.Code) error {
-	return cl.WritePacket(s.buildAck(pk.PacketID, ackType, 0, pk.Properties, code))
+	ack := s.buildAck(pk.PacketID, ackType, 0, pk.Properties, code)
+	return cl.Write(&ack)
 }
 
 // publishIDInFlight handles a publish whose packet id the client's
@@ -244,7 +223,7 @@ func (s *Server) publishIDInFlight(cl *Client, pk *packets.Packet) (bool, error)
 			code = packets.CodeSuccess // [MQTT-4.3.3-10]
 		}
 		ack := s.buildAck(pk.PacketID, packets.Pubrec, 0, pk.Properties, code)
-		return true, cl.WritePacket(ack)
+		return true, cl.Write(&ack)
 	}
 	if ok := cl.State.Inflight.DeleteInbound(pk.PacketID); ok { // [MQTT-4.3.2-5]
 		atomic.AddInt64(&s.Info.Inflight, -1)
@@ -265,7 +244,7 @@ func (s *Server) publishAccepted(cl *Client, pk *packets.Packet) error {
 	// When it publishes a package with a qos > 0, the server treats
 	// the package as qos=0, and the client receives it as qos=1 or 2.
 	if pk.FixedHeader.Qos == 0 || cl.Net.Inline {
-		s.publishToSubscribers(*pk)
+		s.publishToSubscribers(pk)
 		return nil
 	}
 
@@ -296,7 +275,7 @@ func (s *Server) publishAccepted(cl *Client, pk *packets.Packet) error {
 // finishPublish acknowledges pk, a QoS 1 or 2 publish of cl that was
 // routed, with ack.
 func (s *Server) finishPublish(cl *Client, pk *packets.Packet, ack *packets.Packet) error {
-	err := cl.WritePacket(*ack)
+	err := cl.Write(ack)
 	if err != nil {
 		return err
 	}

@@ -228,7 +228,7 @@ func TestClientWriteLoopKeepsOrderWhileALoopServesTheClient(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		pk, enc := numberedPublish(t, byte(i), 100)
 		want = append(want, enc...)
-		require.True(t, cl.WriteLater(pk))
+		require.True(t, cl.Queue(&pk))
 	}
 	got := make([]byte, len(want))
 	require.NoError(t, peer.SetReadDeadline(time.Now().Add(5*time.Second)))

@@ -118,11 +118,8 @@ func (s *Server) processPacket(cl *Client, pk *packets.Packet) error {
 //
 //go:noinline
 func (s *Server) processPingreq(cl *Client, _ *packets.Packet) error {
-	return cl.WritePacket(packets.Packet{
-		FixedHeader: packets.FixedHeader{
-			Type: packets.Pingresp, // [MQTT-3.12.4-1]
-		},
-	})
+	resp := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Pingresp}} // [MQTT-3.12.4-1]
+	return cl.Write(&resp)
 }
 
 // processAuth processes an Auth packet.

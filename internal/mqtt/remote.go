@@ -91,11 +91,11 @@ func (s *Server) publishAwaiting(cl *Client, pk, ack *packets.Packet) bool {
 	var congested *Client
 	var r Routed
 	if pk.Ignore || s.Options.Remote == nil {
-		congested = s.publishToSubscribers(*pk)
+		congested = s.publishToSubscribers(pk)
 	} else {
 		s.stampRouted(pk)
 		r = s.Options.Remote.Route(pk)
-		congested = s.routeLocal(*pk, r)
+		congested = s.routeLocal(pk, r)
 	}
 	if congested != nil && congested != cl {
 		// A subscriber that could not take it yet slows the publisher
@@ -120,9 +120,9 @@ func (s *Server) awaitRoute(cl *Client, r Routed, pk, ack packets.Packet) bool {
 // routed, to the subscribers here; serves decides which local shared
 // subscriptions (SharedRouteKey) get it. The message is neither retained
 // nor routed further: the node it came from did both.
-func (s *Server) DeliverRemote(pk packets.Packet, serves func(key string) bool) {
+func (s *Server) DeliverRemote(pk *packets.Packet, serves func(key string) bool) {
 	pk.FixedHeader.Type = packets.Publish
-	s.stampRouted(&pk)
+	s.stampRouted(pk)
 	s.routeLocal(pk, servedBy(serves))
 }
 
@@ -188,7 +188,7 @@ func (s *Server) TakeSession(id string, only func(cl *Client) bool, take func(su
 		return false
 	}
 	// No delivery adds to the session once it is taken (see
-	// PrepareCheckedDelivery): one that comes later has no successor here
+	// Deliver): one that comes later has no successor here
 	// and is dropped.
 	cl.State.handover.Lock()
 	cl.State.isTakenOver.Store(true)

@@ -185,7 +185,7 @@ func TestDeliverRemoteIsNotRetainedNorRoutedAgain(t *testing.T) {
 	s.Topics.Subscribe(away.ID, packets.Subscription{Filter: "a/#", Qos: 1})
 	pk := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet
 	pk.FixedHeader.Retain = true
-	s.DeliverRemote(pk, nil)
+	s.DeliverRemote(&pk, nil)
 	require.Equal(t, 1, away.State.Inflight.Len())
 	require.Empty(t, r.routed)
 	require.Equal(t, 0, s.Topics.Retained.Len())
@@ -241,7 +241,7 @@ func TestPublishAwaitingAllocatesNoPacketWithoutACluster(t *testing.T) {
 	// measurements of a few that agree says so.
 	var routing, awaiting float64
 	for try := 0; try < 5; try++ {
-		routing = testing.AllocsPerRun(20, func() { s.publishToSubscribers(pk) })
+		routing = testing.AllocsPerRun(20, func() { s.publishToSubscribers(&pk) })
 		awaiting = testing.AllocsPerRun(20, func() {
 			if s.publishAwaiting(cl, &pk, &ack) {
 				t.Error("nothing to await without a cluster")

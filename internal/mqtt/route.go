@@ -18,12 +18,12 @@ import (
 // dss: it returns a subscriber that could not take the message yet (it
 // was parked), for its publisher to wait for (see backpressure.go); nil
 // if none.
-func (s *Server) publishToSubscribers(pk packets.Packet) (congested *Client) {
+func (s *Server) publishToSubscribers(pk *packets.Packet) (congested *Client) {
 	if pk.Ignore {
 		return nil
 	}
-	s.stampRouted(&pk)
-	return s.routeLocal(pk, s.remoteRoute(&pk)) // dss: and to the other nodes of a cluster
+	s.stampRouted(pk)
+	return s.routeLocal(pk, s.remoteRoute(pk)) // dss: and to the other nodes of a cluster
 }
 
 // stampRouted sets when a message routed from here was created and
@@ -48,7 +48,17 @@ func (s *Server) stampRouted(pk *packets.Packet) {
 // decides which shared subscriptions are served here (dss). It returns a
 // subscriber that could not take the message yet, as publishToSubscribers
 // does.
-func (s *Server) routeLocal(pk packets.Packet, r Routed) (congested *Client) {
+//
+// dss: a topic with only clients' own subscriptions here (the most
+// common) is routed by its route in the topic index's cache, without a
+// scan of the trie.
+func (s *Server) routeLocal(pk *packets.Packet, r Routed) (congested *Client) {
+	if rt := s.Topics.routeIfCacheable(pk.TopicName); rt != nil && !rt.General {
+		for i := range rt.Clients {
+			congested = s.routeTo(rt.Clients[i].ID, rt.Clients[i].Sub, pk, congested)
+		}
+		return congested
+	}
 	subscribers := s.Topics.Subscribers(pk.TopicName)
 	if len(subscribers.Shared) > 0 {
 		keepServed(subscribers, r)
@@ -59,113 +69,117 @@ func (s *Server) routeLocal(pk packets.Packet, r Routed) (congested *Client) {
 	}
 
 	for _, inlineSubscription := range subscribers.InlineSubscriptions {
-		inlineSubscription.Handler(s.inlineClient, inlineSubscription.Subscription, pk)
+		inlineSubscription.Handler(s.inlineClient, inlineSubscription.Subscription, *pk)
 	}
 
-	for id, subs := range subscribers.Subscriptions {
-		if cl, ok := s.Clients.Get(id); ok {
-			out, err := s.publishToClient(cl, subs, pk)
-			for errors.Is(err, errSessionMoved) && cl.State.successor.Load() != nil {
-				cl = cl.State.successor.Load() // dss: the session's connection now
-				out, err = s.publishToClient(cl, subs, pk)
-			}
-			if err != nil {
-				s.Log.Debug("failed publishing packet", "error", err, "client", cl.ID, "packet", pk)
-			} else if out.Expiry < 0 && congested == nil {
-				congested = cl // parked
-			}
-		}
+	for id, sub := range subscribers.Subscriptions {
+		congested = s.routeTo(id, sub, pk, congested)
 	}
 	return congested
 }
 
-func (s *Server) publishToClient(cl *Client, sub packets.Subscription, pk packets.Packet) (packets.Packet, error) {
+// routeTo delivers pk to client id through its subscription sub, and
+// returns congested, or the client if it could not take the message yet
+// and congested is nil.
+func (s *Server) routeTo(id string, sub packets.Subscription, pk *packets.Packet, congested *Client) *Client {
+	cl, ok := s.Clients.Get(id)
+	if !ok {
+		return congested
+	}
+	parked, err := s.publishToClient(cl, sub, pk)
+	for errors.Is(err, errSessionMoved) && cl.State.successor.Load() != nil {
+		cl = cl.State.successor.Load() // dss: the session's connection now
+		parked, err = s.publishToClient(cl, sub, pk)
+	}
+	if err != nil {
+		s.Log.Debug("failed publishing packet", "error", err, "client", cl.ID, "topic", pk.TopicName)
+	} else if parked && congested == nil {
+		congested = cl
+	}
+	return congested
+}
+
+// publishToClient delivers a copy of pk to cl through its subscription
+// sub, for its writer to send; parked reports a QoS 1 or 2 copy that waits
+// for cl's receive window (see backpressure.go).
+func (s *Server) publishToClient(cl *Client, sub packets.Subscription, pk *packets.Packet) (parked bool, err error) {
 	out := new(packets.Packet)
 	*out = pk.Copy(false)
-	send, err := s.PrepareDelivery(cl, sub, out)
+	send, parked, err := s.prepareDelivery(cl, sub, out, false)
 	if !send || err != nil {
-		return *out, err
+		return parked, err
 	}
-	ret := *out // the write loop changes *out once it is queued
-	return ret, s.enqueue(cl, out, nil)
+	return false, s.enqueue(cl, out, nil)
 }
 
-// PublishToClient delivers pk to cl as routing does for a subscription
-// sub of cl that matches pk's topic: it is written by the client's write
-// loop. pk's properties are shared with the queued copy, not copied.
+// Delivery says how Deliver sends a message.
+type Delivery struct {
+	// Ack, if not nil, goes just before the message, in the same write:
+	// the PUBACK of the request the message answers.
+	Ack *packets.Packet
+	// Now has the caller write at once when the client's writer has
+	// nothing queued or being written (see Client.WriteNow), waiting for
+	// the connection to take every byte with Wait (the caller is the
+	// client's own reader). Otherwise the client's writer sends it.
+	Now, Wait bool
+	// Checked says that CheckACL allowed the client the topic already:
+	// Options.Access is not asked again.
+	Checked bool
+}
+
+// Deliver sends pk to cl as routing does for cl's subscription sub that
+// matches pk's topic: the no-local rule, the access check, the retain
+// flag, subscription identifiers, the QoS, the topic alias, the packet
+// identifier and the message in flight, then the write. A message past
+// cl's receive window is parked and sent later; one for a session
+// without a connection is kept for its next. It reports whether d.Ack
+// was written or queued; when it was not, the caller sees to it.
 //
-// dss: exported so that the state store can deliver a response to the
-// subscribers of its response topic without the topic trie scan.
-func (s *Server) PublishToClient(cl *Client, sub packets.Subscription, pk *packets.Packet) error {
-	out := new(packets.Packet)
-	*out = *pk
-	send, err := s.PrepareDelivery(cl, sub, out)
-	if !send || err != nil {
-		return err
-	}
-	return s.enqueue(cl, out, nil)
-}
-
-// WriteDelivery sends out, a delivery PrepareDelivery made ready, to cl,
-// with ack (if not nil) just before it, in one write: at once if cl's
-// write loop has nothing to do (see Client.WriteNow for wait), otherwise
-// through the write loop, after what it holds. It reports whether ack
-// was written or queued; when it was not, the caller must see to it.
-// Neither packet is kept: the queue gets copies.
+// With d.Now, pk itself is made into the packet for cl (a caller with
+// other receivers gives each a copy of its own); otherwise a copy is,
+// which shares pk's properties, and pk stays as it was. Neither pk nor
+// d.Ack is kept.
 //
 // dss: the state store answers a request with its PUBACK and response
-// from the goroutine that has the result, without waking a write loop.
-func (s *Server) WriteDelivery(cl *Client, out, ack *packets.Packet, wait bool) (bool, error) {
-	var written bool
-	var err error
-	if ack != nil {
-		written, err = cl.WriteNow(wait, ack, out)
-	} else {
-		written, err = cl.WriteNow(wait, out)
+// from the goroutine that has the result, without waking a write loop,
+// and delivers a response to the subscribers of its response topic
+// without the topic trie.
+func (s *Server) Deliver(cl *Client, sub packets.Subscription, pk *packets.Packet, d Delivery) (bool, error) {
+	out := pk
+	if !d.Now {
+		out = new(packets.Packet)
+		*out = *pk
 	}
-	switch {
-	case written:
-		return ack != nil, err // an error here is the connection's: nothing to retry
-	case err != nil:
+	send, _, err := s.prepareDelivery(cl, sub, out, d.Checked)
+	if !send || err != nil {
 		return false, err
 	}
-	return s.enqueueCopies(cl, out, ack)
-}
-
-// enqueueCopies queues copies of out and ack for cl's write loop.
-func (s *Server) enqueueCopies(cl *Client, out, ack *packets.Packet) (bool, error) {
-	queued := new(packets.Packet)
-	*queued = *out
-	var queuedAck *packets.Packet
-	if ack != nil {
-		queuedAck = new(packets.Packet)
-		*queuedAck = *ack
+	if d.Now {
+		var written bool
+		if d.Ack != nil {
+			written, err = cl.WriteNow(d.Wait, d.Ack, out)
+		} else {
+			written, err = cl.WriteNow(d.Wait, out)
+		}
+		switch {
+		case written:
+			return d.Ack != nil, err // an error here is the connection's: nothing to retry
+		case err != nil:
+			return false, err
+		}
+		queued := new(packets.Packet)
+		*queued = *out
+		out = queued
 	}
-	if err := s.enqueue(cl, queued, queuedAck); err != nil {
+	var ack *packets.Packet
+	if d.Ack != nil {
+		ack = new(packets.Packet)
+		*ack = *d.Ack
+	}
+	if err := s.enqueue(cl, out, ack); err != nil {
 		return false, err
 	}
 	return ack != nil, nil
-}
-
-// PrepareDelivery does for a delivery of out to cl through the subscription
-// sub what routing does before the write: the no-local rule, the ACL
-// check, the retain flag, subscription identifiers, the QoS, the topic
-// alias, the packet identifier and the inflight entry. It changes out in
-// place into the packet to write, and reports whether it is to be written
-// now (false for no-local, or when the client's send quota is exhausted:
-// the packet is then parked and sent later).
-//
-// dss: split out of publishToClient so that the state store can write a
-// response together with the PUBACK of its request, in one write.
-func (s *Server) PrepareDelivery(cl *Client, sub packets.Subscription, out *packets.Packet) (bool, error) {
-	if sub.NoLocal && out.Origin == cl.ID {
-		return false, nil // [MQTT-3.8.3-3]
-	}
-
-	if !s.Options.allowed(cl, out.TopicName, false) {
-		return false, packets.ErrNotAuthorized
-	}
-	return s.PrepareCheckedDelivery(cl, sub, out)
 }
 
 // CheckACL asks Options.Access whether cl may publish on topic (write) or
@@ -177,15 +191,19 @@ func (s *Server) CheckACL(cl *Client, topic string, write bool) bool {
 	return s.Options.allowed(cl, topic, write)
 }
 
-// PrepareCheckedDelivery is PrepareDelivery for a delivery whose topic
-// the caller had CheckACL check for cl already: Options.Access is not
-// asked again.
-//
-// dss: a state store response on the requester's own route, checked when
-// the route was made, costs no ACL check per response.
-func (s *Server) PrepareCheckedDelivery(cl *Client, sub packets.Subscription, out *packets.Packet) (bool, error) {
+// prepareDelivery does for a delivery of out to cl through the
+// subscription sub what comes before the write (see Deliver), the access
+// check unless checked. It changes out in place into the packet to
+// write, and reports whether it is to be written now (not for no-local,
+// nor when the message is parked, which parked reports, or kept for a
+// session without a connection). Once parked, out is the client's: it
+// may be sent, and changed, at any time.
+func (s *Server) prepareDelivery(cl *Client, sub packets.Subscription, out *packets.Packet, checked bool) (send, parked bool, err error) {
 	if sub.NoLocal && out.Origin == cl.ID {
-		return false, nil // [MQTT-3.8.3-3]
+		return false, false, nil // [MQTT-3.8.3-3]
+	}
+	if !checked && !s.Options.allowed(cl, out.TopicName, false) {
+		return false, false, packets.ErrNotAuthorized
 	}
 	if !sub.FwdRetainedFlag && ((cl.Properties.ProtocolVersion == 5 && !sub.RetainAsPublished) || cl.Properties.ProtocolVersion < 5) { // ![MQTT-3.3.1-13] [v3 MQTT-3.3.1-9]
 		out.FixedHeader.Retain = false // [MQTT-3.3.1-12]
@@ -232,9 +250,9 @@ func (s *Server) PrepareCheckedDelivery(cl *Client, sub packets.Subscription, ou
 	out.Queued = offline && !cl.Net.Inline
 
 	if out.FixedHeader.Qos > 0 {
-		held, err := s.holdDelivery(cl, out, &offline)
-		if err != nil || held {
-			return false, err
+		parked, err := s.holdDelivery(cl, out, &offline)
+		if err != nil || parked {
+			return false, parked, err
 		}
 	}
 
@@ -244,16 +262,16 @@ func (s *Server) PrepareCheckedDelivery(cl *Client, sub packets.Subscription, ou
 		cl.State.handover.RUnlock()
 	}
 	if offline {
-		return false, packets.CodeDisconnect
+		return false, false, packets.CodeDisconnect
 	}
-	return true, nil
+	return true, false, nil
 }
 
 // holdDelivery takes out, a QoS 1 or 2 delivery to cl, into cl's
-// messages in flight with a packet id of its own. It reports held for a
-// message that is not to be written now: parked until cl's receive
-// window has room (see backpressure.go), or queued for a session without
-// a connection (*offline, which it may set). Held messages are kept
+// messages in flight with a packet id of its own. It reports parked for a
+// message that waits for cl's receive window to have room (see
+// backpressure.go); one queued for a session without a connection is not
+// written either (*offline, which it may set). Both are kept
 // within the bounds of queued memory (queues.go); err is
 // ErrQuotaExceeded for one that cannot be.
 //
@@ -264,7 +282,7 @@ func (s *Server) PrepareCheckedDelivery(cl *Client, sub packets.Subscription, ou
 // The messages sent and unacknowledged are bounded by the window (at
 // most MaximumInflight); the others by memory and packet ids, the oldest
 // never sent dropped past them.
-func (s *Server) holdDelivery(cl *Client, out *packets.Packet, offline *bool) (held bool, err error) {
+func (s *Server) holdDelivery(cl *Client, out *packets.Packet, offline *bool) (parked bool, err error) {
 	// dss: the session's messages do not move to a new connection
 	// while this one is added (see inheritClientSession); nothing of
 	// the application runs under the lock.

@@ -51,9 +51,15 @@ type routeCache struct {
 	changes atomic.Uint64
 	mu      sync.RWMutex
 	byTopic map[string]*Route // guarded by mu
+	// fullAt is the version at which byTopic was last made anew: full at
+	// that version, it takes no more routes until the version changes.
+	fullAt uint64 // guarded by mu
 }
 
-// maxRoutes bounds the cache; past it, the cache starts over.
+// maxRoutes bounds the cache. Full, it takes no more routes until the
+// routes change, when it starts over (its routes are all stale then): a
+// publisher on more topics than it holds does not make every lookup
+// replace a route.
 const maxRoutes = 1 << 16
 
 // subscriptionsChanged invalidates every route.
@@ -71,14 +77,41 @@ func (x *TopicsIndex) RoutesVersion() uint64 {
 
 // Route returns who receives a message on topic.
 func (x *TopicsIndex) Route(topic string) *Route {
+	rt, v := x.cachedRoute(topic)
+	if rt != nil {
+		return rt
+	}
+	return x.fillRoute(topic, v)
+}
+
+// routeIfCacheable is Route for routing, which has a way of its own
+// without the cache: nil when the cache holds no route of topic and has
+// no room for one.
+func (x *TopicsIndex) routeIfCacheable(topic string) *Route {
+	rt, v := x.cachedRoute(topic)
+	if rt != nil {
+		return rt
+	}
+	x.routes.mu.RLock()
+	full := len(x.routes.byTopic) >= maxRoutes && x.routes.fullAt == v
+	x.routes.mu.RUnlock()
+	if full {
+		return nil
+	}
+	return x.fillRoute(topic, v)
+}
+
+// cachedRoute returns the cache's route of topic if it is current, and
+// the current version.
+func (x *TopicsIndex) cachedRoute(topic string) (*Route, uint64) {
 	v := x.RoutesVersion()
 	x.routes.mu.RLock()
 	rt := x.routes.byTopic[topic]
 	x.routes.mu.RUnlock()
 	if rt != nil && rt.version == v {
-		return rt
+		return rt, v
 	}
-	return x.fillRoute(topic, v)
+	return nil, v
 }
 
 // fillRoute looks topic up in the trie and caches its route as of
@@ -99,12 +132,16 @@ func (x *TopicsIndex) fillRoute(topic string, v uint64) *Route {
 		rt.Clients = append(rt.Clients, RouteClient{ID: id, Sub: sub})
 	}
 	x.routes.mu.Lock()
+	defer x.routes.mu.Unlock()
 	if x.routes.byTopic == nil || len(x.routes.byTopic) >= maxRoutes {
+		if x.routes.byTopic != nil && x.routes.fullAt == v {
+			return rt // full of current routes
+		}
 		x.routes.byTopic = make(map[string]*Route)
+		x.routes.fullAt = v
 	}
 	// The topic may point into a message's memory, which is recycled.
 	x.routes.byTopic[strings.Clone(topic)] = rt
-	x.routes.mu.Unlock()
 	return rt
 }
 

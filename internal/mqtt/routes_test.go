@@ -153,3 +153,26 @@ func TestRoutesUnderConcurrentChanges(t *testing.T) {
 		require.Equal(t, want, routeClients(x.Route(topic)), topic)
 	}
 }
+
+// TestAFullRouteCacheKeepsItsRoutes: past maxRoutes topics the cache
+// takes no more routes (routing finds the others in the trie) rather
+// than start over at every new topic; when the subscriptions change,
+// its routes are all stale and it starts over.
+func TestAFullRouteCacheKeepsItsRoutes(t *testing.T) {
+	x := NewTopicsIndex()
+	x.Subscribe("a", packets.Subscription{Filter: "s/+"})
+	for i := range maxRoutes {
+		require.NotNil(t, x.routeIfCacheable(fmt.Sprint("s/", i)))
+	}
+	first := x.Route("s/0")
+	require.Nil(t, x.routeIfCacheable("s/new"), "a full cache took a route")
+	rt := x.Route("s/new")
+	require.Equal(t, []string{"a:0"}, routeClients(rt), "a route past a full cache is still made")
+	require.Same(t, first, x.Route("s/0"), "a full cache lost a route")
+
+	x.Subscribe("b", packets.Subscription{Filter: "s/#"})
+	rt = x.routeIfCacheable("s/new")
+	require.NotNil(t, rt, "the cache did not start over when its routes went stale")
+	require.Equal(t, []string{"a:0", "b:0"}, routeClients(rt))
+	require.Same(t, rt, x.Route("s/new"))
+}

@@ -414,7 +414,7 @@ func (s *Server) SendConnack(cl *Client, reason packets.Code, present bool, prop
 			ReasonCode:     reason.Code, // [MQTT-3.2.2-8]
 			Properties:     *properties,
 		}
-		return cl.WritePacket(ack)
+		return cl.Write(&ack)
 	}
 
 	if s.Options.Capabilities.MaximumQos < 2 {
@@ -442,7 +442,7 @@ func (s *Server) SendConnack(cl *Client, reason packets.Code, present bool, prop
 		ReasonCode:     reason.Code, // [MQTT-3.2.2-8]
 		Properties:     *properties,
 	}
-	return cl.WritePacket(ack)
+	return cl.Write(&ack)
 }
 
 // announceCapabilities sets the properties of a successful CONNACK that
@@ -539,7 +539,7 @@ func (s *Server) DisconnectClient(cl *Client, code packets.Code) error {
 
 	// We already have a code we are using to disconnect the client, so we are not
 	// interested if the write packet fails due to a closed connection (as we are closing it).
-	err := cl.WritePacket(out)
+	err := cl.Write(&out)
 	if !s.Options.Capabilities.Compatibilities.PassiveClientDisconnect {
 		cl.stopAfterDisconnect(code) // dss: closes once the client read it
 		if code.Code >= packets.ErrUnspecifiedError.Code {

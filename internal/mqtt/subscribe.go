@@ -161,7 +161,7 @@ func (s *Server) processSubscribe(cl *Client, pk *packets.Packet) error {
 	if ev := s.Options.Subscriptions; ev != nil {
 		ev.Subscribed(cl, pk, reasonCodes)
 	}
-	err := cl.WritePacket(ack)
+	err := cl.Write(&ack)
 	if err != nil {
 		return err
 	}
@@ -244,5 +244,5 @@ func (s *Server) processUnsubscribe(cl *Client, pk *packets.Packet) error {
 	if ev := s.Options.Subscriptions; ev != nil {
 		ev.Unsubscribed(cl, pk)
 	}
-	return cl.WritePacket(ack)
+	return cl.Write(&ack)
 }

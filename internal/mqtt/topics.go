@@ -292,6 +292,19 @@ func (s *Subscriptions) Add(id string, val packets.Subscription) {
 }
 
 // GetAll returns all subscriptions.
+// each calls f with every subscription, under the read lock: f must not
+// change s.
+func (s *Subscriptions) each(f func(client string, sub packets.Subscription)) {
+	s.RLock()
+	defer s.RUnlock()
+	if s.one != nil {
+		f(s.one.id, s.one.sub)
+	}
+	for k, v := range s.internal {
+		f(k, v)
+	}
+}
+
 func (s *Subscriptions) GetAll() map[string]packets.Subscription {
 	s.RLock()
 	defer s.RUnlock()
@@ -379,6 +392,9 @@ func (s *Subscribers) SelectShared() {
 // due to have both types of subscription matching the same filter.
 func (s *Subscribers) MergeSharedSelected() {
 	for client, sub := range s.SharedSelected {
+		if s.Subscriptions == nil {
+			s.Subscriptions = map[string]packets.Subscription{}
+		}
 		cls, ok := s.Subscriptions[client]
 		if !ok {
 			cls = sub
@@ -664,13 +680,12 @@ func appendRetainedUnder(out []string, n *particle, root bool) []string {
 
 // Subscribers returns a map of clients who are subscribed to matching filters,
 // their subscription ids and highest qos.
+//
+// dss: its maps are made when they get an entry (nil otherwise), and the
+// index's subscriptions are read in place: four empty maps and a copy of
+// every matching level's subscriptions were most of a lookup's cost.
 func (x *TopicsIndex) Subscribers(topic string) *Subscribers {
-	return x.scanSubscribers(topic, topic, nil, &Subscribers{
-		Shared:              map[string]map[string]packets.Subscription{},
-		SharedSelected:      map[string]packets.Subscription{},
-		Subscriptions:       map[string]packets.Subscription{},
-		InlineSubscriptions: map[int]InlineSubscription{},
-	})
+	return x.scanSubscribers(topic, topic, nil, &Subscribers{})
 }
 
 // scanSubscribers returns a list of client subscriptions matching an
@@ -718,13 +733,12 @@ func (x *TopicsIndex) scanSubscribers(topic, rest string, n *particle, subs *Sub
 
 // gatherSubscriptions collects any matching subscriptions, and gathers any identifiers or highest qos values.
 func (x *TopicsIndex) gatherSubscriptions(topic string, particle *particle, subs *Subscribers) {
-	if subs.Subscriptions == nil {
-		subs.Subscriptions = map[string]packets.Subscription{}
-	}
-
-	for client, sub := range particle.subscriptions.GetAll() {
+	particle.subscriptions.each(func(client string, sub packets.Subscription) {
 		if len(sub.Filter) > 0 && topic[0] == '$' && (sub.Filter[0] == '+' || sub.Filter[0] == '#') { // don't match $ topics with top level wildcards [MQTT-4.7.1-1] [MQTT-4.7.1-2]
-			continue
+			return
+		}
+		if subs.Subscriptions == nil {
+			subs.Subscriptions = map[string]packets.Subscription{}
 		}
 
 		cls, ok := subs.Subscriptions[client]
@@ -733,17 +747,19 @@ func (x *TopicsIndex) gatherSubscriptions(topic string, particle *particle, subs
 		}
 
 		subs.Subscriptions[client] = cls.Merge(sub)
-	}
+	})
 }
 
 // gatherSharedSubscriptions gathers all shared subscriptions for a particle.
 func (x *TopicsIndex) gatherSharedSubscriptions(particle *particle, subs *Subscribers) {
-	if subs.Shared == nil {
-		subs.Shared = map[string]map[string]packets.Subscription{}
+	if particle.shared.Len() == 0 {
+		return
 	}
-
 	for _, shares := range particle.shared.GetAll() {
 		for client, sub := range shares {
+			if subs.Shared == nil {
+				subs.Shared = map[string]map[string]packets.Subscription{}
+			}
 			if _, ok := subs.Shared[sub.Filter]; !ok {
 				subs.Shared[sub.Filter] = map[string]packets.Subscription{}
 			}
@@ -758,13 +774,15 @@ func (x *TopicsIndex) gatherSharedSubscriptions(particle *particle, subs *Subscr
 // dss: topics that start with '$' are not matched by a filter whose
 // first level is a wildcard, as for clients' subscriptions [MQTT-4.7.2-1].
 func (x *TopicsIndex) gatherInlineSubscriptions(topic string, particle *particle, subs *Subscribers) {
-	if subs.InlineSubscriptions == nil {
-		subs.InlineSubscriptions = map[int]InlineSubscription{}
+	if particle.inlineSubscriptions.Len() == 0 {
+		return
 	}
-
 	for id, inline := range particle.inlineSubscriptions.GetAll() {
 		if f := inline.Filter; len(f) > 0 && topic[0] == '$' && (f[0] == '+' || f[0] == '#') {
 			continue
+		}
+		if subs.InlineSubscriptions == nil {
+			subs.InlineSubscriptions = map[int]InlineSubscription{}
 		}
 		subs.InlineSubscriptions[id] = inline
 	}

@@ -35,7 +35,7 @@ func (cl *Client) WriteNow(wait bool, pks ...*packets.Packet) (bool, error) {
 		return false, ErrConnectionClosed
 	}
 	if cl.Net.Conn == nil {
-		return true, nil // as WritePackets: nowhere to write
+		return true, nil // as Write: nowhere to write
 	}
 	if cl.serving() {
 		wait = false // a read loop waits for no connection

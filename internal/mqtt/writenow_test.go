@@ -83,7 +83,7 @@ func TestClientWriteNowWritesWhenTheQueueIsIdle(t *testing.T) {
 	// Something queued goes first: WriteNow leaves its packets to the
 	// caller.
 	queued, _ := numberedPublish(t, 2, 10)
-	require.True(t, cl.WriteLater(queued))
+	require.True(t, cl.Queue(&queued))
 	for _, wait := range []bool{false, true} {
 		written, err = cl.WriteNow(wait, &pk)
 		require.NoError(t, err)
@@ -176,7 +176,7 @@ func TestClientNextPacketIDDoesNotWaitForAWrite(t *testing.T) {
 	require.NoError(t, peer.SetReadBuffer(64<<10))
 	require.NoError(t, tcpConn(cl.Net.Conn).SetWriteBuffer(64<<10))
 	pk, _ := numberedPublish(t, 1, 2<<20) // far more than the buffers hold
-	go func() { _ = cl.WritePacket(pk) }()
+	go func() { _ = cl.Write(&pk) }()
 	// Encoding megabytes under the race detector on a loaded machine
 	// takes seconds: the bound is for a write that never starts.
 	require.Eventually(t, func() bool {
