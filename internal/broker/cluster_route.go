@@ -208,14 +208,28 @@ func (sp *spanning) flush(client string, ch *ackChain) {
 	}
 }
 
-// HasRoutes reports whether a route of the cluster (of any node) matches
-// topic: the core leaves such a topic to its routing, which sends it to
-// the other nodes.
+// HasRoutes reports whether a route of another node matches topic: the
+// core leaves such a topic to its routing, which sends it there. This
+// node's own routes are its local subscriptions, which the core knows:
+// counted, they sent every message with a subscriber here, every state
+// store response among them, through the routing for other nodes.
 func (sp *spanning) HasRoutes(topic string) bool {
 	m := matchesPool.Get().(*pubsub.Matches)
 	defer matchesPool.Put(m)
 	sp.ps.Match(topic, m)
-	return len(m.Nodes) > 0 || len(m.Groups) > 0
+	for _, n := range m.Nodes {
+		if n != sp.self {
+			return true
+		}
+	}
+	for _, g := range m.Groups {
+		for _, n := range g.Nodes {
+			if n != sp.self {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // RoutesVersion grows whenever a route of the cluster changes.

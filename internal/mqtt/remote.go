@@ -29,9 +29,9 @@ type Remote interface {
 	// routing, which decides the local shared subscriptions and may have
 	// the publisher's acknowledgement wait. pk is valid during the call.
 	Route(pk *packets.Packet) Routed
-	// HasRoutes reports whether the cluster's routes match topic: such a
-	// topic is left to the server's routing, which sends it to the other
-	// nodes (TopicsIndex.Route).
+	// HasRoutes reports whether a route of another node matches topic:
+	// such a topic is left to the server's routing, which sends it there
+	// (TopicsIndex.Route).
 	HasRoutes(topic string) bool
 	// RoutesVersion returns a number that grows whenever the cluster's
 	// routes change.
