@@ -50,7 +50,7 @@ func (s *Server) releaseParked(cl *Client) {
 			inf.DecreaseSendQuota()
 			out := new(packets.Packet)
 			*out = next
-			_ = s.enqueue(cl, out, nil)
+			_ = s.enqueue(cl, out, nil, nil)
 		}
 		cl.State.flow.releasing.Unlock()
 	}

@@ -95,7 +95,7 @@ func TestAMessageParkedBehindOthersGoesAfterThemWithoutWaiting(t *testing.T) {
 	}()
 	pk := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet
 	pk.TopicName = "newer"
-	parked, err := s.publishToClient(cl, packets.Subscription{Filter: "newer", Qos: 1}, &pk)
+	parked, err := s.publishToClient(cl, packets.Subscription{Filter: "newer", Qos: 1}, &pk, nil)
 	require.NoError(t, err)
 	require.True(t, parked, "the newer message went ahead of the parked one")
 	waitWritten(cl)

@@ -28,7 +28,7 @@ func TestMessagesDroppedForAClientThatDoesNotAcknowledgeAreLoggedOnceASecond(t *
 		cl.State.Inflight.Set(&packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 1}, PacketID: uint16(i)})
 	}
 	publish := func() {
-		_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, copyOf(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet))
+		_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, copyOf(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet), nil)
 		require.ErrorIs(t, err, packets.ErrQuotaExceeded)
 	}
 	const flood = 1000

@@ -241,11 +241,11 @@ func (cl *Client) Queue(pk *packets.Packet) bool {
 
 // enqueue hands w to the client's writer, unless the queue is full.
 func (cl *Client) enqueue(w pendingWrite) bool {
-	return cl.enqueueBounded(w, true)
+	return cl.enqueueBounded(w, true, nil)
 }
 
 // enqueueBounded is enqueue, bounded by the queue's size or not.
-func (cl *Client) enqueueBounded(w pendingWrite, bounded bool) bool {
+func (cl *Client) enqueueBounded(w pendingWrite, bounded bool, round *writeRound) bool {
 	limit := 0
 	if bounded {
 		limit = int(cl.ops.options.Capabilities.MaximumClientWritesPending)
@@ -256,7 +256,11 @@ func (cl *Client) enqueueBounded(w pendingWrite, bounded bool) bool {
 	}
 	atomic.AddInt32(&cl.State.outboundQty, 1)
 	if start {
-		cl.ops.workers.write(cl)
+		if round != nil {
+			round.add(cl)
+		} else {
+			cl.ops.workers.write(cl)
+		}
 	}
 	return true
 }

@@ -244,7 +244,7 @@ func (s *Server) publishAccepted(cl *Client, pk *packets.Packet) error {
 	// When it publishes a package with a qos > 0, the server treats
 	// the package as qos=0, and the client receives it as qos=1 or 2.
 	if pk.FixedHeader.Qos == 0 || cl.Net.Inline {
-		s.publishToSubscribers(pk)
+		s.publishToSubscribers(pk, cl.Net.loop.round)
 		return nil
 	}
 

@@ -137,6 +137,8 @@ var errPacketStalled = errors.New("the packet stopped arriving")
 // turns, a connection's own buffers are out of the cache, the loop's are
 // not.
 type loopBuffers struct {
+	// round is the loop's round of writes (writeRound).
+	round        writeRound
 	reader       *bufio.Reader
 	consumedBuf  []byte
 	consumedUser []packets.UserProperty
@@ -193,6 +195,10 @@ type loopState struct {
 	fd      int         // the connection's descriptor, while added
 	added   bool        // the loop reads the connection (under mu)
 	serving atomic.Bool
+	// round is the loop's round during the connection's turn, nil
+	// otherwise: the publishes it routes leave the subscribers' writes to
+	// the round (writeRound). Set and read on the loop's goroutine.
+	round *writeRound
 	// parked is set while the connection has no reader goroutine: from
 	// before it is added to the loop until the goroutine that took it
 	// back (resume) runs.
@@ -387,8 +393,10 @@ func (cl *Client) turn(bufs *loopBuffers, now int64) error {
 	src := &cl.Net.src
 	src.turn, src.read = true, false
 	cl.Net.loop.serving.Store(true)
+	cl.Net.loop.round = &bufs.round
 	defer func() {
 		src.turn = false
+		cl.Net.loop.round = nil
 		cl.Net.loop.serving.Store(false)
 	}()
 	cl.Net.loop.read.Store(now)

@@ -211,6 +211,7 @@ func (l *readLoop) run() {
 		for _, r := range ready {
 			l.serve(r.fd, r.cl, now)
 		}
+		l.bufs.round.flush()
 		// The loop is runnable while connections have data: let the
 		// goroutines it feeds (a journal, a write loop) run between
 		// rounds rather than at preemption.

@@ -425,7 +425,14 @@ func TestReadLoopRoutesPublishesItself(t *testing.T) {
 		}
 		return n
 	}
-	before := handedBack()
+	// The subscriber's writes, which a worker made, are the round's.
+	written := func() (n int64) {
+		for _, l := range s.readLoops {
+			n += l.bufs.round.written.Load()
+		}
+		return n
+	}
+	before, wrote := handedBack(), written()
 	for i := 0; i < 40; i++ {
 		// The connection is parked again after each message: the next
 		// is read by the loop.
@@ -463,4 +470,5 @@ func TestReadLoopRoutesPublishesItself(t *testing.T) {
 		}
 	}
 	require.Equal(t, before, handedBack(), "publishes handed back to a goroutine")
+	require.Equal(t, int64(40), written()-wrote, "deliveries the loop's round did not write")
 }

@@ -91,11 +91,11 @@ func (s *Server) publishAwaiting(cl *Client, pk, ack *packets.Packet) bool {
 	var congested *Client
 	var r Routed
 	if pk.Ignore || s.Options.Remote == nil {
-		congested = s.publishToSubscribers(pk)
+		congested = s.publishToSubscribers(pk, cl.Net.loop.round)
 	} else {
 		s.stampRouted(pk)
 		r = s.Options.Remote.Route(pk)
-		congested = s.routeLocal(pk, r)
+		congested = s.routeLocal(pk, r, cl.Net.loop.round)
 	}
 	if congested != nil && congested != cl {
 		// A subscriber that could not take it yet slows the publisher
@@ -123,7 +123,7 @@ func (s *Server) awaitRoute(cl *Client, r Routed, pk, ack packets.Packet) bool {
 func (s *Server) DeliverRemote(pk *packets.Packet, serves func(key string) bool) {
 	pk.FixedHeader.Type = packets.Publish
 	s.stampRouted(pk)
-	s.routeLocal(pk, servedBy(serves))
+	s.routeLocal(pk, servedBy(serves), nil)
 }
 
 // servedBy is a Routed of a message from another node: its shared

@@ -241,7 +241,7 @@ func TestPublishAwaitingAllocatesNoPacketWithoutACluster(t *testing.T) {
 	// measurements of a few that agree says so.
 	var routing, awaiting float64
 	for try := 0; try < 5; try++ {
-		routing = testing.AllocsPerRun(20, func() { s.publishToSubscribers(&pk) })
+		routing = testing.AllocsPerRun(20, func() { s.publishToSubscribers(&pk, nil) })
 		awaiting = testing.AllocsPerRun(20, func() {
 			if s.publishAwaiting(cl, &pk, &ack) {
 				t.Error("nothing to await without a cluster")

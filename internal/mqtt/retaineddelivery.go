@@ -123,7 +123,7 @@ func (s *Server) sendRetained(cl *Client, sub packets.Subscription, mark uint64,
 		if !ok {
 			continue // gone or replaced since
 		}
-		if _, err := s.publishToClient(cl, sub, &pk); err != nil {
+		if _, err := s.publishToClient(cl, sub, &pk, nil); err != nil {
 			s.Log.Debug("failed to publish retained message", "error", err, "client", cl.ID, "listener", cl.Net.Listener, "topic", topic)
 		}
 	}

@@ -18,12 +18,15 @@ import (
 // dss: it returns a subscriber that could not take the message yet (it
 // was parked), for its publisher to wait for (see backpressure.go); nil
 // if none.
-func (s *Server) publishToSubscribers(pk *packets.Packet) (congested *Client) {
+//
+// dss: round, if not nil, is the read loop's round that routes it (see
+// writeRound): the subscribers' writes wait for its end.
+func (s *Server) publishToSubscribers(pk *packets.Packet, round *writeRound) (congested *Client) {
 	if pk.Ignore {
 		return nil
 	}
 	s.stampRouted(pk)
-	return s.routeLocal(pk, s.remoteRoute(pk)) // dss: and to the other nodes of a cluster
+	return s.routeLocal(pk, s.remoteRoute(pk), round) // dss: and to the other nodes of a cluster
 }
 
 // stampRouted sets when a message routed from here was created and
@@ -52,10 +55,10 @@ func (s *Server) stampRouted(pk *packets.Packet) {
 // dss: a topic with only clients' own subscriptions here (the most
 // common) is routed by its route in the topic index's cache, without a
 // scan of the trie.
-func (s *Server) routeLocal(pk *packets.Packet, r Routed) (congested *Client) {
+func (s *Server) routeLocal(pk *packets.Packet, r Routed, round *writeRound) (congested *Client) {
 	if rt := s.Topics.routeIfCacheable(pk.TopicName); rt != nil && !rt.General {
 		for i := range rt.Clients {
-			congested = s.routeTo(rt.Clients[i].ID, rt.Clients[i].Sub, pk, congested)
+			congested = s.routeTo(rt.Clients[i].ID, rt.Clients[i].Sub, pk, congested, round)
 		}
 		return congested
 	}
@@ -73,7 +76,7 @@ func (s *Server) routeLocal(pk *packets.Packet, r Routed) (congested *Client) {
 	}
 
 	for id, sub := range subscribers.Subscriptions {
-		congested = s.routeTo(id, sub, pk, congested)
+		congested = s.routeTo(id, sub, pk, congested, round)
 	}
 	return congested
 }
@@ -81,15 +84,15 @@ func (s *Server) routeLocal(pk *packets.Packet, r Routed) (congested *Client) {
 // routeTo delivers pk to client id through its subscription sub, and
 // returns congested, or the client if it could not take the message yet
 // and congested is nil.
-func (s *Server) routeTo(id string, sub packets.Subscription, pk *packets.Packet, congested *Client) *Client {
+func (s *Server) routeTo(id string, sub packets.Subscription, pk *packets.Packet, congested *Client, round *writeRound) *Client {
 	cl, ok := s.Clients.Get(id)
 	if !ok {
 		return congested
 	}
-	parked, err := s.publishToClient(cl, sub, pk)
+	parked, err := s.publishToClient(cl, sub, pk, round)
 	for errors.Is(err, errSessionMoved) && cl.State.successor.Load() != nil {
 		cl = cl.State.successor.Load() // dss: the session's connection now
-		parked, err = s.publishToClient(cl, sub, pk)
+		parked, err = s.publishToClient(cl, sub, pk, round)
 	}
 	if err != nil {
 		s.Log.Debug("failed publishing packet", "error", err, "client", cl.ID, "topic", pk.TopicName)
@@ -100,16 +103,17 @@ func (s *Server) routeTo(id string, sub packets.Subscription, pk *packets.Packet
 }
 
 // publishToClient delivers a copy of pk to cl through its subscription
-// sub, for its writer to send; parked reports a QoS 1 or 2 copy that waits
-// for cl's receive window (see backpressure.go).
-func (s *Server) publishToClient(cl *Client, sub packets.Subscription, pk *packets.Packet) (parked bool, err error) {
+// sub, for its writer to send (round's, if not nil); parked reports a
+// QoS 1 or 2 copy that waits for cl's receive window (see
+// backpressure.go).
+func (s *Server) publishToClient(cl *Client, sub packets.Subscription, pk *packets.Packet, round *writeRound) (parked bool, err error) {
 	out := new(packets.Packet)
 	*out = pk.Copy(false)
 	send, parked, err := s.prepareDelivery(cl, sub, out, false)
 	if !send || err != nil {
 		return parked, err
 	}
-	return false, s.enqueue(cl, out, nil)
+	return false, s.enqueue(cl, out, nil, round)
 }
 
 // Delivery says how Deliver sends a message.
@@ -176,7 +180,7 @@ func (s *Server) Deliver(cl *Client, sub packets.Subscription, pk *packets.Packe
 		ack = new(packets.Packet)
 		*ack = *d.Ack
 	}
-	if err := s.enqueue(cl, out, ack); err != nil {
+	if err := s.enqueue(cl, out, ack, nil); err != nil {
 		return false, err
 	}
 	return ack != nil, nil
@@ -361,13 +365,13 @@ func (s *Server) deliveryDropped(cl *Client, out *packets.Packet, err error) err
 }
 
 // enqueue hands a prepared delivery, and the acknowledgement to write
-// before it, if any, to the client's write loop.
-func (s *Server) enqueue(cl *Client, out, ack *packets.Packet) error {
+// before it, if any, to the client's writer: round's, if not nil.
+func (s *Server) enqueue(cl *Client, out, ack *packets.Packet, round *writeRound) error {
 	// dss: a QoS 1 or 2 message is queued whatever the queue holds: it
 	// is in flight already, within the client's receive window (at most
 	// MaximumInflight); dropping it here lost a message whose publisher
 	// had its PUBACK.
-	if !cl.enqueueBounded(pendingWrite{pk: out, ack: ack}, out.FixedHeader.Qos == 0) {
+	if !cl.enqueueBounded(pendingWrite{pk: out, ack: ack}, out.FixedHeader.Qos == 0, round) {
 		atomic.AddInt64(&s.Info.MessagesDropped, 1)
 		s.logDropped(cl, "too many pending writes")
 		if out.FixedHeader.Qos > 0 {

@@ -58,7 +58,7 @@ func BenchmarkRouteLocal(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				pk.TopicName = names[i%topics]
-				s.routeLocal(&pk, nil)
+				s.routeLocal(&pk, nil, nil)
 			}
 		})
 	}

@@ -1668,7 +1668,7 @@ func TestPublishToSubscribersSelfNoLocal(t *testing.T) {
 	go func() {
 		pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet
 		pkx.Origin = cl.ID
-		s.publishToSubscribers(&pkx)
+		s.publishToSubscribers(&pkx, nil)
 		waitWritten(cl)
 		_ = w.Close()
 	}()
@@ -1720,7 +1720,7 @@ func TestPublishToSubscribers(t *testing.T) {
 	}()
 
 	go func() {
-		s.publishToSubscribers(copyOf(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet))
+		s.publishToSubscribers(copyOf(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet), nil)
 		waitWritten(cl, cl2, cl3)
 		_ = w1.Close()
 		_ = w2.Close()
@@ -1784,7 +1784,7 @@ func TestPublishToSubscribersMessageExpiryDelta(t *testing.T) {
 				if tc.left > 0 {
 					pkx.Expires = time.Now().Add(tc.left).UnixNano()
 				}
-				s.publishToSubscribers(&pkx)
+				s.publishToSubscribers(&pkx, nil)
 				waitWritten(cl)
 				_ = w1.Close()
 			}()
@@ -1833,7 +1833,7 @@ func TestPublishToSubscribersIdentifiers(t *testing.T) {
 	require.True(t, subbed)
 
 	go func() {
-		s.publishToSubscribers(copyOf(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet))
+		s.publishToSubscribers(copyOf(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet), nil)
 		waitWritten(cl)
 		_ = w.Close()
 	}()
@@ -1858,7 +1858,7 @@ func TestPublishToSubscribersPkIgnore(t *testing.T) {
 	go func() {
 		pk := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet
 		pk.Ignore = true
-		s.publishToSubscribers(&pk)
+		s.publishToSubscribers(&pk, nil)
 		waitWritten(cl)
 		_ = w.Close()
 	}()
@@ -1887,7 +1887,7 @@ func TestPublishToClientServerDowngradeQos(t *testing.T) {
 	go func() {
 		pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet
 		pkx.FixedHeader.Qos = 2
-		_, _ = s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 2}, &pkx)
+		_, _ = s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 2}, &pkx, nil)
 		waitWritten(cl) // dss: not after 100 µs (flaky)
 		_ = w.Close()
 	}()
@@ -1916,7 +1916,7 @@ func TestPublishToClientSubscriptionDowngradeQos(t *testing.T) {
 	go func() {
 		pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet
 		pkx.FixedHeader.Qos = 2
-		_, _ = s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, &pkx)
+		_, _ = s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, &pkx, nil)
 		waitWritten(cl) // dss: not after 100 µs (flaky)
 		_ = w.Close()
 	}()
@@ -1960,14 +1960,14 @@ func TestPublishToClientExceedClientWritesPending(t *testing.T) {
 	cl.State.Inflight.DecreaseSendQuota()
 	sendQuota--
 
-	_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 2}, &packets.Packet{})
+	_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 2}, &packets.Packet{}, nil)
 	require.Error(t, err)
 	require.ErrorIs(t, packets.ErrPendingClientWritesExceeded, err)
 	require.Equal(t, int32(sendQuota), atomic.LoadInt32(&cl.State.Inflight.sendQuota))
 
 	// dss: a QoS 1 or 2 message is in flight, within the client's
 	// receive window: it is queued whatever the queue holds.
-	_, err = s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 2}, &packets.Packet{FixedHeader: packets.FixedHeader{Qos: 1}})
+	_, err = s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 2}, &packets.Packet{FixedHeader: packets.FixedHeader{Qos: 1}}, nil)
 	require.NoError(t, err)
 	require.Equal(t, int32(sendQuota-1), atomic.LoadInt32(&cl.State.Inflight.sendQuota))
 	require.Equal(t, cl.ops.options.Capabilities.MaximumClientWritesPending+1, atomic.LoadInt32(&cl.State.outboundQty))
@@ -1982,8 +1982,8 @@ func TestPublishToClientServerTopicAlias(t *testing.T) {
 
 	go func() {
 		pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasicMqtt5).Packet
-		_, _ = s.publishToClient(cl, packets.Subscription{Filter: pkx.TopicName}, &pkx)
-		_, _ = s.publishToClient(cl, packets.Subscription{Filter: pkx.TopicName}, &pkx)
+		_, _ = s.publishToClient(cl, packets.Subscription{Filter: pkx.TopicName}, &pkx, nil)
+		_, _ = s.publishToClient(cl, packets.Subscription{Filter: pkx.TopicName}, &pkx, nil)
 		waitWritten(cl)
 		_ = w.Close()
 	}()
@@ -2044,7 +2044,7 @@ func TestPublishToClientExceedMaximumInflight(t *testing.T) {
 		cl.State.Inflight.DecreaseSendQuota()
 	}
 
-	parked, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, copyOf(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet))
+	parked, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, copyOf(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet), nil)
 	require.NoError(t, err)
 	require.True(t, parked, "the message is not parked")
 	require.True(t, cl.State.Inflight.HasParked())
@@ -2062,7 +2062,7 @@ func TestPublishToClientExhaustedPacketID(t *testing.T) {
 		cl.State.Inflight.Set(&packets.Packet{PacketID: uint16(i)})
 	}
 
-	_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, copyOf(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet))
+	_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, copyOf(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet), nil)
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrQuotaExceeded)
 	require.Equal(t, int64(1), atomic.LoadInt64(&s.Info.InflightDropped))
@@ -2075,7 +2075,7 @@ func TestPublishToClientACLNotAuthorized(t *testing.T) {
 	s.Options.Access = denyAll{}
 	cl, _, _ := newTestClient()
 
-	_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c"}, copyOf(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet))
+	_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c"}, copyOf(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet), nil)
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrNotAuthorized)
 }
@@ -2085,7 +2085,7 @@ func TestPublishToClientNoConn(t *testing.T) {
 	cl, _, _ := newTestClient()
 	cl.Net.Conn = nil
 
-	_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c"}, copyOf(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet))
+	_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c"}, copyOf(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet), nil)
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.CodeDisconnect)
 }
@@ -2131,7 +2131,7 @@ func TestPublishToSubscribersExhaustedSendQuota(t *testing.T) {
 	_ = r.Close()
 	pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet
 	pkx.PacketID = 0
-	s.publishToSubscribers(&pkx)
+	s.publishToSubscribers(&pkx, nil)
 	time.Sleep(time.Millisecond)
 	_ = w.Close()
 }
@@ -2152,7 +2152,7 @@ func TestPublishToSubscribersExhaustedPacketIDs(t *testing.T) {
 	_ = r.Close()
 	pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishQos1).Packet
 	pkx.PacketID = 0
-	s.publishToSubscribers(&pkx)
+	s.publishToSubscribers(&pkx, nil)
 	time.Sleep(time.Millisecond)
 	_ = w.Close()
 }
@@ -2167,7 +2167,7 @@ func TestPublishToSubscribersNoConnection(t *testing.T) {
 	// coverage: subscriber publish errors are non-returnable
 	// can we hook into log/slog ?
 	_ = r.Close()
-	s.publishToSubscribers(copyOf(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet))
+	s.publishToSubscribers(copyOf(*packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet), nil)
 	time.Sleep(time.Millisecond)
 	_ = w.Close()
 }
@@ -2621,7 +2621,7 @@ func TestServerProcessOutboundQos2Flow(t *testing.T) {
 			}()
 
 			if i == 0 {
-				s.publishToSubscribers(copyOf(*tx.in.Packet))
+				s.publishToSubscribers(copyOf(*tx.in.Packet), nil)
 			} else {
 				err := s.processPacket(cl, packetCopy(*tx.in.Packet))
 				require.NoError(t, err)
@@ -3535,7 +3535,7 @@ func TestPublishToInlineSubscriber(t *testing.T) {
 
 	go func() {
 		pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet
-		s.publishToSubscribers(&pkx)
+		s.publishToSubscribers(&pkx, nil)
 	}()
 
 	require.Equal(t, true, <-finishCh)
@@ -3568,10 +3568,10 @@ func TestPublishToInlineSubscribersDifferentFilter(t *testing.T) {
 
 	go func() {
 		pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet
-		s.publishToSubscribers(&pkx)
+		s.publishToSubscribers(&pkx, nil)
 
 		pkx = *packettest.TPacketData[packets.Publish].Get(packettest.TPublishCopyBasic).Packet
-		s.publishToSubscribers(&pkx)
+		s.publishToSubscribers(&pkx, nil)
 	}()
 
 	for i := 0; i < subNumber; i++ {
@@ -3606,7 +3606,7 @@ func TestPublishToInlineSubscribersDifferentIdentifier(t *testing.T) {
 
 	go func() {
 		pkx := *packettest.TPacketData[packets.Publish].Get(packettest.TPublishBasic).Packet
-		s.publishToSubscribers(&pkx)
+		s.publishToSubscribers(&pkx, nil)
 	}()
 
 	for i := 0; i < subNumber; i++ {

@@ -148,7 +148,7 @@ func (s *Server) sendLWT(cl *Client) {
 		s.retainMessage(cl, &pk)
 	}
 
-	s.publishToSubscribers(&pk)                     // [MQTT-3.1.2-8]
+	s.publishToSubscribers(&pk, nil)                // [MQTT-3.1.2-8]
 	atomic.StoreUint32(&cl.Properties.Will.Flag, 0) // [MQTT-3.1.2-10]
 }
 
@@ -163,6 +163,6 @@ func (s *Server) sendDelayedLWT(dt int64) {
 		if pk.FixedHeader.Retain {
 			s.retainMessage(cl, &pk)
 		}
-		s.publishToSubscribers(&pk) // [MQTT-3.1.2-8]
+		s.publishToSubscribers(&pk, nil) // [MQTT-3.1.2-8]
 	}
 }
