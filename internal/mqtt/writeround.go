@@ -110,7 +110,9 @@ func (cl *Client) flushQueue(sc *writerScratch) (whole bool) {
 // which hands it to a worker.
 func (q *outboundQueue) putBack(ws []pendingWrite) {
 	q.mu.Lock()
-	q.items = append(ws[:len(ws):len(ws)], q.items...)
+	// A slice of its own: ws is the caller's, which clears it.
+	items := make([]pendingWrite, 0, len(ws)+len(q.items))
+	q.items = append(append(items, ws...), q.items...)
 	q.writing = false
 	q.mu.Unlock()
 }
