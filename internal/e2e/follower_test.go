@@ -130,8 +130,10 @@ func TestClusterAPeerDownIsLoggedOnce(t *testing.T) {
 	tc := startCluster(t, 3)
 	leader := tc.leader()
 	follower := tc.others(leader)[0]
-	follower.proc.kill()
+	// The mark before the kill: the leader logs the peer down within
+	// milliseconds, which a mark taken after the kill could miss.
 	mark := len(leader.proc.out.String())
+	follower.proc.kill()
 	// Three seconds of a peer down: fifteen heartbeats, and more appends.
 	time.Sleep(3 * time.Second)
 	var noise []string
