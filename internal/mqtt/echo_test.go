@@ -130,6 +130,23 @@ func dialLoop(t *testing.T, addr, id string, keepalive uint16) *loopPeer {
 	return p
 }
 
+// subscribe subscribes to filter at qos with packet id pid, and reads
+// the SUBACK.
+func (p *loopPeer) subscribe(pid uint16, filter string, qos byte) {
+	p.t.Helper()
+	pk := packets.Packet{
+		FixedHeader:     packets.FixedHeader{Type: packets.Subscribe, Qos: 1},
+		ProtocolVersion: 5,
+		PacketID:        pid,
+		Filters:         packets.Subscriptions{{Filter: filter, Qos: qos}},
+	}
+	var buf bytes.Buffer
+	require.NoError(p.t, pk.SubscribeEncode(&buf))
+	p.write(buf.Bytes())
+	typ, _ := p.read()
+	require.Equal(p.t, packets.Suback, typ)
+}
+
 func (p *loopPeer) write(b []byte) {
 	p.t.Helper()
 	_, err := p.conn.Write(b)

@@ -194,26 +194,11 @@ func (cl *Client) writeOut() {
 				batch = batch[1:]
 				continue
 			}
-			n := 0
-			pks := sc.pks[:0]
-			for _, w := range batch[:min(len(batch), writeBatch)] {
-				if w.raw != nil {
-					break
-				}
-				if w.ack != nil {
-					pks = append(pks, w.ack)
-				}
-				pks = append(pks, w.pk)
-				n++
-			}
+			pks, n := packetsOf(sc.pks[:0], batch)
 			if err := cl.writePacketsWaiting(pks); err != nil {
 				cl.ops.log.Debug("failed publishing packet", "error", err, "client", cl.ID)
 			}
-			for _, w := range batch[:n] {
-				w.pk.Release() // encoded: the write buffer has its bytes
-			}
-			atomic.AddInt32(&cl.State.outboundQty, -int32(n))
-			clear(batch[:n])
+			cl.written(batch[:n])
 			clear(pks)
 			sc.pks = pks[:0]
 			batch = batch[n:]
@@ -227,6 +212,36 @@ func (cl *Client) writeOut() {
 			sc.batch = nil
 		}
 	}
+}
+
+// packetsOf appends to pks the packets of batch's first entries, each
+// acknowledgement before its packet, up to writeBatch entries or the
+// first entry of bytes (raw), and returns them with how many entries it
+// took.
+func packetsOf(pks []*packets.Packet, batch []pendingWrite) ([]*packets.Packet, int) {
+	n := 0
+	for _, w := range batch[:min(len(batch), writeBatch)] {
+		if w.raw != nil {
+			break
+		}
+		if w.ack != nil {
+			pks = append(pks, w.ack)
+		}
+		pks = append(pks, w.pk)
+		n++
+	}
+	return pks, n
+}
+
+// written lets go of batch's entries once their packets are encoded (the
+// write buffer has their bytes): the packets are released and the
+// queue's count drops by them.
+func (cl *Client) written(batch []pendingWrite) {
+	for _, w := range batch {
+		w.pk.Release()
+	}
+	atomic.AddInt32(&cl.State.outboundQty, -int32(len(batch)))
+	clear(batch)
 }
 
 // Queue queues a copy of pk for the client's writer, behind what is

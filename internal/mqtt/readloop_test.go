@@ -37,17 +37,7 @@ func TestReadLoopHandlesRequestsAndHandsBackTheRest(t *testing.T) {
 
 	// A SUBSCRIBE is handled by the connection's goroutine, and the
 	// requests after it by the loop again.
-	sub := packets.Packet{
-		FixedHeader:     packets.FixedHeader{Type: packets.Subscribe, Qos: 1},
-		ProtocolVersion: 5,
-		PacketID:        500,
-		Filters:         packets.Subscriptions{{Filter: "x/y"}},
-	}
-	var buf bytes.Buffer
-	require.NoError(t, sub.SubscribeEncode(&buf))
-	p.write(buf.Bytes())
-	typ, _ := p.read()
-	require.Equal(t, packets.Suback, typ)
+	p.subscribe(500, "x/y", 0)
 	p.write(p.request([]byte("after")))
 	require.Equal(t, []byte("after"), p.answer(p.next))
 	require.Equal(t, int64(21), h.byLoop.Load())
@@ -404,17 +394,8 @@ func TestReadLoopRoutesPublishesItself(t *testing.T) {
 	}
 	s, addr := loopServer(t, new(echoHook), 0)
 	sub := dialLoop(t, addr, "sub", 30)
-	subscribe := packets.Packet{
-		FixedHeader:     packets.FixedHeader{Type: packets.Subscribe, Qos: 1},
-		ProtocolVersion: 5,
-		PacketID:        1,
-		Filters:         packets.Subscriptions{{Filter: "plain/#", Qos: 1}},
-	}
+	sub.subscribe(1, "plain/#", 1)
 	var buf bytes.Buffer
-	require.NoError(t, subscribe.SubscribeEncode(&buf))
-	sub.write(buf.Bytes())
-	typ, _ := sub.read()
-	require.Equal(t, packets.Suback, typ)
 
 	pub := dialLoop(t, addr, "pub", 30)
 	cl, ok := s.Clients.Get("pub")
@@ -501,17 +482,8 @@ func TestAReadLoopRoundLeavesWhatItCannotWriteToAWorker(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			_, addr := loopServer(t, new(echoHook), 0)
 			sub := dialLoop(t, addr, "sub", 30)
-			subscribe := packets.Packet{
-				FixedHeader:     packets.FixedHeader{Type: packets.Subscribe, Qos: 1},
-				ProtocolVersion: 5,
-				PacketID:        1,
-				Filters:         packets.Subscriptions{{Filter: "burst/#"}},
-			}
+			sub.subscribe(1, "burst/#", 0)
 			var buf bytes.Buffer
-			require.NoError(t, subscribe.SubscribeEncode(&buf))
-			sub.write(buf.Bytes())
-			typ, _ := sub.read()
-			require.Equal(t, packets.Suback, typ)
 
 			pub := dialLoop(t, addr, "pub", 30)
 			pad := bytes.Repeat([]byte{'.'}, c.size)

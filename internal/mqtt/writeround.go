@@ -60,34 +60,22 @@ func (cl *Client) flushQueue(sc *writerScratch) (whole bool) {
 		cl.Net.writeMu.Unlock()
 		return false // empty, or a WriteNow is under way; it starts a writer when done
 	}
-	plain := len(batch) <= writeBatch
-	for _, w := range batch {
-		plain = plain && w.raw == nil
-	}
-	if !plain {
+	pks, n := packetsOf(sc.pks[:0], batch)
+	if n < len(batch) {
+		clear(pks)
+		sc.pks = pks[:0]
 		q.putBack(batch)
 		cl.Net.writeMu.Unlock()
 		clear(batch)
 		cl.ops.workers.write(cl)
 		return false
 	}
-	pks := sc.pks[:0]
-	for _, w := range batch {
-		if w.ack != nil {
-			pks = append(pks, w.ack)
-		}
-		pks = append(pks, w.pk)
-	}
 	rest, err := cl.writeNoWait(pks)
 	cl.Net.writeMu.Unlock()
 	if err != nil {
 		cl.ops.log.Debug("failed publishing packet", "error", err, "client", cl.ID)
 	}
-	for _, w := range batch {
-		w.pk.Release() // encoded: the write buffer has its bytes
-	}
-	atomic.AddInt32(&cl.State.outboundQty, -int32(len(batch)))
-	clear(batch)
+	cl.written(batch)
 	clear(pks)
 	sc.pks = pks[:0]
 	if len(rest) > 0 {
