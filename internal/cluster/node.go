@@ -91,6 +91,8 @@ type Node struct {
 	stop     chan struct{}
 	closing  chan struct{} // closed when Close starts
 	wg       sync.WaitGroup
+	// awaiting counts the goroutines of await still waiting for a future.
+	awaiting atomic.Int64
 }
 
 var _ engine.Log = (*Node)(nil)
@@ -318,6 +320,7 @@ func (n *Node) Close() error {
 			case <-time.After(2 * time.Second):
 			}
 		}
+		n.settleAwaits(2 * time.Second)
 		err = n.raft.Shutdown().Error()
 	}
 	close(n.stop)
