@@ -30,8 +30,9 @@
 //  3. A listener's lock (Listeners, the TCP listener's), held while the
 //     listener closes and Server.closeListenerClients disconnects its
 //     clients.
-//  4. readLoop.mu, then a connection's loopState.mu. A read loop's turn
-//     holds only the loopState.mu of the connection it serves, for the
+//  4. A read loop's lock, then a connection's (package readloop: the
+//     Loop's, then the Member's). A read loop's turn holds only the
+//     Member lock of the connection it serves, for the
 //     whole turn: the interfaces called for a packet read there
 //     (PublishConsumer, and so the state store's request handling) run
 //     under it and must not wait for a connection.

@@ -39,10 +39,10 @@ func idle(cl *Client) bool {
 	// Under the connection's loop lock, while the loop reads it: no turn
 	// is under way (a turn lends it the loop's reader), and no goroutine
 	// took it back.
-	ls := &cl.Net.loop
-	ls.mu.Lock()
-	parked := ls.added && cl.Net.bconn == nil
-	ls.mu.Unlock()
+	var parked bool
+	cl.Net.loop.member.WithoutTurn(func(inLoop bool) {
+		parked = inLoop && cl.Net.bconn == nil
+	})
 	if !parked {
 		return false
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/dssio/dss/internal/mqtt/packets"
+	"github.com/dssio/dss/internal/mqtt/readloop"
 )
 
 // dss: with a goroutine blocked in a read on every connection, each
@@ -176,24 +177,18 @@ var readers sync.Pool
 // Options.ClientNetReadBufferSize, as bufio makes it.
 func readBufferSize(o *Options) int { return max(o.ClientNetReadBufferSize, 16) }
 
-// monoEpoch is when the process started, as the monotonic clock reads it.
-var monoEpoch = time.Now()
-
-// monoNow reads the monotonic clock, in nanoseconds since monoEpoch: the
-// keepalive of a connection in a read loop is measured with it, as the
-// runtime measures a read deadline, so that a step of the wall clock (a
-// time sync) neither ends connections that were busy nor keeps idle
-// ones.
-func monoNow() int64 { return int64(time.Since(monoEpoch)) }
+// monoNow is readloop.Now: the keepalive of a connection in a read loop
+// is measured with the monotonic clock, as the runtime measures a read
+// deadline, so that a step of the wall clock (a time sync) neither ends
+// connections that were busy nor keeps idle ones.
+func monoNow() int64 { return readloop.Now() }
 
 // loopState is what a connection shares with the read loop that reads it
 // while it is parked.
 type loopState struct {
 	loop    *readLoop   // set once, before the connection is read
 	refused atomic.Bool // the loop could not take the connection, which keeps its goroutine
-	mu      sync.Mutex  // held by the loop during a turn, and to add or take back the connection
-	fd      int         // the connection's descriptor, while added
-	added   bool        // the loop reads the connection (under mu)
+	member  readloop.Member
 	serving atomic.Bool
 	// round is the loop's round during the connection's turn, nil
 	// otherwise: the publishes it routes leave the subscribers' writes to

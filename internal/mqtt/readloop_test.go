@@ -13,7 +13,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"syscall"
 	"testing"
 	"time"
 
@@ -160,13 +159,7 @@ func TestReadLoopReleasesAConnectionTheServerEnds(t *testing.T) {
 		_, ok := h.disconnectError("a")
 		return ok
 	}, 5*time.Second, 10*time.Millisecond)
-	l := s.readLoops[0]
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	require.Zero(t, l.count)
-	for _, cl := range l.conns {
-		require.Nil(t, cl)
-	}
+	require.Zero(t, s.readLoops[0].Len())
 }
 
 func TestReadLoopDoesNotWaitForAClientThatDoesNotRead(t *testing.T) {
@@ -291,13 +284,13 @@ func TestReadLoopSeesThePeersEndBehindItsLastRequest(t *testing.T) {
 	// of "last" come, so that one event reports both: epoll reports
 	// "busy", ready first, before "last" in any round, and the loop
 	// cannot take its turn on "busy" until the lock is released.
-	cl.Net.loop.mu.Lock()
-	busy.write(busy.request([]byte("y")))
-	require.Eventually(t, func() bool { return pollServerSide(t, cl, unix.POLLIN) }, 5*time.Second, time.Millisecond)
-	last.write(last.request([]byte("bye")))
-	require.NoError(t, last.conn.(*net.TCPConn).CloseWrite())
-	require.Eventually(t, func() bool { return pollServerSide(t, lastCl, unix.POLLIN|unix.POLLRDHUP) }, 5*time.Second, time.Millisecond)
-	cl.Net.loop.mu.Unlock()
+	cl.Net.loop.member.WithoutTurn(func(bool) {
+		busy.write(busy.request([]byte("y")))
+		require.Eventually(t, func() bool { return pollServerSide(t, cl, unix.POLLIN) }, 5*time.Second, time.Millisecond)
+		last.write(last.request([]byte("bye")))
+		require.NoError(t, last.conn.(*net.TCPConn).CloseWrite())
+		require.Eventually(t, func() bool { return pollServerSide(t, lastCl, unix.POLLIN|unix.POLLRDHUP) }, 5*time.Second, time.Millisecond)
+	})
 
 	require.Equal(t, []byte("y"), busy.answer(busy.next))
 	require.Equal(t, []byte("bye"), last.answer(last.next))
@@ -307,64 +300,6 @@ func TestReadLoopSeesThePeersEndBehindItsLastRequest(t *testing.T) {
 	}, 5*time.Second, 10*time.Millisecond, "the end of the connection after its request")
 	_, ok = h.disconnectError("busy")
 	require.False(t, ok)
-}
-
-// TestReadLoopRemovesAClosedConnectionNotItsDescriptorsNextOwner: a
-// client stopped by another goroutine has its connection closed while
-// parked, and its reader goroutine takes it out of the loop later; by
-// then the descriptor's number may be a newer connection's, which the
-// loop must go on watching.
-func TestReadLoopRemovesAClosedConnectionNotItsDescriptorsNextOwner(t *testing.T) {
-	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
-	require.NoError(t, err)
-	defer syscall.Close(epfd)
-	l := &readLoop{epfd: epfd} // not running: the test waits on its epoll instance itself
-
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	client := func() (*Client, net.Conn, int) {
-		conn, err := net.Dial("tcp", ln.Addr().String())
-		require.NoError(t, err)
-		raw, err := conn.(*net.TCPConn).SyscallConn()
-		require.NoError(t, err)
-		cl := &Client{}
-		cl.Net.raw = raw
-		var fd int
-		require.NoError(t, raw.Control(func(d uintptr) { fd = int(d) }))
-		return cl, conn, fd
-	}
-
-	a, connA, fdA := client()
-	require.NoError(t, l.add(a))
-	require.NoError(t, connA.Close()) // as Client.Stop does
-	b, connB, fdB := client()
-	defer connB.Close()
-	require.Equal(t, fdA, fdB, "the kernel gives out the lowest free descriptor")
-	require.NoError(t, l.add(b))
-	require.True(t, l.takeBack(a)) // by the goroutine that ends it, late
-	require.Equal(t, 1, l.count)
-	require.Same(t, b, l.conns[fdB])
-
-	// The listener's backlog holds a's server end, then b's: a byte
-	// from each.
-	for i := 0; i < 2; i++ {
-		peer, err := ln.Accept()
-		require.NoError(t, err)
-		defer peer.Close()
-		_, err = peer.Write([]byte{0})
-		require.NoError(t, err)
-	}
-	events := make([]syscall.EpollEvent, 4)
-	n, err := syscall.EpollWait(epfd, events, 5000)
-	require.NoError(t, err)
-	require.Equal(t, 1, n, "b's data is reported")
-	require.Equal(t, int32(fdB), events[0].Fd)
-
-	require.True(t, l.takeBack(b))
-	require.False(t, l.takeBack(b), "taken back once")
-	require.Zero(t, l.count)
-	require.Nil(t, l.conns[fdB])
 }
 
 // pollServerSide reports whether the server's end of cl's connection has

@@ -478,7 +478,7 @@ func (s *Server) Close() error {
 	s.Log.Debug("mqtt core stopping")
 	s.Listeners.CloseAll(s.closeListenerClients)
 	for _, l := range s.readLoops {
-		l.close()
+		l.Close()
 	}
 	s.workers.close()
 
