@@ -76,6 +76,12 @@ type Node struct {
 	ids        []uint64                   // guarded by mu; the ids in batch that answer a request
 	closed     bool                       // guarded by mu
 
+	// own counts the writes in batch that this node's clients sent
+	// (written under mu); waitingAtApply is own when the last entry of
+	// writes was applied, before its writes were answered (gathering).
+	own            atomic.Int64
+	waitingAtApply atomic.Int64
+
 	// inflight counts requests forwarded to the leader or waiting for a
 	// read index.
 	inflight atomic.Int64
@@ -341,6 +347,7 @@ func (n *Node) Close() error {
 		delete(n.pending, id)
 	}
 	n.batch, n.count, n.ids = nil, 0, nil
+	n.own.Store(0)
 	n.mu.Unlock()
 	if len(ops) > 0 {
 		for _, op := range ops {
@@ -375,7 +382,9 @@ func (n *Node) Propose(w *engine.Write) engine.Proposed {
 	if w.Op != nil {
 		n.pending[id] = w.Op
 		n.ids = append(n.ids, id)
-		n.beginWrite(w.Op)
+		if n.beginWrite(w.Op) {
+			n.own.Add(1)
+		}
 	}
 	if n.batch == nil {
 		n.batch = make([]byte, 0, 4096)
@@ -398,18 +407,22 @@ func (n *Node) Propose(w *engine.Write) engine.Proposed {
 // it holds, so fewer and larger entries are what makes a replicated
 // write cheap; the clients' requests wait about as long, for the
 // commit of the batch before theirs instead of for the leader's log
-// being busy with it.
+// being busy with it. Once an entry has been applied, the next waits a
+// little for the clients it answered (gathering).
 func (n *Node) propose() {
 	defer n.wg.Done()
+	var g gathering
 	for {
 		select {
 		case <-n.wake:
 		case <-n.stop:
 			return
 		}
+		n.gather(&g)
 		n.mu.Lock()
 		body, count, ids := n.batch, n.count, n.ids
 		n.batch, n.count, n.ids = nil, 0, nil
+		own := int(n.own.Swap(0))
 		ready := n.ready
 		n.mu.Unlock()
 		if count == 0 {
@@ -429,11 +442,14 @@ func (n *Node) propose() {
 		// no longer leads or shuts down). The requests of a committed
 		// batch were answered when it was applied; those of a batch Raft
 		// did not commit are answered "the state store is unavailable".
+		start := time.Now()
 		if err := n.await(n.raft.Apply(entry, 0)); err != nil {
 			n.log.Debug("writes not committed", "err", err, "requests", len(ids))
 			n.abandon(ids)
 			n.endEpoch()
+			continue
 		}
+		g.done(own, int(n.waitingAtApply.Load()), time.Since(start))
 	}
 }
 
@@ -460,10 +476,13 @@ func (n *Node) abandon(ids []uint64) {
 // beginWrite counts a write a client of this node sent to its engine as
 // under way, so that the client's later reads wait for it (writeOrder).
 // A forwarded write is counted on the node that forwarded it.
-func (n *Node) beginWrite(op *engine.Op) {
-	if _, forwarded := op.Caller.(*forwardOp); !forwarded {
-		n.order.begin(op.Client)
+// It reports whether the write is this node's client's.
+func (n *Node) beginWrite(op *engine.Op) bool {
+	if _, forwarded := op.Caller.(*forwardOp); forwarded {
+		return false
 	}
+	n.order.begin(op.Client)
+	return true
 }
 
 // endWrite counts a write that beginWrite counted as answered.

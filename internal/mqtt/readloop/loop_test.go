@@ -144,6 +144,16 @@ func newLoop(t *testing.T) (*Loop[*conn], *handler) {
 	return l, h
 }
 
+// oneConn starts a loop reading one connection, chunk bytes a turn, and
+// returns the loop, its handler, the client's end and the connection.
+func oneConn(t *testing.T, chunk int) (*Loop[*conn], *handler, net.Conn, *conn) {
+	t.Helper()
+	l, h := newLoop(t)
+	a, ca := pair(t, chunk)
+	add(t, l, ca)
+	return l, h, a, ca
+}
+
 func add(t *testing.T, l *Loop[*conn], c *conn) {
 	t.Helper()
 	if err := l.Add(&c.m, c.raw, c); err != nil {
@@ -180,9 +190,7 @@ func TestAConnectionWithDataGetsATurn(t *testing.T) {
 
 // Level-triggered: a turn that leaves data in the socket gets another.
 func TestATurnThatLeavesDataGetsAnother(t *testing.T) {
-	l, h := newLoop(t)
-	a, ca := pair(t, 2)
-	add(t, l, ca)
+	_, h, a, _ := oneConn(t, 2)
 	write(t, a, "abcdef")
 	var got string
 	for len(got) < 6 {
@@ -198,9 +206,7 @@ func TestATurnThatLeavesDataGetsAnother(t *testing.T) {
 }
 
 func TestATurnsErrorHandsTheConnectionBack(t *testing.T) {
-	l, h := newLoop(t)
-	a, ca := pair(t, 64)
-	add(t, l, ca)
+	l, h, a, ca := oneConn(t, 64)
 	write(t, a, "bye")
 	if e := h.next(t); e.kind != "read" {
 		t.Fatalf("%+v, want the read", e)
@@ -219,24 +225,23 @@ func TestATurnsErrorHandsTheConnectionBack(t *testing.T) {
 }
 
 func TestThePeersEndIsATurn(t *testing.T) {
-	l, h := newLoop(t)
-	a, ca := pair(t, 64)
-	add(t, l, ca)
+	l, h, a, ca := oneConn(t, 64)
 	if err := a.(*net.TCPConn).CloseWrite(); err != nil {
 		t.Fatal(err)
 	}
-	if e := h.next(t); e.kind != "eof" {
+	if e := h.next(t); e.c != ca || e.kind != "eof" {
 		t.Fatalf("%+v, want the end of the connection", e)
 	}
-	if e := h.next(t); e.kind != "left" || e.err != io.EOF {
+	if e := h.next(t); e.c != ca || e.kind != "left" || e.err != io.EOF {
 		t.Fatalf("%+v, want a left with io.EOF", e)
+	}
+	if n := l.Len(); n != 0 {
+		t.Fatalf("Len %d after the peer's end", n)
 	}
 }
 
 func TestTakeBackEndsTheTurnsOnce(t *testing.T) {
-	l, h := newLoop(t)
-	a, ca := pair(t, 64)
-	add(t, l, ca)
+	l, h, a, ca := oneConn(t, 64)
 	if !l.TakeBack(&ca.m) {
 		t.Fatal("not taken back")
 	}
@@ -310,9 +315,7 @@ func TestWithoutTurnHoldsTheTurnsBack(t *testing.T) {
 // The turns of a round come before its end: what a round's turns leave
 // for later (a write of several connections' replies) is done by then.
 func TestARoundEndsAfterItsTurns(t *testing.T) {
-	l, h := newLoop(t)
-	a, ca := pair(t, 64)
-	add(t, l, ca)
+	_, h, a, _ := oneConn(t, 64)
 	write(t, a, "x")
 	var kinds []string
 	for len(kinds) < 2 {
