@@ -172,7 +172,7 @@ type ClientConnection struct {
 	writer fdWriter
 	// src is what bconn reads: Conn, or a read loop's one read of a
 	// turn; loop is the state the connection shares with its read loop
-	// (dss, see readloop.go).
+	// (dss, see loopconn.go).
 	src  connReader
 	loop loopState
 	// lingerUntil, in Unix nanoseconds, is set when the server ended the

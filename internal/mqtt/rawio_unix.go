@@ -16,7 +16,7 @@ import (
 
 // rawIO reports whether a connection that offers its descriptor is read
 // and written through it without waiting: a read loop's turns
-// (readloop.go) and WriteNow's writes (writenow.go).
+// (loopconn.go) and WriteNow's writes (writenow.go).
 const rawIO = true
 
 // readOnce is the read of a turn, for raw.Read.

@@ -426,7 +426,7 @@ func (s *Server) Serve() error {
 // startReadLoops starts Options.ReadLoops read loops; where they cannot
 // run, every connection is read by its own goroutine.
 //
-// dss: see readloop.go.
+// dss: see loopconn.go.
 func (s *Server) startReadLoops() {
 	for i := 0; i < s.Options.ReadLoops; i++ {
 		l, err := newReadLoop(s.Options.ClientNetReadBufferSize)
