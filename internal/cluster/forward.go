@@ -40,9 +40,9 @@ const answerWait = 10 * time.Second
 // applied in the order it sent them, pipelined or not, while the writes
 // of all clients share each network write and Raft entry.
 //
-// A write is answered once the leader has applied it and this node's
-// machine has too, or "the state store is unavailable" when no leader
-// took it within leaderWait of its arrival (none was known, or none
+// A write is answered once the leader has applied it (the client's
+// reads on this node wait until this node has applied it too), or "the
+// state store is unavailable" when no leader took it within leaderWait of its arrival (none was known, or none
 // could be reached), or the leader it went to did not answer within
 // answerWait. When the leader refuses writes (it lost
 // its leadership), its stream breaks, or another node is elected, the
@@ -314,14 +314,17 @@ func (f *forwarder) result(s *forwardStream, r forwardResult) {
 	}
 	f.answerLocked(w)
 	f.mu.Unlock()
-	op := w.op
-	op.Result = r.result()
-	f.n.fsm.afterApplied(r.index, func() { f.done(op) }, func() {
-		// Applied by the leader, but this node stops before its copy
-		// has it: what the client may assume is unknown.
-		op.Result = engine.Result{Err: wire.ErrUnavailable}
-		f.done(op)
-	})
+	// The leader applied the write, so it is committed: the client is
+	// answered now, not once this node learns of the commit from the
+	// leader's next message (up to a few milliseconds later, while the
+	// client could not send its next write). The client's reads on this
+	// node wait until its copy has applied the write too, so that a
+	// read sent after the answer, stale or not, sees it.
+	client := w.op.Client
+	w.op.Result = r.result()
+	f.n.finish(w.op)
+	end := func() { f.n.order.end(client) }
+	f.n.fsm.afterApplied(r.index, end, end)
 }
 
 // broken drops s after its connection failed.
@@ -415,8 +418,8 @@ func (f *forwarder) shutdown() {
 	}
 }
 
-// done answers a forwarded write, whose result is in, once this node's
-// machine has it; the client's reads that waited for it go on.
+// done answers a forwarded write the leader did not answer; the client's
+// reads that waited for it go on.
 func (f *forwarder) done(op *engine.Op) {
 	client := op.Client
 	f.n.finish(op)

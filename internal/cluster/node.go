@@ -728,7 +728,7 @@ func (n *Node) Submit(ctx context.Context, op *engine.Op) bool {
 		return n.forward(ctx, op)
 	case wire.VerbGet, wire.VerbKeyInfo, wire.VerbScan:
 		if op.Stale {
-			return n.engine.Submit(ctx, op)
+			return n.readStale(ctx, op)
 		}
 		return n.read(ctx, op)
 	}
