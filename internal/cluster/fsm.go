@@ -85,7 +85,7 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 func (f *fsm) applyWrites(data []byte) error {
 	// Before the writes are answered: the proposer's next entry waits
 	// for those it answers to come back (gathering).
-	f.n.waitingAtApply.Store(f.n.own.Load())
+	f.n.waitingAtApply.Store(f.n.asked.Load())
 	decoded, err := decodeWrites(data, f.decoded[:0])
 	if err != nil {
 		return err
