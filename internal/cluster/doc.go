@@ -11,11 +11,12 @@
 // engine.ApplyCommitted) and delivers the changes to its own KEYNOTIFY
 // watchers; the leader answers the requests then. A follower forwards its
 // writes to the leader over one stream (forwarder, forwardSession), in the
-// order they came, and answers each client itself once its own machine
+// order they came, and answers each client itself once the leader has
 // applied the write; the leader takes a stream's writes in that order,
 // within one leadership, so one client's writes are applied in the order
-// it sent them. A client's linearizable read waits for the client's own
-// writes still under way on its node (writeOrder).
+// it sent them. A client's read, linearizable or stale, waits for the
+// client's own writes still under way on its node: not yet answered, or
+// not yet applied by its machine (writeOrder).
 //
 // A new leader takes writes only after its term-start entry is applied:
 // then its clock is above every version in the log, and the time it

@@ -40,9 +40,9 @@ const answerWait = 10 * time.Second
 // applied in the order it sent them, pipelined or not, while the writes
 // of all clients share each network write and Raft entry.
 //
-// A write is answered once the leader has applied it and this node's
-// machine has too, or "the state store is unavailable" when no leader
-// took it within leaderWait of its arrival (none was known, or none
+// A write is answered once the leader has applied it (the client's
+// reads on this node wait until this node has applied it too), or "the
+// state store is unavailable" when no leader took it within leaderWait of its arrival (none was known, or none
 // could be reached), or the leader it went to did not answer within
 // answerWait. When the leader refuses writes (it lost
 // its leadership), its stream breaks, or another node is elected, the
@@ -53,19 +53,20 @@ const answerWait = 10 * time.Second
 type forwarder struct {
 	n *Node
 
-	mu      sync.Mutex
-	queue   []*pendingWrite          // guarded by mu; in arrival order, answered ones dropped from the front
-	byID    map[uint64]*pendingWrite // guarded by mu; the writes not yet answered
-	cur     *forwardStream           // guarded by mu; the stream writes are sent on, nil when none
-	streams map[*forwardStream]bool  // guarded by mu; every stream whose reader runs
-	retryAt time.Time                // guarded by mu; no new stream before
-	nextID  uint64                   // guarded by mu
-	seq     uint64                   // guarded by mu; of the last stream opened
-	waiting atomic.Int64             // writes not yet answered by the leader
-	leaders chan raft.Observation    // leader changes, from Raft
-	obs     *raft.Observer           // registered while running
-	wake    chan struct{}            // the queue or the leader changed
-	wg      sync.WaitGroup           // stream readers
+	mu        sync.Mutex
+	queue     []*pendingWrite          // guarded by mu; in arrival order, answered ones dropped from the front
+	byID      map[uint64]*pendingWrite // guarded by mu; the writes not yet answered
+	cur       *forwardStream           // guarded by mu; the stream writes are sent on, nil when none
+	streams   map[*forwardStream]bool  // guarded by mu; every stream whose reader runs
+	retryAt   time.Time                // guarded by mu; no new stream before
+	nextID    uint64                   // guarded by mu
+	seq       uint64                   // guarded by mu; of the last stream opened
+	unapplied []*unapplied             // guarded by mu; answered, not yet applied here (untilApplied), by deadline
+	waiting   atomic.Int64             // writes not yet answered by the leader
+	leaders   chan raft.Observation    // leader changes, from Raft
+	obs       *raft.Observer           // registered while running
+	wake      chan struct{}            // the queue or the leader changed
+	wg        sync.WaitGroup           // stream readers
 }
 
 // pendingWrite is a write the forwarder holds until the leader answers.
@@ -153,6 +154,7 @@ func (f *forwarder) run() {
 // sends what is to be sent. It returns when to look again.
 func (f *forwarder) step(now time.Time) time.Duration {
 	f.expire(now)
+	unappliedNext := f.expireUnapplied(now)
 	target, local := f.n.forwardTarget()
 	f.mu.Lock()
 	if f.cur != nil && (local || target != "") && (f.cur.target != target || f.cur.local != local) {
@@ -176,6 +178,9 @@ func (f *forwarder) step(now time.Time) time.Duration {
 	next := time.Hour
 	if waiting {
 		next = 50 * time.Millisecond
+	}
+	if !unappliedNext.IsZero() {
+		next = min(next, max(unappliedNext.Sub(now), time.Millisecond))
 	}
 	if len(unsent) == 0 {
 		return next
@@ -314,14 +319,84 @@ func (f *forwarder) result(s *forwardStream, r forwardResult) {
 	}
 	f.answerLocked(w)
 	f.mu.Unlock()
-	op := w.op
-	op.Result = r.result()
-	f.n.fsm.afterApplied(r.index, func() { f.done(op) }, func() {
-		// Applied by the leader, but this node stops before its copy
-		// has it: what the client may assume is unknown.
-		op.Result = engine.Result{Err: wire.ErrUnavailable}
-		f.done(op)
-	})
+	// The leader applied the write, so it is committed: the client is
+	// answered now, not once this node learns of the commit from the
+	// leader's next message (up to a few milliseconds later, while the
+	// client could not send its next write). The client's reads on this
+	// node wait until its copy has applied the write too, so that a
+	// read sent after the answer, stale or not, sees it.
+	client := w.op.Client
+	w.op.Result = r.result()
+	f.n.finish(w.op)
+	f.untilApplied(client, r.index)
+}
+
+// untilApplied holds the reads of client on this node until its machine
+// has applied the entry at index, or leaderWait has passed: a node that
+// lost the majority just after the leader's answer may never learn that
+// the entry was committed, and its reads then go on (a linearizable one
+// is answered "unavailable" when no leader confirms a read index; a
+// stale one reads the copy as it is).
+func (f *forwarder) untilApplied(client string, index uint64) {
+	if f.n.fsm.applied.Load() >= index {
+		f.n.order.end(client)
+		return
+	}
+	u := &unapplied{client: client, deadline: time.Now().Add(leaderWait)}
+	f.mu.Lock()
+	first := len(f.unapplied) == 0
+	f.unapplied = append(f.unapplied, u)
+	f.mu.Unlock()
+	if first {
+		// run's timer may be far off: it looks again by this deadline,
+		// and by the earliest one each time it looks.
+		f.signal()
+	}
+	end := func() { f.endUnapplied(u) }
+	f.n.fsm.afterApplied(index, end, end)
+}
+
+// unapplied is a write the leader answered and this node has not applied.
+type unapplied struct {
+	client   string
+	deadline time.Time
+	ended    atomic.Bool
+}
+
+// endUnapplied lets the reads of u's client go on, once.
+func (f *forwarder) endUnapplied(u *unapplied) {
+	if u.ended.CompareAndSwap(false, true) {
+		f.n.order.end(u.client)
+	}
+}
+
+// expireUnapplied ends the waits of untilApplied past their deadline and
+// forgets those that ended. It returns the next deadline, or the zero
+// time when none waits.
+func (f *forwarder) expireUnapplied(now time.Time) time.Time {
+	var late []*unapplied
+	var next time.Time
+	f.mu.Lock()
+	kept := f.unapplied[:0]
+	for _, u := range f.unapplied {
+		switch {
+		case u.ended.Load():
+		case !now.Before(u.deadline):
+			late = append(late, u)
+		default:
+			kept = append(kept, u)
+			if next.IsZero() {
+				next = u.deadline // in the order of their deadlines
+			}
+		}
+	}
+	clear(f.unapplied[len(kept):])
+	f.unapplied = kept
+	f.mu.Unlock()
+	for _, u := range late {
+		f.endUnapplied(u)
+	}
+	return next
 }
 
 // broken drops s after its connection failed.
@@ -415,8 +490,8 @@ func (f *forwarder) shutdown() {
 	}
 }
 
-// done answers a forwarded write, whose result is in, once this node's
-// machine has it; the client's reads that waited for it go on.
+// done answers a forwarded write the leader did not answer; the client's
+// reads that waited for it go on.
 func (f *forwarder) done(op *engine.Op) {
 	client := op.Client
 	f.n.finish(op)

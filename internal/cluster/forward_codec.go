@@ -122,8 +122,8 @@ func (w *forwardedWrite) op() engine.Op {
 }
 
 // forwardResult is the leader's answer to a forwarded write: its result,
-// and the index this node has applied by then, which the follower waits
-// for before it answers its client.
+// and the index the leader has applied by then, which the follower's copy
+// applies before the client's reads on it go on.
 type forwardResult struct {
 	id         uint64
 	err        string // protocol error text; "" for none

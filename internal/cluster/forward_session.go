@@ -58,7 +58,7 @@ func (s *forwardSession) submit(w *forwardedWrite) {
 // forwardDone is the Done of every forwarded write on the leader.
 func forwardDone(op *engine.Op) {
 	fo := op.Caller.(*forwardOp)
-	r := resultOf(fo.id, &op.Result, fo.s.n.fsm.applied.Load())
+	r := resultOf(fo.id, &op.Result, fo.s.n.fsm.applying.Load())
 	if r.unavailable() {
 		fo.s.refusing.Store(true)
 	}

@@ -28,6 +28,10 @@ type fsm struct {
 
 	// applied is the index of the last entry applied.
 	applied atomic.Uint64
+	// applying is the index of the entry being applied, or of the last:
+	// a write answered as it is applied is in this entry or an earlier
+	// one, while applied may not have reached it yet.
+	applying atomic.Uint64
 	// startedTerm is the term of the last term-start entry applied: the
 	// leader of that term serves.
 	startedTerm atomic.Uint64
@@ -55,6 +59,7 @@ func (f *fsm) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
 
 func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 	for _, l := range logs {
+		f.applying.Store(l.Index)
 		if l.Type == raft.LogCommand && len(l.Data) > 0 && l.Data[0] == entryTermStart {
 			f.startedTerm.Store(l.Term)
 		}
@@ -80,7 +85,7 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 func (f *fsm) applyWrites(data []byte) error {
 	// Before the writes are answered: the proposer's next entry waits
 	// for those it answers to come back (gathering).
-	f.n.waitingAtApply.Store(f.n.own.Load())
+	f.n.waitingAtApply.Store(f.n.asked.Load())
 	decoded, err := decodeWrites(data, f.decoded[:0])
 	if err != nil {
 		return err
@@ -248,6 +253,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.engine.Restore(m, lastTime)
 	f.dedupe = table
 	f.startedTerm.Store(startedTerm)
+	f.applying.Store(applied)
 	f.setApplied(applied)
 	f.n.log.Info("state restored from a Raft snapshot", "keys", m.Len(), "applied_index", applied)
 	return nil

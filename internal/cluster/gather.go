@@ -10,7 +10,7 @@ import (
 const gatherMax = time.Millisecond
 
 // gathering is what the proposer knows of its last entry, for the next:
-// how many writes of this node's clients it should hold, and how long an
+// how many writes that answer a request it should hold, and how long an
 // entry takes from its proposal to its application.
 //
 // Clients that send one write at a time and wait for each answer split
@@ -21,24 +21,23 @@ const gatherMax = time.Millisecond
 // each write waited for two entries, and each entry costs every node a
 // log sync and a message per follower whatever it holds. So once an
 // entry has been applied, the next one waits for the clients it answered
-// to come back (as many writes as it held of this node's clients,
-// beside those that waited already) for at most a quarter of the time
-// an entry takes, and at most gatherMax: then one entry holds all 16,
-// and each write waits for one entry. A client alone, or writes that
-// were not part of such a round, find the count reached and go at once.
+// to come back (as many writes as it answered, beside those that waited
+// already) for at most a quarter of the time an entry takes, and at most
+// gatherMax: then one entry holds all 16, and each write waits for one
+// entry. A client alone, or writes that were not part of such a round,
+// find the count reached and go at once.
 //
-// Writes forwarded by another node are not waited for: their clients
-// are answered once that node has applied the entry, which it learns
-// from the leader's next message, so waiting for them would only delay
-// that message.
+// Writes a follower forwarded count as well: the follower answers its
+// clients as soon as the leader's answer arrives, so they come back
+// after one more hop each way.
 type gathering struct {
-	target int           // writes of this node's clients for the next entry
+	target int           // writes that answer a request, for the next entry
 	took   time.Duration // the last entry, from its proposal to its application
 	max    time.Duration // the bound of a wait; gatherMax when 0
 	timer  *time.Timer
 }
 
-// done records an entry holding count writes of this node's clients,
+// done records an entry holding count writes that answer a request,
 // applied after took, while waiting such writes waited for the next.
 func (g *gathering) done(count, waiting int, took time.Duration) {
 	g.target, g.took = count+waiting, took
@@ -59,7 +58,7 @@ func (n *Node) gather(g *gathering) {
 		g.timer.Reset(limit)
 	}
 	defer g.timer.Stop()
-	for n.own.Load() < int64(target) {
+	for n.asked.Load() < int64(target) {
 		select {
 		case <-n.wake:
 		case <-g.timer.C:

@@ -6,14 +6,14 @@ import (
 )
 
 // gatherNode is a node with what gather looks at: the count of its
-// clients' writes waiting, its wake-up and its stop.
+// writes waiting that answer a request, its wake-up and its stop.
 func gatherNode() *Node {
 	return &Node{wake: make(chan struct{}, 1), stop: make(chan struct{})}
 }
 
-// arrive adds a write of the node's clients, as Propose does.
+// arrive adds a write that answers a request, as Propose does.
 func arrive(n *Node) {
-	n.own.Add(1)
+	n.asked.Add(1)
 	select {
 	case n.wake <- struct{}{}:
 	default:
@@ -60,7 +60,7 @@ func TestTheNextEntryWaitsForTheWritesTheLastOneAnswered(t *testing.T) {
 	}
 	arrive(n)
 	ended(t, done, "all 16 writes came")
-	if got := n.own.Load(); got != 16 {
+	if got := n.asked.Load(); got != 16 {
 		t.Fatalf("%d writes, want 16", got)
 	}
 }

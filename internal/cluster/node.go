@@ -76,10 +76,11 @@ type Node struct {
 	ids        []uint64                   // guarded by mu; the ids in batch that answer a request
 	closed     bool                       // guarded by mu
 
-	// own counts the writes in batch that this node's clients sent
-	// (written under mu); waitingAtApply is own when the last entry of
-	// writes was applied, before its writes were answered (gathering).
-	own            atomic.Int64
+	// asked counts the writes in batch that answer a request, of this
+	// node's clients or forwarded by another node (written under mu);
+	// waitingAtApply is asked when the last entry of writes was applied,
+	// before its writes were answered (gathering).
+	asked          atomic.Int64
 	waitingAtApply atomic.Int64
 
 	// inflight counts requests forwarded to the leader or waiting for a
@@ -347,7 +348,7 @@ func (n *Node) Close() error {
 		delete(n.pending, id)
 	}
 	n.batch, n.count, n.ids = nil, 0, nil
-	n.own.Store(0)
+	n.asked.Store(0)
 	n.mu.Unlock()
 	if len(ops) > 0 {
 		for _, op := range ops {
@@ -382,9 +383,8 @@ func (n *Node) Propose(w *engine.Write) engine.Proposed {
 	if w.Op != nil {
 		n.pending[id] = w.Op
 		n.ids = append(n.ids, id)
-		if n.beginWrite(w.Op) {
-			n.own.Add(1)
-		}
+		n.beginWrite(w.Op)
+		n.asked.Add(1)
 	}
 	if n.batch == nil {
 		n.batch = make([]byte, 0, 4096)
@@ -422,7 +422,7 @@ func (n *Node) propose() {
 		n.mu.Lock()
 		body, count, ids := n.batch, n.count, n.ids
 		n.batch, n.count, n.ids = nil, 0, nil
-		own := int(n.own.Swap(0))
+		asked := int(n.asked.Swap(0))
 		ready := n.ready
 		n.mu.Unlock()
 		if count == 0 {
@@ -449,7 +449,7 @@ func (n *Node) propose() {
 			n.endEpoch()
 			continue
 		}
-		g.done(own, int(n.waitingAtApply.Load()), time.Since(start))
+		g.done(asked, int(n.waitingAtApply.Load()), time.Since(start))
 	}
 }
 
@@ -476,13 +476,10 @@ func (n *Node) abandon(ids []uint64) {
 // beginWrite counts a write a client of this node sent to its engine as
 // under way, so that the client's later reads wait for it (writeOrder).
 // A forwarded write is counted on the node that forwarded it.
-// It reports whether the write is this node's client's.
-func (n *Node) beginWrite(op *engine.Op) bool {
-	if _, forwarded := op.Caller.(*forwardOp); forwarded {
-		return false
+func (n *Node) beginWrite(op *engine.Op) {
+	if _, forwarded := op.Caller.(*forwardOp); !forwarded {
+		n.order.begin(op.Client)
 	}
-	n.order.begin(op.Client)
-	return true
 }
 
 // endWrite counts a write that beginWrite counted as answered.
@@ -728,7 +725,7 @@ func (n *Node) Submit(ctx context.Context, op *engine.Op) bool {
 		return n.forward(ctx, op)
 	case wire.VerbGet, wire.VerbKeyInfo, wire.VerbScan:
 		if op.Stale {
-			return n.engine.Submit(ctx, op)
+			return n.readStale(ctx, op)
 		}
 		return n.read(ctx, op)
 	}

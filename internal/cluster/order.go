@@ -2,9 +2,10 @@ package cluster
 
 import "sync"
 
-// writeOrder holds a client's linearizable read back while a write the
-// client sent earlier through this node is not yet answered, so that the
-// read sees the write, as on a single node. Pipelined requests of one
+// writeOrder holds a client's read back while a write the client sent
+// earlier through this node is under way (not yet answered, or not yet
+// applied by this node), so that the read sees the write, as on a single
+// node. Pipelined requests of one
 // client are so carried out in the order they came; the reads of other
 // clients do not wait.
 type writeOrder struct {
@@ -75,4 +76,14 @@ func (o *writeOrder) after(client string, read func()) bool {
 	}
 	cw.reads = append(cw.reads, read)
 	return true
+}
+
+// pending reports whether a write of client is under way.
+func (o *writeOrder) pending(client string) bool {
+	if client == "" {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.byClient[client] != nil
 }

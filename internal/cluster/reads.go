@@ -187,3 +187,25 @@ func (n *Node) readNow(op *engine.Op) {
 		})
 	})
 }
+
+// readStale answers a stale GET or SCAN page from this node's machine as
+// it is, once the writes the client sent through this node before it have
+// been applied here: a client reads its own writes, stale or not.
+func (n *Node) readStale(ctx context.Context, op *engine.Op) bool {
+	if !n.order.pending(op.Client) {
+		return n.engine.Submit(ctx, op)
+	}
+	// The read outlives this call (see read).
+	op.Request.Key = bytes.Clone(op.Request.Key)
+	op.Request.Token = bytes.Clone(op.Request.Token)
+	read := func() { n.engine.Read(op) }
+	if n.order.after(op.Client, func() {
+		// The write is answered, or applied here, as its entry is
+		// applied: the read waits for the end of that entry. A node that
+		// stops first answers from what it holds, as a stale read may.
+		n.fsm.afterApplied(n.fsm.applying.Load(), read, read)
+	}) {
+		return false
+	}
+	return n.engine.Submit(ctx, op)
+}

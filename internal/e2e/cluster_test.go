@@ -389,6 +389,12 @@ func TestClusterMajorityLost(t *testing.T) {
 			}
 			c := dsstest.Dial(t, last.mqtt, "alone")
 			writeUntilOK(t, c, "k", "before")
+			// A follower answers once the leader has applied the write,
+			// and its own copy applies it on the leader's next message;
+			// the writer's own reads there wait for that, stale ones too.
+			if r := request(t, c, dsstest.Cmd("GET", "k"), staleRead()); string(r.Payload) != "$6\r\nbefore\r\n" {
+				t.Fatalf("the writer's stale read: %q", r.Payload)
+			}
 			var gone []*member
 			for _, m := range tc.others(last) {
 				m.proc.kill()
