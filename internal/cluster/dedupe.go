@@ -2,9 +2,11 @@ package cluster
 
 import (
 	"encoding/binary"
-	"github.com/dssio/dss/internal/bincode"
 
+	"github.com/dssio/dss/hlc"
+	"github.com/dssio/dss/internal/bincode"
 	"github.com/dssio/dss/internal/engine"
+	"github.com/dssio/dss/internal/store"
 	"github.com/dssio/dss/internal/wire"
 )
 
@@ -22,9 +24,19 @@ type dedupe struct {
 	head   int
 }
 
+// dedupeEntry is what a write's answer needs, and no more of an
+// engine.Result (200 bytes, most of them for reads): the table holds
+// every write of the window, some 10^5-10^6 of them.
 type dedupeEntry struct {
-	time   int64
-	result engine.Result
+	time    int64
+	version hlc.Timestamp // valid when not zero
+	err     *wire.Error
+	outcome store.Outcome
+}
+
+// result is the answer the entry's write was given.
+func (e *dedupeEntry) result() engine.Result {
+	return engine.Result{Err: e.err, Outcome: e.outcome, Version: e.version, HasVersion: !e.version.IsZero()}
 }
 
 type dedupeRef struct {
@@ -38,12 +50,20 @@ func newDedupe(windowMillis int64) *dedupe {
 
 func (d *dedupe) get(key string) (engine.Result, bool) {
 	e, ok := d.byKey[key]
-	return e.result, ok
+	if !ok {
+		return engine.Result{}, false
+	}
+	return e.result(), true
 }
 
+// add remembers the answer r of a write; only its error, outcome and
+// version are kept.
 func (d *dedupe) add(key string, time int64, r engine.Result) {
-	r.Value, r.Found, r.Watched = nil, false, false
-	d.byKey[key] = dedupeEntry{time: time, result: r}
+	e := dedupeEntry{time: time, err: r.Err, outcome: r.Outcome}
+	if r.HasVersion {
+		e.version = r.Version
+	}
+	d.byKey[key] = e
 	d.order = append(d.order, dedupeRef{key: key, time: time})
 }
 
@@ -79,13 +99,13 @@ func (d *dedupe) appendTo(b []byte) []byte {
 		e := d.byKey[ref.key]
 		b = bincode.AppendString(b, ref.key)
 		b = binary.AppendVarint(b, e.time)
-		b = append(b, byte(e.result.Outcome))
+		b = append(b, byte(e.outcome))
 		var errText string
-		if e.result.Err != nil {
-			errText = e.result.Err.Text()
+		if e.err != nil {
+			errText = e.err.Text()
 		}
 		b = bincode.AppendString(b, errText)
-		b = bincode.AppendStamp(b, e.result.Version)
+		b = bincode.AppendStamp(b, e.version)
 	}
 	return b
 }
