@@ -155,10 +155,7 @@ func (n *Node) read(_ context.Context, op *engine.Op) bool {
 	if !n.admit(op) {
 		return true
 	}
-	// The key lives in the connection's read buffer, which its next
-	// request reuses: the read outlives this call, so it keeps a copy.
-	op.Request.Key = bytes.Clone(op.Request.Key)
-	op.Request.Token = bytes.Clone(op.Request.Token) // a SCAN's
+	keepRequest(op)
 	if n.order.after(op.Client, func() { n.readNow(op) }) {
 		// A write the client sent before is under way: the read starts
 		// once it is answered, and so sees it.
@@ -195,9 +192,7 @@ func (n *Node) readStale(ctx context.Context, op *engine.Op) bool {
 	if !n.order.pending(op.Client) {
 		return n.engine.Submit(ctx, op)
 	}
-	// The read outlives this call (see read).
-	op.Request.Key = bytes.Clone(op.Request.Key)
-	op.Request.Token = bytes.Clone(op.Request.Token)
+	keepRequest(op)
 	read := func() { n.engine.Read(op) }
 	if n.order.after(op.Client, func() {
 		// The write is answered, or applied here, as its entry is
@@ -208,4 +203,12 @@ func (n *Node) readStale(ctx context.Context, op *engine.Op) bool {
 		return false
 	}
 	return n.engine.Submit(ctx, op)
+}
+
+// keepRequest copies what a read refers to out of the connection's read
+// buffer, which the connection's next request reuses: for a read that
+// outlives the call that took it.
+func keepRequest(op *engine.Op) {
+	op.Request.Key = bytes.Clone(op.Request.Key)
+	op.Request.Token = bytes.Clone(op.Request.Token) // a SCAN's
 }
