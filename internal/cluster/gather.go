@@ -11,8 +11,9 @@ import (
 const gatherMax = 4 * time.Millisecond
 
 // gathering is what the proposer knows of its last entry, for the next:
-// how many writes of returning clients it answered, and how long it
-// took from its proposal to its application.
+// how many writes that answer a request it held, how many of them were
+// of returning clients, and how long it took from its proposal to its
+// application.
 //
 // Clients that send one write at a time and wait for each answer split
 // into groups that take turns: while an entry is committed, the clients
@@ -24,66 +25,86 @@ const gatherMax = 4 * time.Millisecond
 // an entry has been applied, the next one waits for the clients it
 // answered to come back: then one entry holds them all.
 //
-// Only clients that keep coming back are waited for: those with a
-// write in one of the two entries before the one applied (returning
-// writes, counted by returns). Clients that write now and then, each
-// once, would never end such a wait; a wait for them would only delay
-// the writes that came. A wait ends when as many returning writes came
-// back as the entry answered, after the time the entry took, at most
-// gatherMax, or when the node stops: a client that stops writing costs
-// one wait, after which it no longer counts as returning. On a machine
-// whose processors are busy the answered clients take about as long to
-// come back as an entry takes (2 ms of 2.1 with 64 clients on two
-// cores), so a shorter bound ends most waits early.
+// The wait has two parts, and ends when both have:
+//   - as many writes of any clients as the entry answered, beside those
+//     that waited already, for at most a quarter of the time the entry
+//     took and of gatherMax: writes that come at random moments, each of
+//     another client, fill an entry about as fast as it is committed;
+//   - as many writes of returning clients (those with a write in one of
+//     the two entries before the one applied, counted by returns) as the
+//     entry answered, for at most the time the entry took and gatherMax.
+//     On a machine whose processors are busy the answered clients take
+//     about as long to come back as an entry takes (2 ms of 2.1 with 64
+//     clients on two cores), so a quarter of it ends most of these waits
+//     early. Only returning clients are waited for this long: a wait as
+//     long for clients that write now and then would only delay the
+//     writes that came.
 //
-// Writes a follower forwarded count as well: the follower answers its
-// clients as soon as the leader's answer arrives, so they come back
-// after one more hop each way.
+// A client that stops writing costs one wait, after which it no longer
+// counts as returning. Writes a follower forwarded count as well: the
+// follower answers its clients as soon as the leader's answer arrives,
+// so they come back after one more hop each way.
 type gathering struct {
-	target int           // returning writes the last entry answered
-	took   time.Duration // the last entry, from its proposal to its application
-	max    time.Duration // the bound of a wait; gatherMax when 0
-	timer  *time.Timer
+	answered  int           // writes that answer a request in the last entry
+	returning int           // those of them of returning clients
+	waiting   int64         // writes in the batch once the entry was applied
+	took      time.Duration // the last entry, from its proposal to its application
+	max       time.Duration // the bound of a wait; gatherMax when 0
+	timer     *time.Timer
 }
 
-// done records an entry that answered target returning writes and was
-// applied after took.
-func (g *gathering) done(target int, took time.Duration) {
-	g.target, g.took = target, took
+// done records an entry that answered answered writes, returning of
+// them of returning clients, and was applied after took while waiting
+// writes waited for the next.
+func (g *gathering) done(answered, returning int, waiting int64, took time.Duration) {
+	g.answered, g.returning, g.waiting, g.took = answered, returning, waiting, took
 }
 
-// gather waits, after an entry was applied, for the returning clients
-// it answered to write again, within g's bound.
+// gather waits, after an entry was applied, for the clients it answered
+// to write again, within g's bounds.
 func (n *Node) gather(g *gathering) {
-	target := g.target
-	g.target = 0 // once per entry
-	limit := min(g.took, cmp.Or(g.max, gatherMax))
-	if target <= 1 || limit <= 0 {
-		return
-	}
-	if g.timer == nil {
-		g.timer = time.NewTimer(limit)
-	} else {
-		g.timer.Reset(limit)
-	}
-	defer g.timer.Stop()
-	for n.returns.back.Load() < int64(target) {
+	answered, returning := int64(g.answered), int64(g.returning)
+	g.answered, g.returning = 0, 0 // once per entry
+	long := min(g.took, cmp.Or(g.max, gatherMax))
+	short := long / 4
+	start, before := time.Now(), g.waiting
+	for {
+		waited := time.Since(start)
+		came := answered <= 1 || n.returns.asked.Load()-before >= answered || waited >= short
+		back := returning <= 1 || n.returns.back.Load() >= returning || waited >= long
+		if came && back {
+			if g.timer != nil {
+				g.timer.Stop()
+			}
+			return
+		}
+		until := long
+		if !came {
+			until = short
+		}
+		if g.timer == nil {
+			g.timer = time.NewTimer(until - waited)
+		} else {
+			g.timer.Reset(until - waited)
+		}
 		select {
 		case <-n.wake:
 		case <-g.timer.C:
-			return
 		case <-n.stop:
+			g.timer.Stop()
 			return
 		}
 	}
 }
 
-// returns tells, of the writes that answer a request, those of clients
-// that write again and again from the others, by the clients of the
-// batch and of the last two entries proposed. It is guarded by the
-// node's mu but for back, which gather reads.
+// returns counts the writes in the batch that answer a request, and
+// tells those of clients that write again and again from the others, by
+// the clients of the batch and of the last two entries proposed. It is
+// guarded by the node's mu but for asked and back, which gather reads.
 type returns struct {
 	batch, last, before map[string]struct{} // the clients of each
+	// asked counts the writes in the batch.
+	asked atomic.Int64
 	// returning counts the writes in the batch of clients with a write
 	// in last or before.
 	returning int
@@ -102,6 +123,7 @@ func (r *returns) add(client string) {
 	if r.batch == nil {
 		r.batch, r.last, r.before = make(map[string]struct{}), make(map[string]struct{}), make(map[string]struct{})
 	}
+	r.asked.Add(1)
 	if _, ok := r.last[client]; ok {
 		r.back.Add(1)
 		r.returning++
@@ -112,13 +134,13 @@ func (r *returns) add(client string) {
 }
 
 // propose starts a new batch once the last was handed to Raft, and
-// returns the returning writes that batch held.
-func (r *returns) propose() int {
-	returning := r.returning
+// returns the writes that batch held, and those of returning clients.
+func (r *returns) propose() (asked, returning int) {
+	asked, returning = int(r.asked.Swap(0)), r.returning
 	r.returning = 0
 	r.back.Store(0)
 	if r.batch == nil {
-		return returning
+		return asked, returning
 	}
 	old := r.before
 	if len(old) > manyClients {
@@ -127,5 +149,5 @@ func (r *returns) propose() int {
 		clear(old)
 	}
 	r.before, r.last, r.batch = r.last, r.batch, old
-	return returning
+	return asked, returning
 }

@@ -27,9 +27,9 @@ func arrive(n *Node, client string) {
 // applied after took.
 func applied(n *Node, g *gathering, took time.Duration) {
 	n.mu.Lock()
-	returning := n.returns.propose()
+	asked, returning := n.returns.propose()
 	n.mu.Unlock()
-	g.done(returning, took)
+	g.done(asked, returning, n.returns.asked.Load(), took)
 }
 
 func clients(prefix string, count int) []string {
@@ -68,98 +68,126 @@ func notEnded(t *testing.T, done chan struct{}, what string) {
 	}
 }
 
-// Eight clients that write one at a time take turns in two groups of
-// four; once the entry of one group has been applied, the next waits for
-// that group to come back, and no longer: then one entry holds all
-// eight.
-func TestTheNextEntryWaitsForTheClientsTheLastOneAnswered(t *testing.T) {
+// Clients that write one at a time and wrote in the entry before are
+// waited for until all of them are back, however many writes of other
+// clients came meanwhile.
+func TestTheNextEntryWaitsForTheReturningClients(t *testing.T) {
 	n := gatherNode()
 	g := gathering{max: time.Hour} // only the writes end these waits
+	a := clients("a", 4)
+	for _, c := range a {
+		arrive(n, c)
+	}
+	applied(n, &g, 0) // the first entry: nobody returns yet, no wait
+	ended(t, gatherDone(n, &g), "an entry that took no time")
+	for _, c := range a {
+		arrive(n, c)
+	}
+	applied(n, &g, time.Hour)
+	if g.answered != 4 || g.returning != 4 {
+		t.Fatalf("the second entry answered %d writes, %d of returning clients; want 4 and 4", g.answered, g.returning)
+	}
+	done := gatherDone(n, &g)
+	for _, c := range clients("x", 8) {
+		arrive(n, c) // enough writes, but of clients that did not write before
+	}
+	for i, c := range a[:3] {
+		notEnded(t, done, fmt.Sprintf("%d of the 4 returning clients back", i))
+		arrive(n, c)
+	}
+	notEnded(t, done, "3 of the 4 returning clients back")
+	arrive(n, a[3])
+	ended(t, done, "all 4 came back")
+}
+
+// Two groups of clients that take turns end up in one entry: the writes
+// of the group that waited during the commit count as returning too.
+func TestGroupsThatTakeTurnsShareAnEntry(t *testing.T) {
+	n := gatherNode()
+	g := gathering{max: time.Hour}
 	a, b := clients("a", 4), clients("b", 4)
 	for _, c := range a {
 		arrive(n, c)
 	}
-	applied(n, &g, time.Hour) // the first entry: nobody returns yet
-	ended(t, gatherDone(n, &g), "nobody to wait for")
+	applied(n, &g, time.Hour) // a
 	for _, c := range b {
-		arrive(n, c)
-	}
-	applied(n, &g, time.Hour)
-	ended(t, gatherDone(n, &g), "the second group has not written before")
-	for _, c := range a {
-		arrive(n, c) // answered by the first entry while the second was committed
-	}
-	applied(n, &g, time.Hour)
-	if g.target != 4 {
-		t.Fatalf("the third entry answered %d returning writes, want 4", g.target)
-	}
-	// The clients of the second entry come back (they wrote in the
-	// first entry's turn too), and those of the third wait for them.
-	for _, c := range b {
-		arrive(n, c)
+		arrive(n, c) // b came while a's entry was committed
 	}
 	done := gatherDone(n, &g)
-	for i, c := range a[:3] {
+	for _, c := range a {
 		arrive(n, c)
-		notEnded(t, done, fmt.Sprintf("%d of the 4 answered clients back", i+1))
 	}
-	arrive(n, a[3])
-	ended(t, done, "all 4 came back")
-	applied(n, &g, time.Hour)
-	if g.target != 8 {
-		t.Fatalf("the entry of both groups answered %d returning writes, want 8", g.target)
+	ended(t, done, "as many writes as the entry answered came")
+	applied(n, &g, time.Hour) // b and a
+	if g.answered != 8 || g.returning != 4 {
+		t.Fatalf("the entry answered %d writes, %d of returning clients; want 8 and 4", g.answered, g.returning)
 	}
 	done = gatherDone(n, &g)
-	for _, c := range append(a, b...)[:7] {
+	for _, c := range append(b, a...)[:7] {
 		arrive(n, c)
 	}
 	notEnded(t, done, "7 of the 8 back")
-	arrive(n, b[3])
+	arrive(n, a[3])
 	ended(t, done, "all 8 came back")
+	applied(n, &g, time.Hour)
+	if g.answered != 8 || g.returning != 8 {
+		t.Fatalf("the entry answered %d writes, %d of returning clients; want 8 and 8", g.answered, g.returning)
+	}
 }
 
-// Clients that each write once (devices reporting now and then) are not
-// waited for, however many of them an entry held: each would end a wait
-// only by chance.
-func TestGatherDoesNotWaitForClientsThatWroteOnce(t *testing.T) {
+// Clients that each write once (devices reporting now and then) are
+// waited for only as writes of any client: as many as the entry
+// answered end the wait.
+func TestGatherWaitsForWritesOfAnyClient(t *testing.T) {
 	n := gatherNode()
 	g := gathering{max: time.Hour}
-	for round := range 5 {
-		for _, c := range clients(fmt.Sprintf("r%d-", round), 50) {
-			arrive(n, c)
-		}
+	for _, c := range clients("r0-", 50) {
+		arrive(n, c)
+	}
+	for round := range 4 {
 		applied(n, &g, time.Hour)
-		if g.target != 0 {
-			t.Fatalf("round %d: %d returning writes, want 0", round, g.target)
+		if g.answered != 50 || g.returning != 0 {
+			t.Fatalf("round %d: %d writes, %d of returning clients; want 50 and 0", round, g.answered, g.returning)
 		}
-		ended(t, gatherDone(n, &g), "no client of the entry wrote before")
+		done := gatherDone(n, &g)
+		next := clients(fmt.Sprintf("r%d-", round+1), 50)
+		for _, c := range next[:49] {
+			arrive(n, c)
+		}
+		notEnded(t, done, "49 of 50 writes")
+		arrive(n, next[49])
+		ended(t, done, "50 writes came")
 	}
 }
 
-// Returning clients that stop writing end the wait at its bound, the
-// time the entry took (at most gatherMax, which the test lifts), once.
-func TestGatherEndsAtItsBound(t *testing.T) {
+// The writes owed end the wait at its bounds: those of any client after
+// a quarter of the time the entry took, those of returning clients after
+// all of it (at most gatherMax, which the test lifts); once per entry.
+func TestGatherEndsAtItsBounds(t *testing.T) {
 	n := gatherNode()
 	g := gathering{max: time.Hour}
+	for _, c := range clients("once", 4) {
+		arrive(n, c)
+	}
+	applied(n, &g, 80*time.Millisecond)
+	start := time.Now()
+	ended(t, gatherDone(n, &g), "no write came")
+	if waited := time.Since(start); waited < 20*time.Millisecond {
+		t.Fatalf("waited %v for writes of any client, want the bound of 20ms", waited)
+	}
+	ended(t, gatherDone(n, &g), "no entry applied since") // once per entry
+
 	for range 2 {
-		for _, c := range clients("c", 4) {
+		for _, c := range clients("again", 4) {
 			arrive(n, c)
 		}
-		applied(n, &g, 40*time.Millisecond)
+		applied(n, &g, 80*time.Millisecond)
 	}
-	if g.target != 4 {
-		t.Fatalf("%d returning writes, want 4", g.target)
+	start = time.Now()
+	ended(t, gatherDone(n, &g), "no returning client came back")
+	if waited := time.Since(start); waited < 80*time.Millisecond {
+		t.Fatalf("waited %v for returning clients, want the bound of 80ms", waited)
 	}
-	start := time.Now()
-	ended(t, gatherDone(n, &g), "no client came back")
-	if waited := time.Since(start); waited < 40*time.Millisecond {
-		t.Fatalf("waited %v, want the bound of 40ms", waited)
-	}
-	if g.target != 0 {
-		t.Fatal("the target outlived its entry")
-	}
-	// Once per entry: the next call, with no entry applied since, goes
-	// at once.
 	ended(t, gatherDone(n, &g), "no entry applied since")
 }
 
@@ -173,7 +201,7 @@ func TestGatherWaitsForNothingElse(t *testing.T) {
 		ended(t, gatherDone(n, &g), "a client alone")
 	}
 
-	g.done(8, time.Hour)
+	g.done(8, 8, 0, time.Hour)
 	done := gatherDone(n, &g)
 	close(n.stop)
 	ended(t, done, "the node stopped")

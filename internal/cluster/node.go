@@ -419,9 +419,9 @@ func (n *Node) propose() {
 		n.mu.Lock()
 		body, count, ids := n.batch, n.count, n.ids
 		n.batch, n.count, n.ids = nil, 0, nil
-		returning := 0
+		asked, returning := 0, 0
 		if count > 0 {
-			returning = n.returns.propose()
+			asked, returning = n.returns.propose()
 		}
 		ready := n.ready
 		n.mu.Unlock()
@@ -449,7 +449,7 @@ func (n *Node) propose() {
 			n.endEpoch()
 			continue
 		}
-		g.done(returning, time.Since(start))
+		g.done(asked, returning, n.returns.asked.Load(), time.Since(start))
 	}
 }
 
