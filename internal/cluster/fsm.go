@@ -83,9 +83,6 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 
 // applyWrites applies one batch of writes.
 func (f *fsm) applyWrites(data []byte) error {
-	// Before the writes are answered: the proposer's next entry waits
-	// for those it answers to come back (gathering).
-	f.n.waitingAtApply.Store(f.n.asked.Load())
 	decoded, err := decodeWrites(data, f.decoded[:0])
 	if err != nil {
 		return err

@@ -1,23 +1,43 @@
 package cluster
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
 
-// gatherNode is a node with what gather looks at: the count of its
-// writes waiting that answer a request, its wake-up and its stop.
+// gatherNode is a node with what gather looks at: the writes of its
+// batch by client, its wake-up and its stop.
 func gatherNode() *Node {
 	return &Node{wake: make(chan struct{}, 1), stop: make(chan struct{})}
 }
 
-// arrive adds a write that answers a request, as Propose does.
-func arrive(n *Node) {
-	n.asked.Add(1)
+// arrive adds a write of client that answers a request, as Propose does.
+func arrive(n *Node, client string) {
+	n.mu.Lock()
+	n.returns.add(client)
+	n.mu.Unlock()
 	select {
 	case n.wake <- struct{}{}:
 	default:
 	}
+}
+
+// applied hands the batch to Raft, as the proposer does, and records it as
+// applied after took.
+func applied(n *Node, g *gathering, took time.Duration) {
+	n.mu.Lock()
+	asked, returning := n.returns.propose()
+	n.mu.Unlock()
+	g.done(asked, returning, n.returns.asked.Load(), took)
+}
+
+func clients(prefix string, count int) []string {
+	c := make([]string, count)
+	for i := range c {
+		c[i] = fmt.Sprintf("%s%d", prefix, i)
+	}
+	return c
 }
 
 // gatherDone runs gather on its own goroutine and reports its end.
@@ -39,65 +59,149 @@ func ended(t *testing.T, done chan struct{}, what string) {
 	}
 }
 
-// After an entry of 8 writes was applied while 8 more waited, the next
-// entry waits for the 8 answered to come back, and no longer.
-func TestTheNextEntryWaitsForTheWritesTheLastOneAnswered(t *testing.T) {
-	n := gatherNode()
-	for range 8 {
-		arrive(n) // waited while the entry was committed
-	}
-	var g gathering
-	g.done(8, 8, time.Hour)
-	g.max = time.Hour // only the writes end this wait
-	done := gatherDone(n, &g)
-	for i := range 7 {
-		arrive(n)
-		select {
-		case <-done:
-			t.Fatalf("gather ended with %d of the 8 answered writes back", i+1)
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-	arrive(n)
-	ended(t, done, "all 16 writes came")
-	if got := n.asked.Load(); got != 16 {
-		t.Fatalf("%d writes, want 16", got)
+func notEnded(t *testing.T, done chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-done:
+		t.Fatalf("gather ended: %s", what)
+	case <-time.After(5 * time.Millisecond):
 	}
 }
 
-// The clients an entry answered may not write again: the wait ends at
-// its bound, a quarter of the time the entry took (and at most
-// gatherMax, which the test lifts).
-func TestGatherEndsAtItsBound(t *testing.T) {
+// Clients that write one at a time and wrote in the entry before are
+// waited for until all of them are back, however many writes of other
+// clients came meanwhile.
+func TestTheNextEntryWaitsForTheReturningClients(t *testing.T) {
 	n := gatherNode()
-	arrive(n)
+	g := gathering{max: time.Hour} // only the writes end these waits
+	a := clients("a", 4)
+	for _, c := range a {
+		arrive(n, c)
+	}
+	applied(n, &g, 0) // the first entry: nobody returns yet, no wait
+	ended(t, gatherDone(n, &g), "an entry that took no time")
+	for _, c := range a {
+		arrive(n, c)
+	}
+	applied(n, &g, time.Hour)
+	if g.answered != 4 || g.returning != 4 {
+		t.Fatalf("the second entry answered %d writes, %d of returning clients; want 4 and 4", g.answered, g.returning)
+	}
+	done := gatherDone(n, &g)
+	for _, c := range clients("x", 8) {
+		arrive(n, c) // enough writes, but of clients that did not write before
+	}
+	for i, c := range a[:3] {
+		notEnded(t, done, fmt.Sprintf("%d of the 4 returning clients back", i))
+		arrive(n, c)
+	}
+	notEnded(t, done, "3 of the 4 returning clients back")
+	arrive(n, a[3])
+	ended(t, done, "all 4 came back")
+}
+
+// Two groups of clients that take turns end up in one entry: the writes
+// of the group that waited during the commit count as returning too.
+func TestGroupsThatTakeTurnsShareAnEntry(t *testing.T) {
+	n := gatherNode()
 	g := gathering{max: time.Hour}
-	g.done(4, 1, 40*time.Millisecond)
+	a, b := clients("a", 4), clients("b", 4)
+	for _, c := range a {
+		arrive(n, c)
+	}
+	applied(n, &g, time.Hour) // a
+	for _, c := range b {
+		arrive(n, c) // b came while a's entry was committed
+	}
+	done := gatherDone(n, &g)
+	for _, c := range a {
+		arrive(n, c)
+	}
+	ended(t, done, "as many writes as the entry answered came")
+	applied(n, &g, time.Hour) // b and a
+	if g.answered != 8 || g.returning != 4 {
+		t.Fatalf("the entry answered %d writes, %d of returning clients; want 8 and 4", g.answered, g.returning)
+	}
+	done = gatherDone(n, &g)
+	for _, c := range append(b, a...)[:7] {
+		arrive(n, c)
+	}
+	notEnded(t, done, "7 of the 8 back")
+	arrive(n, a[3])
+	ended(t, done, "all 8 came back")
+	applied(n, &g, time.Hour)
+	if g.answered != 8 || g.returning != 8 {
+		t.Fatalf("the entry answered %d writes, %d of returning clients; want 8 and 8", g.answered, g.returning)
+	}
+}
+
+// Clients that each write once (devices reporting now and then) are
+// waited for only as writes of any client: as many as the entry
+// answered end the wait.
+func TestGatherWaitsForWritesOfAnyClient(t *testing.T) {
+	n := gatherNode()
+	g := gathering{max: time.Hour}
+	for _, c := range clients("r0-", 50) {
+		arrive(n, c)
+	}
+	for round := range 4 {
+		applied(n, &g, time.Hour)
+		if g.answered != 50 || g.returning != 0 {
+			t.Fatalf("round %d: %d writes, %d of returning clients; want 50 and 0", round, g.answered, g.returning)
+		}
+		done := gatherDone(n, &g)
+		next := clients(fmt.Sprintf("r%d-", round+1), 50)
+		for _, c := range next[:49] {
+			arrive(n, c)
+		}
+		notEnded(t, done, "49 of 50 writes")
+		arrive(n, next[49])
+		ended(t, done, "50 writes came")
+	}
+}
+
+// The writes owed end the wait at its bounds: those of any client after
+// a quarter of the time the entry took, those of returning clients after
+// all of it (at most gatherMax, which the test lifts); once per entry.
+func TestGatherEndsAtItsBounds(t *testing.T) {
+	n := gatherNode()
+	g := gathering{max: time.Hour}
+	for _, c := range clients("once", 4) {
+		arrive(n, c)
+	}
+	applied(n, &g, 80*time.Millisecond)
 	start := time.Now()
-	ended(t, gatherDone(n, &g), "no write came back")
-	if waited := time.Since(start); waited < 10*time.Millisecond {
-		t.Fatalf("waited %v, want the bound of 10ms", waited)
+	ended(t, gatherDone(n, &g), "no write came")
+	if waited := time.Since(start); waited < 20*time.Millisecond {
+		t.Fatalf("waited %v for writes of any client, want the bound of 20ms", waited)
 	}
-	if g.target != 0 {
-		t.Fatal("the target outlived its entry")
+	ended(t, gatherDone(n, &g), "no entry applied since") // once per entry
+
+	for range 2 {
+		for _, c := range clients("again", 4) {
+			arrive(n, c)
+		}
+		applied(n, &g, 80*time.Millisecond)
 	}
-	// Once per entry: the next call, with no entry applied since, goes
-	// at once.
+	start = time.Now()
+	ended(t, gatherDone(n, &g), "no returning client came back")
+	if waited := time.Since(start); waited < 80*time.Millisecond {
+		t.Fatalf("waited %v for returning clients, want the bound of 80ms", waited)
+	}
 	ended(t, gatherDone(n, &g), "no entry applied since")
 }
 
-// A client alone, or a first entry, never waits; nor does a node that
-// stops.
+// A client alone never waits; nor does a node that stops.
 func TestGatherWaitsForNothingElse(t *testing.T) {
 	n := gatherNode()
-	var g gathering
-	g.max = time.Hour
-	ended(t, gatherDone(n, &g), "no entry applied yet")
+	g := gathering{max: time.Hour}
+	for range 3 {
+		arrive(n, "alone")
+		applied(n, &g, time.Hour)
+		ended(t, gatherDone(n, &g), "a client alone")
+	}
 
-	g.done(1, 0, time.Hour) // one client, one write
-	ended(t, gatherDone(n, &g), "a client alone")
-
-	g.done(8, 8, time.Hour)
+	g.done(8, 8, 0, time.Hour)
 	done := gatherDone(n, &g)
 	close(n.stop)
 	ended(t, done, "the node stopped")

@@ -76,12 +76,9 @@ type Node struct {
 	ids        []uint64                   // guarded by mu; the ids in batch that answer a request
 	closed     bool                       // guarded by mu
 
-	// asked counts the writes in batch that answer a request, of this
-	// node's clients or forwarded by another node (written under mu);
-	// waitingAtApply is asked when the last entry of writes was applied,
-	// before its writes were answered (gathering).
-	asked          atomic.Int64
-	waitingAtApply atomic.Int64
+	// returns tells the writes in batch of clients that keep writing
+	// (gathering); guarded by mu but for returns.back.
+	returns returns
 
 	// inflight counts requests forwarded to the leader or waiting for a
 	// read index.
@@ -348,7 +345,7 @@ func (n *Node) Close() error {
 		delete(n.pending, id)
 	}
 	n.batch, n.count, n.ids = nil, 0, nil
-	n.asked.Store(0)
+	n.returns.propose()
 	n.mu.Unlock()
 	if len(ops) > 0 {
 		for _, op := range ops {
@@ -384,7 +381,7 @@ func (n *Node) Propose(w *engine.Write) engine.Proposed {
 		n.pending[id] = w.Op
 		n.ids = append(n.ids, id)
 		n.beginWrite(w.Op)
-		n.asked.Add(1)
+		n.returns.add(w.Op.Client)
 	}
 	if n.batch == nil {
 		n.batch = make([]byte, 0, 4096)
@@ -422,7 +419,10 @@ func (n *Node) propose() {
 		n.mu.Lock()
 		body, count, ids := n.batch, n.count, n.ids
 		n.batch, n.count, n.ids = nil, 0, nil
-		asked := int(n.asked.Swap(0))
+		asked, returning := 0, 0
+		if count > 0 {
+			asked, returning = n.returns.propose()
+		}
 		ready := n.ready
 		n.mu.Unlock()
 		if count == 0 {
@@ -449,7 +449,7 @@ func (n *Node) propose() {
 			n.endEpoch()
 			continue
 		}
-		g.done(asked, int(n.waitingAtApply.Load()), time.Since(start))
+		g.done(asked, returning, n.returns.asked.Load(), time.Since(start))
 	}
 }
 
