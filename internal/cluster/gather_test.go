@@ -23,6 +23,13 @@ func arrive(n *Node, client string) {
 	}
 }
 
+// arriveAll adds a write of each of clients.
+func arriveAll(n *Node, clients []string) {
+	for _, c := range clients {
+		arrive(n, c)
+	}
+}
+
 // applied hands the batch to Raft, as the proposer does, and records it as
 // applied after took.
 func applied(n *Node, g *gathering, took time.Duration) {
@@ -75,22 +82,16 @@ func TestTheNextEntryWaitsForTheReturningClients(t *testing.T) {
 	n := gatherNode()
 	g := gathering{max: time.Hour} // only the writes end these waits
 	a := clients("a", 4)
-	for _, c := range a {
-		arrive(n, c)
-	}
+	arriveAll(n, a)
 	applied(n, &g, 0) // the first entry: nobody returns yet, no wait
 	ended(t, gatherDone(n, &g), "an entry that took no time")
-	for _, c := range a {
-		arrive(n, c)
-	}
+	arriveAll(n, a)
 	applied(n, &g, time.Hour)
 	if g.answered != 4 || g.returning != 4 {
 		t.Fatalf("the second entry answered %d writes, %d of returning clients; want 4 and 4", g.answered, g.returning)
 	}
 	done := gatherDone(n, &g)
-	for _, c := range clients("x", 8) {
-		arrive(n, c) // enough writes, but of clients that did not write before
-	}
+	arriveAll(n, clients("x", 8)) // enough writes, but of clients that did not write before
 	for i, c := range a[:3] {
 		notEnded(t, done, fmt.Sprintf("%d of the 4 returning clients back", i))
 		arrive(n, c)
@@ -106,26 +107,18 @@ func TestGroupsThatTakeTurnsShareAnEntry(t *testing.T) {
 	n := gatherNode()
 	g := gathering{max: time.Hour}
 	a, b := clients("a", 4), clients("b", 4)
-	for _, c := range a {
-		arrive(n, c)
-	}
+	arriveAll(n, a)
 	applied(n, &g, time.Hour) // a
-	for _, c := range b {
-		arrive(n, c) // b came while a's entry was committed
-	}
+	arriveAll(n, b)           // b came while a's entry was committed
 	done := gatherDone(n, &g)
-	for _, c := range a {
-		arrive(n, c)
-	}
+	arriveAll(n, a)
 	ended(t, done, "as many writes as the entry answered came")
 	applied(n, &g, time.Hour) // b and a
 	if g.answered != 8 || g.returning != 4 {
 		t.Fatalf("the entry answered %d writes, %d of returning clients; want 8 and 4", g.answered, g.returning)
 	}
 	done = gatherDone(n, &g)
-	for _, c := range append(b, a...)[:7] {
-		arrive(n, c)
-	}
+	arriveAll(n, append(b, a...)[:7])
 	notEnded(t, done, "7 of the 8 back")
 	arrive(n, a[3])
 	ended(t, done, "all 8 came back")
@@ -141,9 +134,7 @@ func TestGroupsThatTakeTurnsShareAnEntry(t *testing.T) {
 func TestGatherWaitsForWritesOfAnyClient(t *testing.T) {
 	n := gatherNode()
 	g := gathering{max: time.Hour}
-	for _, c := range clients("r0-", 50) {
-		arrive(n, c)
-	}
+	arriveAll(n, clients("r0-", 50))
 	for round := range 4 {
 		applied(n, &g, time.Hour)
 		if g.answered != 50 || g.returning != 0 {
@@ -151,9 +142,7 @@ func TestGatherWaitsForWritesOfAnyClient(t *testing.T) {
 		}
 		done := gatherDone(n, &g)
 		next := clients(fmt.Sprintf("r%d-", round+1), 50)
-		for _, c := range next[:49] {
-			arrive(n, c)
-		}
+		arriveAll(n, next[:49])
 		notEnded(t, done, "49 of 50 writes")
 		arrive(n, next[49])
 		ended(t, done, "50 writes came")
@@ -166,9 +155,7 @@ func TestGatherWaitsForWritesOfAnyClient(t *testing.T) {
 func TestGatherEndsAtItsBounds(t *testing.T) {
 	n := gatherNode()
 	g := gathering{max: time.Hour}
-	for _, c := range clients("once", 4) {
-		arrive(n, c)
-	}
+	arriveAll(n, clients("once", 4))
 	applied(n, &g, 80*time.Millisecond)
 	start := time.Now()
 	ended(t, gatherDone(n, &g), "no write came")
@@ -178,9 +165,7 @@ func TestGatherEndsAtItsBounds(t *testing.T) {
 	ended(t, gatherDone(n, &g), "no entry applied since") // once per entry
 
 	for range 2 {
-		for _, c := range clients("again", 4) {
-			arrive(n, c)
-		}
+		arriveAll(n, clients("again", 4))
 		applied(n, &g, 80*time.Millisecond)
 	}
 	start = time.Now()
