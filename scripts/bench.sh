@@ -35,7 +35,7 @@
 set -euo pipefail
 
 SCENARIOS="throughput single_client pubsub_pair fanout"
-FULL="$SCENARIOS pattern_watchers fsync connections_4096 idle_10k rss_1m startup_1m keys_10m expiry_spike cluster pubsub_cluster security attach"
+FULL="$SCENARIOS go_floor pattern_watchers fsync connections_4096 idle_10k rss_1m startup_1m keys_10m expiry_spike cluster pubsub_cluster security attach"
 
 RUNS=3
 DURATION=10
@@ -524,6 +524,73 @@ scenario_pubsub_pair() {
 		row "$s" "server CPU µs/message" \
 			"$(fmt "$(med "pair-q$qos" .server_cpu_us_per_request)")" "$(fmt "$(med "mpair-q$qos" .server_cpu_us_per_request)")"
 	done
+}
+
+# The Go floor: redis-benchmark's GET at 1 and 64 connections against
+# Redis and against tools/tcpfloor resp-serve, a Go server that does
+# nothing but answer (a goroutine per connection reading its net.Conn as
+# Go's usual server does; the same with the reads and writes of
+# internal/rawio, as dss makes them; and the connections read by
+# internal/mqtt/readloop, as dss reads its own), beside dss bench's GET
+# against dss, all in the same run: what any Go server costs a request on
+# this machine, against which the single_client and throughput ratios can
+# be read.
+scenario_go_floor() {
+	local i mode
+	for i in $(seq 1 "$RUNS"); do
+		log "go floor run $i/$RUNS: redis"
+		start_redis
+		go_floor_bench "gf-redis" "$i"
+		stop_redis
+		for mode in goroutine rawio readloop; do
+			log "go floor run $i/$RUNS: tcpfloor resp-serve --mode $mode"
+			port_free "$FLOOR_PORT"
+			taskset -c "$SERVER_CPU" "$FLOOR" resp-serve --addr "127.0.0.1:$FLOOR_PORT" --mode "$mode" \
+				2>>"$WORK/floor.log" &
+			FLOOR_PID=$!
+			wait_port "$FLOOR_PORT"
+			REDIS_PORT=$FLOOR_PORT REDIS_PID=$FLOOR_PID go_floor_bench "gf-$mode" "$i"
+			stop_floor
+		done
+		log "go floor run $i/$RUNS: dss"
+		start_dss
+		dss_bench "gf-dss1.$i" --op get --clients 1 --keys 10000 --duration "${DURATION}s" --warmup 1s
+		dss_bench "gf-dss64.$i" --op get --clients 64 --inflight 1 --value-size 100 --keys 10000 --duration "${DURATION}s"
+		stop_dss
+	done
+	local c name label
+	for c in 1 64; do
+		for name in goroutine rawio readloop dss; do
+			case $name in
+			goroutine) label="Go floor, a goroutine per net.Conn" ;;
+			rawio) label="Go floor, a goroutine per connection, internal/rawio" ;;
+			readloop) label="Go floor, internal/mqtt/readloop and internal/rawio" ;;
+			dss) label="dss (dss bench)" ;;
+			esac
+			local p50 rps cpu
+			if [ "$name" = dss ]; then
+				p50=$(med "gf-dss$c" .latency_us.p50)
+				rps=$(med "gf-dss$c" .requests_per_second)
+				cpu=$(med "gf-dss$c" .server_cpu_us_per_request)
+			else
+				p50=$(med "gf-$name$c" p50_latency_ms csv)
+				rps=$(med "gf-$name$c" rps csv)
+				cpu=$(for i in $(seq 1 "$RUNS"); do cat "$WORK/gf-$name$c.$i.cpu"; done | median)
+			fi
+			row "GET, $c conn: $label / Redis" "p50 latency µs" "$(fmt "$p50")" "$(fmt "$(med "gf-redis$c" p50_latency_ms csv)")"
+			row "GET, $c conn: $label / Redis" "requests/s" "$(fmt "$rps" 0)" "$(fmt "$(med "gf-redis$c" rps csv)" 0)"
+			row "GET, $c conn: $label / Redis" "server CPU µs/request" "$(fmt "$cpu")" \
+				"$(fmt "$(for i in $(seq 1 "$RUNS"); do cat "$WORK/gf-redis$c.$i.cpu"; done | median)")"
+		done
+	done
+}
+
+# go_floor_bench NAME RUN: redis-benchmark's GET at 1 and 64 connections
+# against the server at REDIS_PORT (REDIS_PID), as NAME1.RUN and NAME64.RUN.
+go_floor_bench() {
+	redis_bench "$1-fill" -c 1 -P 1 -d 100 -r 10000 -t set -n 10000
+	redis_bench "${1}1.$2" -c 1 -P 1 -d 100 -r 10000 -t get -n $((4000 * DURATION))
+	redis_bench "${1}64.$2" -c 64 -P 1 -d 100 -r 10000 -t get -n $((50000 * DURATION))
 }
 
 # One SET reaching 1,000 watchers of the key (target: 50 ms median).

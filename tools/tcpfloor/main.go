@@ -14,7 +14,8 @@
 //	tcpfloor load --addr 127.0.0.1:18900 --conns 4096 --server-pid PID
 //
 // idle-serve and idle-load measure what an idle connection costs a Go
-// server (idle.go).
+// server (idle.go); resp-serve is a Redis-protocol server doing nothing
+// but answer, what any Go server costs a request (resp.go).
 package main
 
 import (
@@ -45,6 +46,8 @@ func main() {
 		err = runIdleServe(os.Args[2:])
 	case "idle-load":
 		err = runIdleLoad(os.Args[2:])
+	case "resp-serve":
+		err = runRESPServe(os.Args[2:])
 	default:
 		usage()
 	}
@@ -55,7 +58,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: tcpfloor serve|load|idle-serve|idle-load [flags] (tcpfloor serve -h, ...)")
+	fmt.Fprintln(os.Stderr, "usage: tcpfloor serve|load|idle-serve|idle-load|resp-serve [flags] (tcpfloor serve -h, ...)")
 	os.Exit(2)
 }
 
