@@ -88,7 +88,7 @@ func newRESPServer(addr, mode string, valueSize int) (*respServer, error) {
 	value = append(value, "\r\n"...)
 	s := &respServer{ln: ln, mode: mode, value: value, conns: map[net.Conn]bool{}}
 	if mode == "readloop" {
-		if s.loop, err = readloop.New[*respConn](respHandler{s}); err != nil {
+		if s.loop, err = readloop.New[*respConn](&respHandler{s: s, buf: make([]byte, 16<<10)}); err != nil {
 			_ = ln.Close()
 			return nil, err
 		}
@@ -278,15 +278,15 @@ func (s *respServer) addToLoop(c net.Conn) error {
 	return s.loop.Add(&rc.m, raw, rc)
 }
 
-// respHandler gives the loop's connections their turns.
-type respHandler struct{ s *respServer }
+// respHandler gives the loop's connections their turns, which read
+// into buf: they run on the loop's goroutine, one at a time.
+type respHandler struct {
+	s   *respServer
+	buf []byte
+}
 
-// loopBuf is the read buffer of the loop's turns, which run on one
-// goroutine.
-var loopBuf = make([]byte, 16<<10)
-
-func (h respHandler) Turn(rc *respConn, _ int64) error {
-	n, err := rawio.Read(rc.fd, loopBuf)
+func (h *respHandler) Turn(rc *respConn, _ int64) error {
+	n, err := rawio.Read(rc.fd, h.buf)
 	switch {
 	case err == syscall.EAGAIN:
 		return nil
@@ -295,15 +295,15 @@ func (h respHandler) Turn(rc *respConn, _ int64) error {
 	case n == 0:
 		return io.EOF
 	}
-	return rc.answer(loopBuf[:n], h.s.value, rawWriter{rc.raw})
+	return rc.answer(h.buf[:n], h.s.value, rawWriter{rc.raw})
 }
 
-func (h respHandler) Left(rc *respConn, _ error) {
+func (h *respHandler) Left(rc *respConn, _ error) {
 	// Closing waits for no turn: Left runs with the loop's lock held.
 	go h.s.drop(rc.c)
 }
 
-func (respHandler) RoundDone() {}
+func (*respHandler) RoundDone() {}
 
 // rawWriter writes to a connection's descriptor, waiting in the
 // runtime's poller while the socket's buffer is full (answers this small
