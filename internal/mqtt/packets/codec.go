@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io"
+	"strings"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -109,6 +110,30 @@ func writeBytes(b *bytes.Buffer, val []byte) {
 	b.WriteByte(byte(len(val) >> 8))
 	b.WriteByte(byte(len(val)))
 	b.Write(val)
+}
+
+// HasWildcard reports whether topic holds a wildcard character (+ or #),
+// which a topic name may not [MQTT-4.7.0-1]. Every request carries two
+// topics to test: two byte searches are several times quicker than
+// strings.ContainsAny's loop over the bytes.
+func HasWildcard(topic string) bool {
+	return strings.IndexByte(topic, '+') >= 0 || strings.IndexByte(topic, '#') >= 0
+}
+
+// writeUint16 writes val to b, big-endian.
+func writeUint16(b *bytes.Buffer, val uint16) {
+	b.WriteByte(byte(val >> 8))
+	b.WriteByte(byte(val))
+}
+
+// lengthSize is the number of bytes encodeLength writes for length.
+func lengthSize(length int) int {
+	n := 1
+	for length >= 128 {
+		length >>= 7
+		n++
+	}
+	return n
 }
 
 // encodeUint16 encodes a uint16 value to a byte array.

@@ -429,3 +429,15 @@ func TestDecodeLengthBytesMatchesDecodeLength(t *testing.T) {
 		}
 	}
 }
+
+// dss: lengthSize is the size of what encodeLength writes, at every
+// boundary of the variable byte integer.
+func TestLengthSizeMatchesEncodeLength(t *testing.T) {
+	for _, n := range []int{0, 1, 127, 128, 16383, 16384, 2097151, 2097152, 268435455} {
+		b := new(bytes.Buffer)
+		encodeLength(b, int64(n))
+		if got := lengthSize(n); got != b.Len() {
+			t.Errorf("lengthSize(%d) = %d, encodeLength wrote %d bytes", n, got, b.Len())
+		}
+	}
+}
