@@ -206,6 +206,10 @@ type loopState struct {
 	// has not come, which the loop holds; 0 when it holds none. For
 	// Options.PacketReadTimeout. dss.
 	partial atomic.Int64
+	// ownAcks counts the acknowledgements the connection's turn queued
+	// for it (ackAfterRound), which do not keep the turn from handling
+	// its next publish. Used on the loop's goroutine only.
+	ownAcks int32
 }
 
 // serving reports whether a read loop is handling a packet of the
@@ -395,6 +399,7 @@ func (cl *Client) turn(bufs *loopBuffers, now int64) error {
 		cl.Net.loop.serving.Store(false)
 	}()
 	cl.Net.loop.read.Store(now)
+	cl.Net.loop.ownAcks = 0
 	for {
 		if cl.Closed() || cl.readHeld() || cl.State.flow.slowedBy.Load() != nil {
 			return errHandBack // a held or slowed connection waits on its goroutine
@@ -458,7 +463,7 @@ func (cl *Client) handlesFast(pk []byte, header int) bool {
 	case packets.Puback:
 		return !cl.State.Inflight.HasParked()
 	case packets.Publish:
-		if atomic.LoadInt32(&cl.State.outboundQty) != 0 {
+		if atomic.LoadInt32(&cl.State.outboundQty) != cl.Net.loop.ownAcks {
 			return false // the connection's own writes wait: it waits too
 		}
 		if qos := pk[0] >> 1 & 3; qos <= 1 {
