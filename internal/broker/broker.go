@@ -251,9 +251,13 @@ func New(cfg Config) (*Broker, error) {
 		// The binding answers every request and copies what it keeps: a
 		// request is read into memory of its connection, reused by the
 		// next packet.
-		ConsumedTopic:  wire.RequestTopic,
-		ReadLoops:      readLoops(cfg.ReadLoops),
-		ConnectTimeout: cfg.ConnectTimeout,
+		ConsumedTopic: wire.RequestTopic,
+		ReadLoops:     readLoops(cfg.ReadLoops),
+		// Alone, a node's subscription events only count; in a cluster
+		// they wait for the other nodes' routes (binding.Subscribed), so
+		// a SUBSCRIBE goes to its connection's goroutine.
+		SubscribeOnLoop: cfg.Cluster == nil,
+		ConnectTimeout:  cfg.ConnectTimeout,
 		// A packet that stops arriving is not held for good, whatever
 		// the client's keep alive.
 		PacketReadTimeout:   max(cfg.PacketReadTimeout, 0),

@@ -32,15 +32,9 @@ func TestAReadLoopAcknowledgesPipelinedPublishesInOrder(t *testing.T) {
 	pub := dialLoop(t, addr, "pub", 30)
 	cl, ok := s.Clients.Get("pub")
 	require.True(t, ok)
-	handedBack := func() (n int64) {
-		for _, l := range s.readLoops {
-			n += l.handedBack.Load()
-		}
-		return n
-	}
 
 	const rounds, perWrite = 20, 10
-	before := handedBack()
+	before := handedBack(s)
 	id := uint16(0)
 	for r := 0; r < rounds; r++ {
 		require.Eventually(t, func() bool { return cl.Net.loop.parked.Load() }, 5*time.Second, time.Millisecond)
@@ -70,7 +64,7 @@ func TestAReadLoopAcknowledgesPipelinedPublishesInOrder(t *testing.T) {
 			require.Equal(t, fmt.Sprintf("%05d", want), string(got.Payload))
 		}
 	}
-	require.Equal(t, before, handedBack(), "pipelined publishes handed back to the connection's goroutine")
+	require.Equal(t, before, handedBack(s), "pipelined publishes handed back to the connection's goroutine")
 	require.Eventually(t, func() bool { return cl.State.outbound.held.Load() == 0 }, 5*time.Second, time.Millisecond)
 }
 

@@ -453,8 +453,9 @@ func (cl *Client) holdsPartial(partial bool, now int64) {
 // send quota it frees; a publish of QoS 0 or 1, or one to
 // Options.ConsumedTopic, when none of the connection's own writes is
 // waiting (a client that does not read what it is sent is not read
-// from). A QoS 2 publish, with its PUBREC and PUBREL, goes to the
-// goroutine.
+// from); a SUBSCRIBE or UNSUBSCRIBE under the same condition, with
+// Options.SubscribeOnLoop. A QoS 2 publish, with its PUBREC and PUBREL,
+// goes to the goroutine.
 func (cl *Client) handlesFast(pk []byte, header int) bool {
 	if cl.ops.receive == nil {
 		return false
@@ -472,6 +473,8 @@ func (cl *Client) handlesFast(pk []byte, header int) bool {
 		topic := cl.ops.options.ConsumedTopic
 		return topic != "" && len(pk)-header <= maxConsumedBuffer &&
 			publishesTo(pk[header:], topic)
+	case packets.Subscribe, packets.Unsubscribe:
+		return cl.ops.options.SubscribeOnLoop && atomic.LoadInt32(&cl.State.outboundQty) == cl.Net.loop.ownAcks
 	}
 	return false
 }
