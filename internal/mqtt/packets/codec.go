@@ -97,7 +97,7 @@ func encodeBool(b bool) byte {
 
 // writeString writes a length-prefixed string to b.
 //
-// dss: encodeString allocated whenever the string was longer than 30
+// dss: upstream's encodeString, gone, allocated whenever the string was longer than 30
 // bytes (topics, user properties) just to be copied into a buffer.
 func writeString(b *bytes.Buffer, val string) {
 	b.WriteByte(byte(len(val) >> 8))
@@ -148,15 +148,6 @@ func encodeUint32(val uint32) []byte {
 	buf := make([]byte, 4)
 	binary.BigEndian.PutUint32(buf, val)
 	return buf
-}
-
-// encodeString encodes a string to a byte array.
-func encodeString(val string) []byte {
-	// Like encodeBytes, we set the cap to a small number to avoid
-	// triggering allocation growth on append unless we absolutely need to.
-	buf := make([]byte, 2, 32)
-	binary.BigEndian.PutUint16(buf, uint16(len(val)))
-	return append(buf, []byte(val)...)
 }
 
 // encodeLength writes length bits for the header.

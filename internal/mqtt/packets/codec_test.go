@@ -383,18 +383,19 @@ func TestEncodeUint32(t *testing.T) {
 	require.Equal(t, []byte{255, 255, 255, 255}, result)
 }
 
-func TestEncodeString(t *testing.T) {
-	result := encodeString("testing")
-	require.Equal(t, []uint8{0x00, 0x07, 0x74, 0x65, 0x73, 0x74, 0x69, 0x6e, 0x67}, result)
-
-	result = encodeString("")
-	require.Equal(t, []uint8{0x00, 0x00}, result)
-
-	result = encodeString("a")
-	require.Equal(t, []uint8{0x00, 0x01, 0x61}, result)
-
-	result = encodeString("b")
-	require.NotEqual(t, []uint8{0x00, 0x00}, result)
+func TestWriteString(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []byte
+	}{
+		{"testing", []byte{0x00, 0x07, 0x74, 0x65, 0x73, 0x74, 0x69, 0x6e, 0x67}},
+		{"", []byte{0x00, 0x00}},
+		{"a", []byte{0x00, 0x01, 0x61}},
+	} {
+		var b bytes.Buffer
+		writeString(&b, c.in)
+		require.Equal(t, c.want, b.Bytes(), "%q", c.in)
+	}
 }
 
 func TestEncodeLength(t *testing.T) {
