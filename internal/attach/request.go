@@ -101,7 +101,7 @@ func (a *Attacher) handleRequest(p *paho.Publish) {
 	// A cluster recognises a request sent again by these.
 	c.op.Client, c.op.Correlation = who, c.correlation
 	verb := c.op.Request.Verb
-	a.metrics.Requests.WithLabelValues(verb.String()).Inc()
+	a.metrics.Count(verb)
 	if verb == wire.VerbScan {
 		// A page must fit the largest packet the broker takes from dss;
 		// the broker does not say what its requester takes.

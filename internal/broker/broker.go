@@ -251,9 +251,13 @@ func New(cfg Config) (*Broker, error) {
 		// The binding answers every request and copies what it keeps: a
 		// request is read into memory of its connection, reused by the
 		// next packet.
-		ConsumedTopic:  wire.RequestTopic,
-		ReadLoops:      readLoops(cfg.ReadLoops),
-		ConnectTimeout: cfg.ConnectTimeout,
+		ConsumedTopic: wire.RequestTopic,
+		ReadLoops:     readLoops(cfg.ReadLoops),
+		// Alone, a node's subscription events only count; in a cluster
+		// they wait for the other nodes' routes (binding.Subscribed), so
+		// a SUBSCRIBE goes to its connection's goroutine.
+		SubscribeOnLoop: cfg.Cluster == nil,
+		ConnectTimeout:  cfg.ConnectTimeout,
 		// A packet that stops arriving is not held for good, whatever
 		// the client's keep alive.
 		PacketReadTimeout:   max(cfg.PacketReadTimeout, 0),
@@ -453,11 +457,14 @@ func (b *Broker) notify(cl *mqtt.Client, pk *packets.Packet) {
 // owner, if not nil, owns the memory pk refers to (see reply); the broker
 // retains it for every copy it keeps. publishWithAck reports whether the
 // caller may release its own hold: not after the broker's general routing,
-// whose copies do not count themselves.
+// whose copies do not count themselves. pk.Created is set to now unless
+// the caller set it.
 func (b *Broker) publishWithAck(pk *packets.Packet, requester *mqtt.Client, ack *packets.Packet, now bool, owner packets.Owner) bool {
 	pk.FixedHeader.Type = packets.Publish
 	pk.Origin = inlineClientID
-	pk.Created = time.Now().Unix()
+	if pk.Created == 0 {
+		pk.Created = time.Now().Unix()
+	}
 	own, rt := b.forRequester(requester, pk.TopicName)
 	if own != nil {
 		pk.Owner = owner

@@ -43,6 +43,8 @@ var coreEdge = []string{
 	"*mqtt.Server.InjectPacket", "*mqtt.TopicsIndex.Route", "*mqtt.TopicsIndex.RoutesVersion",
 	"*mqtt.Route.Version", "*mqtt.Clients.Get",
 	"*mqtt.Client.WriteNow", "*mqtt.Client.Queue", "*mqtt.Client.Write",
+	// A request's response topic, which may not hold a wildcard.
+	"packets.HasWildcard",
 	// Back-pressure per connection (requests in hand).
 	"*mqtt.Client.BeginPending", "*mqtt.Client.EndPending",
 	// Connections that end or are ended.

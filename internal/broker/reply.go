@@ -26,9 +26,11 @@ import (
 type reply struct {
 	refs atomic.Int32
 	user [3]packets.UserProperty
-	// buf holds the topic, the correlation data and the version's text
-	// (up to versionRoom bytes), in that order.
-	buf [216]byte // with the rest, 320 bytes: a size class of the allocator
+	// buf holds the topic, the correlation data, the version's text (up
+	// to versionRoom bytes) and a GET's value, in that order: the
+	// vendor's response topics (70 to 100 bytes), 16 bytes of
+	// correlation data and a value of 100 bytes fit.
+	buf [408]byte // with the rest, 512 bytes: a size class of the allocator
 }
 
 // versionRoom is the most a version's text takes: 19 digits of
@@ -72,9 +74,11 @@ func (c *call) keep(topic string, correlation []byte) {
 }
 
 // versioned returns the envelope of a response with a version, in c's
-// reply.
+// reply; the room left in the reply (c.spare) is after the version's
+// text.
 func (c *call) versioned(version hlc.Timestamp) []packets.UserProperty {
 	text := version.AppendText(c.spare[:0])
+	c.spare = text[len(text):]
 	c.reply.user = [3]packets.UserProperty{
 		okNoVersion[0],
 		okNoVersion[1],

@@ -30,7 +30,7 @@ type call struct {
 	reply         *reply
 	responseTopic string // in reply
 	correlation   []byte // in reply
-	spare         []byte // the room left in reply, for the version's text
+	spare         []byte // the room left in reply, for the version's text and a GET's value
 	// response and ack are the response and the request's PUBACK while
 	// they are handed to the broker.
 	response, ack packets.Packet
@@ -103,7 +103,7 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 		b.metrics.Disconnects.Inc()
 		_ = b.srv.DisconnectClient(cl, codeForbiddenResponse)
 		return
-	case strings.ContainsAny(props.ResponseTopic, "+#"):
+	case packets.HasWildcard(props.ResponseTopic):
 		b.refuse(cl, "wildcard response topic", codeWildcardResponse)
 		b.ack(cl, pk, packets.Puback, codeWildcardResponse)
 		return
@@ -139,7 +139,7 @@ func (b *Broker) handleRequest(cl *mqtt.Client, pk *packets.Packet) {
 	// A cluster recognises a request sent again by these; both live as
 	// long as the call.
 	c.op.Client, c.op.Correlation = cl.ID, c.correlation
-	b.metrics.Requests.WithLabelValues(req.Verb.String()).Inc()
+	b.metrics.Count(req.Verb)
 	if req.Verb == wire.VerbScan {
 		prepareScan(c)
 	}

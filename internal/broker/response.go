@@ -18,11 +18,12 @@ func (b *Broker) complete(op *engine.Op) {
 	if err := op.Result.Err; err != nil {
 		b.metrics.Errors.WithLabelValues(err.Text()).Inc()
 	}
-	payload := service.Payload(op)
 	user := okNoVersion
 	if service.HasVersion(op) {
 		user = c.versioned(op.Result.Version)
 	}
+	// A GET's value goes into the reply too, after the version's text.
+	payload := service.PayloadIn(c.spare, op)
 	if ttl, ok := service.TTLProperty(op); ok {
 		// Rare (asked for, and a key that expires): its own slice, not
 		// the reply's.
@@ -59,12 +60,14 @@ func (b *Broker) respondUnsupportedVersion(c *call, version string) {
 // after the journal, which must not wait for any one connection (see
 // publishWithAck).
 func (b *Broker) respond(c *call, payload []byte, user []packets.UserProperty, now bool) {
-	b.metrics.traffic.Latency.Observe(c.op.Request.Verb, time.Since(c.start))
+	done := time.Now()
+	b.metrics.traffic.Latency.Observe(c.op.Request.Verb, done.Sub(c.start))
 	// The packets are built in the call (zero since newCall), not on this
 	// goroutine's stack: 800 bytes each, they grew the stack of every
 	// connection. The broker copies what it keeps of them.
 	pk := &c.response
 	pk.FixedHeader.Qos = 1
+	pk.Created = done.Unix()
 	pk.TopicName = c.responseTopic
 	pk.Payload = payload
 	pk.Properties.CorrelationData = c.correlation

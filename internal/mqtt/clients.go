@@ -940,6 +940,12 @@ func (cl *Client) Write(pks ...*packets.Packet) error {
 	if cl.serving() {
 		return cl.writeFromLoop(pks)
 	}
+	if cl.State.outbound.held.Load() > 0 {
+		// dss: behind the acknowledgements a read loop queued, which go
+		// out in the order of the publishes [MQTT-4.6.0-2], and the rest
+		// of a packet partly written.
+		return cl.queueCopies(pks)
+	}
 	return cl.writePacketsWaiting(pks)
 }
 

@@ -75,16 +75,20 @@ func (h *echoHook) disconnectError(id string) (error, bool) {
 }
 
 // loopServer starts a server with one read loop (where the system has
-// them) and the echo hook on a
-// loopback port, and returns it with its address.
-func loopServer(t *testing.T, h *echoHook, readBuffer int) (*Server, string) {
+// them) and the echo hook on a loopback port, and returns it with its
+// address; opts, if any, change its options first.
+func loopServer(t *testing.T, h *echoHook, readBuffer int, opts ...func(*Options)) (*Server, string) {
 	t.Helper()
-	s := New(&Options{
+	o := &Options{
 		Logger:                  logger,
 		ConsumedTopic:           loopTopic,
 		ReadLoops:               1,
 		ClientNetReadBufferSize: readBuffer,
-	})
+	}
+	for _, f := range opts {
+		f(o)
+	}
+	s := New(o)
 	s.use(h)
 	l := listeners.NewTCP(listeners.Config{ID: "t", Address: "127.0.0.1:0"})
 	require.NoError(t, s.AddListener(l))

@@ -206,6 +206,10 @@ type loopState struct {
 	// has not come, which the loop holds; 0 when it holds none. For
 	// Options.PacketReadTimeout. dss.
 	partial atomic.Int64
+	// ownAcks counts the acknowledgements the connection's turn queued
+	// for it (ackAfterRound), which do not keep the turn from handling
+	// its next publish. Used on the loop's goroutine only.
+	ownAcks int32
 }
 
 // serving reports whether a read loop is handling a packet of the
@@ -395,6 +399,7 @@ func (cl *Client) turn(bufs *loopBuffers, now int64) error {
 		cl.Net.loop.serving.Store(false)
 	}()
 	cl.Net.loop.read.Store(now)
+	cl.Net.loop.ownAcks = 0
 	for {
 		if cl.Closed() || cl.readHeld() || cl.State.flow.slowedBy.Load() != nil {
 			return errHandBack // a held or slowed connection waits on its goroutine
@@ -448,8 +453,9 @@ func (cl *Client) holdsPartial(partial bool, now int64) {
 // send quota it frees; a publish of QoS 0 or 1, or one to
 // Options.ConsumedTopic, when none of the connection's own writes is
 // waiting (a client that does not read what it is sent is not read
-// from). A QoS 2 publish, with its PUBREC and PUBREL, goes to the
-// goroutine.
+// from); a SUBSCRIBE or UNSUBSCRIBE under the same condition, with
+// Options.SubscribeOnLoop. A QoS 2 publish, with its PUBREC and PUBREL,
+// goes to the goroutine.
 func (cl *Client) handlesFast(pk []byte, header int) bool {
 	if cl.ops.receive == nil {
 		return false
@@ -458,7 +464,7 @@ func (cl *Client) handlesFast(pk []byte, header int) bool {
 	case packets.Puback:
 		return !cl.State.Inflight.HasParked()
 	case packets.Publish:
-		if atomic.LoadInt32(&cl.State.outboundQty) != 0 {
+		if atomic.LoadInt32(&cl.State.outboundQty) != cl.Net.loop.ownAcks {
 			return false // the connection's own writes wait: it waits too
 		}
 		if qos := pk[0] >> 1 & 3; qos <= 1 {
@@ -467,6 +473,8 @@ func (cl *Client) handlesFast(pk []byte, header int) bool {
 		topic := cl.ops.options.ConsumedTopic
 		return topic != "" && len(pk)-header <= maxConsumedBuffer &&
 			publishesTo(pk[header:], topic)
+	case packets.Subscribe, packets.Unsubscribe:
+		return cl.ops.options.SubscribeOnLoop && atomic.LoadInt32(&cl.State.outboundQty) == cl.Net.loop.ownAcks
 	}
 	return false
 }

@@ -323,6 +323,15 @@ func pollServerSide(t *testing.T, cl *Client, want int16) bool {
 // and never hands the connection back to a goroutine for them (which
 // cost two epoll_ctl calls and a hand-off per message); the subscriber
 // gets every message, in order.
+// handedBack counts the turns of s's read loops that handed their
+// connection back to its goroutine.
+func handedBack(s *Server) (n int64) {
+	for _, l := range s.readLoops {
+		n += l.handedBack.Load()
+	}
+	return n
+}
+
 func TestReadLoopRoutesPublishesItself(t *testing.T) {
 	if !ReadLoopsAvailable {
 		t.Skip("no read loops here")
@@ -335,12 +344,6 @@ func TestReadLoopRoutesPublishesItself(t *testing.T) {
 	pub := dialLoop(t, addr, "pub", 30)
 	cl, ok := s.Clients.Get("pub")
 	require.True(t, ok)
-	handedBack := func() (n int64) {
-		for _, l := range s.readLoops {
-			n += l.handedBack.Load()
-		}
-		return n
-	}
 	// The subscriber's writes, which a worker made, are the round's.
 	written := func() (n int64) {
 		for _, l := range s.readLoops {
@@ -348,7 +351,7 @@ func TestReadLoopRoutesPublishesItself(t *testing.T) {
 		}
 		return n
 	}
-	before, wrote := handedBack(), written()
+	before, wrote := handedBack(s), written()
 	for i := 0; i < 40; i++ {
 		// The connection is parked again after each message: the next
 		// is read by the loop.
@@ -385,7 +388,7 @@ func TestReadLoopRoutesPublishesItself(t *testing.T) {
 			sub.write(buf.Bytes())
 		}
 	}
-	require.Equal(t, before, handedBack(), "publishes handed back to a goroutine")
+	require.Equal(t, before, handedBack(s), "publishes handed back to a goroutine")
 	// A round counts a queue once its write returned: the subscriber
 	// may have read the last message by then. A delivery whose
 	// subscriber's writer is busy when the round ends goes to that

@@ -17,11 +17,15 @@ import (
 // state store answers a request with its PUBACK and its response together.
 //
 // raw, when set instead, is bytes already encoded that the connection
-// did not take at once (see WriteNow); it is written as it is.
+// did not take at once (see WriteNow), or, with ownAck, the acknowledgement
+// of a publish of the client's that goes out after the deliveries of the
+// read loop's round that routed it (see ackAfterRound); it is written as
+// it is.
 type pendingWrite struct {
-	pk  *packets.Packet
-	ack *packets.Packet
-	raw []byte
+	pk     *packets.Packet
+	ack    *packets.Packet
+	raw    []byte
+	ownAck bool
 }
 
 // outboundQueue holds the packets waiting for the client's writer.
@@ -49,6 +53,22 @@ type outboundQueue struct {
 	// the client's writer may run (startWriting).
 	writer bool
 	on     bool
+	// held counts the entries that a Write of the client's own must not
+	// overtake (precedes): while there are any, it queues behind them
+	// (Client.Write). dss.
+	held atomic.Int32
+}
+
+// precedes reports whether w must go out before the client's later
+// writes: an acknowledgement of a publish of the client's, which keep
+// the order of the publishes [MQTT-4.6.0-2] [MQTT-4.6.0-3], or the rest
+// of a packet partly written.
+func (w *pendingWrite) precedes() bool {
+	if w.ownAck || w.ack != nil || w.raw != nil {
+		return true
+	}
+	t := w.pk.FixedHeader.Type
+	return t == packets.Puback || t == packets.Pubrec
 }
 
 // wantsWriter reports whether a writer must be started for what the
@@ -69,7 +89,12 @@ func (q *outboundQueue) push(w pendingWrite, max int) (queued, start bool) {
 	if max > 0 && len(q.items) >= max {
 		return false, false
 	}
-	w.pk.Retain() // dss: released by the writer once written
+	if w.pk != nil {
+		w.pk.Retain() // dss: released by the writer once written
+	}
+	if w.precedes() {
+		q.held.Add(1)
+	}
 	q.items = append(q.items, w)
 	return true, q.wantsWriter()
 }
@@ -125,6 +150,7 @@ func (q *outboundQueue) giveBack(rest []byte) (start bool) {
 		q.items = append(q.items, pendingWrite{})
 		copy(q.items[1:], q.items)
 		q.items[0] = pendingWrite{raw: rest}
+		q.held.Add(1)
 	}
 	q.writing = false
 	return q.wantsWriter()
@@ -166,6 +192,7 @@ func (cl *Client) giveBackToken(rest []byte) {
 type writerScratch struct {
 	batch []pendingWrite
 	pks   []*packets.Packet
+	sizes []int
 }
 
 var writerScratches = sync.Pool{New: func() any { return new(writerScratch) }}
@@ -189,6 +216,7 @@ func (cl *Client) writeOut() {
 		for len(batch) > 0 {
 			if batch[0].raw != nil {
 				cl.writeRaw(batch[0].raw)
+				q.held.Add(-1)
 				atomic.AddInt32(&cl.State.outboundQty, -1)
 				batch[0] = pendingWrite{}
 				batch = batch[1:]
@@ -235,10 +263,20 @@ func packetsOf(pks []*packets.Packet, batch []pendingWrite) ([]*packets.Packet, 
 
 // written lets go of batch's entries once their packets are encoded (the
 // write buffer has their bytes): the packets are released and the
-// queue's count drops by them.
+// queue's counts drop by them.
 func (cl *Client) written(batch []pendingWrite) {
-	for _, w := range batch {
-		w.pk.Release()
+	held := int32(0)
+	for i := range batch {
+		w := &batch[i]
+		if w.pk != nil {
+			w.pk.Release()
+		}
+		if w.precedes() {
+			held++
+		}
+	}
+	if held > 0 {
+		cl.State.outbound.held.Add(-held)
 	}
 	atomic.AddInt32(&cl.State.outboundQty, -int32(len(batch)))
 	clear(batch)

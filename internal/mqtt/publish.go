@@ -5,10 +5,12 @@
 package mqtt
 
 import (
+	"bytes"
 	"errors"
 	"sync/atomic"
 	"time"
 
+	"github.com/dssio/dss/internal/mqtt/mempool"
 	"github.com/dssio/dss/internal/mqtt/packets"
 )
 
@@ -269,7 +271,35 @@ func (s *Server) publishAccepted(cl *Client, pk *packets.Packet) error {
 	if s.publishAwaiting(cl, pk, &ack) {
 		return nil
 	}
+	if round := cl.Net.loop.round; round != nil && pk.FixedHeader.Qos == 1 {
+		return s.ackAfterRound(cl, &ack, round)
+	}
 	return s.finishPublish(cl, pk, &ack)
+}
+
+// ackAfterRound acknowledges a QoS 1 publish of cl's that a read loop's
+// turn routed: the PUBACK is queued for cl behind the round's deliveries,
+// which the round writes when it ends (writeRound), so that the
+// subscribers get the message before the publisher learns it went out.
+// Written at once, the PUBACK cost the subscribers a write and the
+// publisher's wake-up before theirs: 10 to 40 % of one publisher's round
+// trip to one subscriber. A publisher's acknowledgements keep their order
+// [MQTT-4.6.0-2]: its later ones queue behind (Client.Write).
+func (s *Server) ackAfterRound(cl *Client, ack *packets.Packet, round *writeRound) error {
+	buf := mempool.GetBuffer()
+	err := cl.encodePacket(ack, buf)
+	raw := bytes.Clone(buf.Bytes())
+	mempool.PutBuffer(buf)
+	if err != nil {
+		return err
+	}
+	cl.enqueueBounded(pendingWrite{raw: raw, ownAck: true}, false, round)
+	cl.Net.loop.ownAcks++
+	if ok := cl.State.Inflight.DeleteInbound(ack.PacketID); ok {
+		atomic.AddInt64(&s.Info.Inflight, -1)
+	}
+	cl.State.Inflight.IncreaseReceiveQuota()
+	return nil
 }
 
 // finishPublish acknowledges pk, a QoS 1 or 2 publish of cl that was

@@ -133,6 +133,15 @@ type Options struct {
 	// woken per request costs twice the CPU of a loop's turn.
 	ReadLoops int
 
+	// SubscribeOnLoop says that Subscriptions' events return without
+	// waiting, so that a read loop serves SUBSCRIBE and UNSUBSCRIBE in
+	// its turn, as it does publishes. Otherwise it hands them back to the
+	// connection's goroutine, and a publish another connection sent
+	// right after a SUBSCRIBE could be routed before the subscription
+	// exists (the loop routes it while the goroutine is being woken).
+	// dss.
+	SubscribeOnLoop bool
+
 	// ConnectTimeout bounds the time a new connection has to send its
 	// whole CONNECT packet; 0 waits for ever. dss: a connection that
 	// never sent one (or one byte a second) was kept for good.

@@ -73,9 +73,20 @@ func (cl *Client) writeNoWait(pks []*packets.Packet) ([]byte, error) {
 	defer mempool.PutBuffer(buf)
 	sizes := make([]int, len(pks))
 	encodeErr := cl.encodePackets(pks, buf, sizes)
-	data := buf.Bytes()
+	rest, err := cl.writeBytesNoWait(buf.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	cl.packetsSent(pks, sizes)
+	return rest, encodeErr
+}
+
+// writeBytesNoWait writes data as far as the connection takes it without
+// waiting, and returns a copy of the bytes it did not write. The caller
+// holds the connection's write lock and the queue's write token.
+func (cl *Client) writeBytesNoWait(data []byte) ([]byte, error) {
 	if len(data) == 0 {
-		return nil, encodeErr
+		return nil, nil
 	}
 	w := &cl.Net.writer
 	w.data, w.n, w.err = data, 0, nil
@@ -92,11 +103,10 @@ func (cl *Client) writeNoWait(pks []*packets.Packet) ([]byte, error) {
 		return nil, err
 	}
 	atomic.AddInt64(&cl.ops.info.BytesSent, int64(len(data)))
-	cl.packetsSent(pks, sizes)
 	if n == len(data) {
-		return nil, encodeErr
+		return nil, nil
 	}
-	return append([]byte(nil), data[n:]...), encodeErr
+	return append([]byte(nil), data[n:]...), nil
 }
 
 // fdWriter writes to a descriptor as far as it takes data without
@@ -133,6 +143,13 @@ func (cl *Client) writeFromLoop(pks []*packets.Packet) error {
 	if written || err != nil {
 		return err
 	}
+	return cl.queueCopies(pks)
+}
+
+// queueCopies queues copies of pks for the client's writer, behind what
+// is queued. A client whose queue is full, which reads nothing of what it
+// is sent, loses them.
+func (cl *Client) queueCopies(pks []*packets.Packet) error {
 	for _, pk := range pks {
 		queued := new(packets.Packet)
 		*queued = *pk

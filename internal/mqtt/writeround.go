@@ -2,7 +2,11 @@
 
 package mqtt
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/dssio/dss/internal/mqtt/mempool"
+)
 
 // dss: a read loop that routes a publish in its turn queues the
 // deliveries for the subscribers' writers, as any goroutine does; but
@@ -60,26 +64,22 @@ func (cl *Client) flushQueue(sc *writerScratch) (whole bool) {
 		cl.Net.writeMu.Unlock()
 		return false // empty, or a WriteNow is under way; it starts a writer when done
 	}
-	pks, n := packetsOf(sc.pks[:0], batch)
-	if n < len(batch) {
-		clear(pks)
-		sc.pks = pks[:0]
-		q.putBack(batch)
+	if len(batch) > writeBatch {
+		q.putBack(batch) // a burst: the worker writes it in batches
 		cl.Net.writeMu.Unlock()
 		clear(batch)
 		cl.ops.workers.write(cl)
 		return false
 	}
-	rest, err := cl.writeNoWait(pks)
+	rest, err := cl.writeEntriesNoWait(batch, sc)
 	cl.Net.writeMu.Unlock()
 	if err != nil {
 		cl.ops.log.Debug("failed publishing packet", "error", err, "client", cl.ID)
 	}
 	cl.written(batch)
-	clear(pks)
-	sc.pks = pks[:0]
 	if len(rest) > 0 {
 		atomic.AddInt32(&cl.State.outboundQty, 1)
+		q.held.Add(1)
 		q.putBack([]pendingWrite{{raw: rest}})
 		cl.ops.workers.write(cl)
 		return false
@@ -91,6 +91,39 @@ func (cl *Client) flushQueue(sc *writerScratch) (whole bool) {
 	}
 	cl.ops.workers.write(cl) // queued while the round wrote
 	return true
+}
+
+// writeEntriesNoWait encodes batch's entries in their order, packets and
+// bytes already encoded alike, and writes them as writeNoWait does.
+func (cl *Client) writeEntriesNoWait(batch []pendingWrite, sc *writerScratch) ([]byte, error) {
+	buf := mempool.GetBuffer()
+	defer mempool.PutBuffer(buf)
+	var encodeErr error
+	pks := sc.pks[:0]
+	sizes := sc.sizes[:0]
+	for _, w := range batch {
+		if w.raw != nil {
+			buf.Write(w.raw)
+			continue
+		}
+		start := len(pks)
+		if w.ack != nil {
+			pks = append(pks, w.ack)
+		}
+		pks = append(pks, w.pk)
+		sizes = append(sizes, make([]int, len(pks)-start)...)
+		if err := cl.encodePackets(pks[start:], buf, sizes[start:]); err != nil && encodeErr == nil {
+			encodeErr = err
+		}
+	}
+	rest, err := cl.writeBytesNoWait(buf.Bytes())
+	if err == nil {
+		cl.packetsSent(pks, sizes)
+		err = encodeErr
+	}
+	clear(pks)
+	sc.pks, sc.sizes = pks[:0], sizes[:0]
+	return rest, err
 }
 
 // putBack returns entries the writer took, ahead of what was queued

@@ -1,11 +1,18 @@
 package service
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dssio/dss/internal/wire"
+)
 
 // RequestMetrics are the state store's request metrics, with the same
 // names in dss serve and dss attach so that dashboards read either.
 type RequestMetrics struct {
-	Requests      *prometheus.CounterVec // by verb
+	Requests *prometheus.CounterVec // by verb; count with Count
+	// requests holds Requests' counter of each verb, looked up once:
+	// a lookup by label hashes the label on every request.
+	requests      [wire.VerbKeyInfo + 1]prometheus.Counter
 	Refused       *prometheus.CounterVec // requests not executed, by reason
 	Errors        *prometheus.CounterVec // requests answered with -ERR, by text
 	Notifications prometheus.Counter
@@ -14,7 +21,7 @@ type RequestMetrics struct {
 
 // NewRequestMetrics returns unregistered request metrics.
 func NewRequestMetrics() RequestMetrics {
-	return RequestMetrics{
+	m := RequestMetrics{
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dss_requests_total", Help: "State store requests executed, by verb.",
 		}, []string{"verb"}),
@@ -31,6 +38,19 @@ func NewRequestMetrics() RequestMetrics {
 			Name: "dss_keynotify_registrations", Help: "Current KEYNOTIFY registrations.",
 		}),
 	}
+	for v := wire.VerbSet; int(v) < len(m.requests); v++ {
+		m.requests[v] = m.Requests.WithLabelValues(v.String())
+	}
+	return m
+}
+
+// Count counts a request of verb v in Requests.
+func (m *RequestMetrics) Count(v wire.Verb) {
+	if int(v) < len(m.requests) && m.requests[v] != nil {
+		m.requests[v].Inc()
+		return
+	}
+	m.Requests.WithLabelValues(v.String()).Inc()
 }
 
 // Collectors returns the request metrics, for registration.

@@ -18,14 +18,24 @@ type Property struct {
 // Payload returns the RESP3 payload of the response to a finished op. The
 // payloads that are not a value, a listing or an error are shared by
 // every response: the caller must not modify what it gets.
-func Payload(op *engine.Op) []byte {
+func Payload(op *engine.Op) []byte { return PayloadIn(nil, op) }
+
+// PayloadIn is Payload, with a GET's value framed in room's spare
+// capacity (from room[len(room)]) when it fits there, in memory of its
+// own otherwise: a caller that holds memory for the response anyway
+// saves an allocation per GET.
+func PayloadIn(room []byte, op *engine.Op) []byte {
 	r := &op.Result
 	switch {
 	case r.Err != nil:
 		return resp.AppendError(make([]byte, 0, 6+len(r.Err.Text())), "ERR "+r.Err.Text())
 	case op.Request.Verb == wire.VerbGet:
 		if r.Found {
-			return resp.AppendBulk(make([]byte, 0, len(r.Value)+16), r.Value)
+			dst := room[len(room):]
+			if n := len(r.Value) + 16; cap(dst) < n {
+				dst = make([]byte, 0, n)
+			}
+			return resp.AppendBulk(dst, r.Value)
 		}
 		return replyNull
 	case op.Request.Verb == wire.VerbKeyInfo:

@@ -159,6 +159,12 @@ func (m *Machine) Lookup(key []byte) (value []byte, version hlc.Timestamp, ok bo
 // Expired reports whether key is stored but past its deadline at now, so
 // that a proposer can expire it before it proposes another command on it.
 func (m *Machine) Expired(key []byte, now int64) bool {
+	if len(m.deadlineOf) == 0 {
+		// No key has a deadline (every one that has is in deadlineOf):
+		// a write to a store without expiring keys looks its key up once,
+		// not twice.
+		return false
+	}
 	s, found := m.lookup(key)
 	return found && m.expiredAt(s, now)
 }

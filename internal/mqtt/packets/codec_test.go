@@ -383,18 +383,19 @@ func TestEncodeUint32(t *testing.T) {
 	require.Equal(t, []byte{255, 255, 255, 255}, result)
 }
 
-func TestEncodeString(t *testing.T) {
-	result := encodeString("testing")
-	require.Equal(t, []uint8{0x00, 0x07, 0x74, 0x65, 0x73, 0x74, 0x69, 0x6e, 0x67}, result)
-
-	result = encodeString("")
-	require.Equal(t, []uint8{0x00, 0x00}, result)
-
-	result = encodeString("a")
-	require.Equal(t, []uint8{0x00, 0x01, 0x61}, result)
-
-	result = encodeString("b")
-	require.NotEqual(t, []uint8{0x00, 0x00}, result)
+func TestWriteString(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []byte
+	}{
+		{"testing", []byte{0x00, 0x07, 0x74, 0x65, 0x73, 0x74, 0x69, 0x6e, 0x67}},
+		{"", []byte{0x00, 0x00}},
+		{"a", []byte{0x00, 0x01, 0x61}},
+	} {
+		var b bytes.Buffer
+		writeString(&b, c.in)
+		require.Equal(t, c.want, b.Bytes(), "%q", c.in)
+	}
 }
 
 func TestEncodeLength(t *testing.T) {
@@ -426,6 +427,18 @@ func TestDecodeLengthBytesMatchesDecodeLength(t *testing.T) {
 		n2, bu2, err2 := decodeLengthBytes(in)
 		if n1 != n2 || bu1 != bu2 || !errors.Is(err2, err1) {
 			t.Errorf("% x: DecodeLength = %d, %d, %v; decodeLengthBytes = %d, %d, %v", in, n1, bu1, err1, n2, bu2, err2)
+		}
+	}
+}
+
+// dss: lengthSize is the size of what encodeLength writes, at every
+// boundary of the variable byte integer.
+func TestLengthSizeMatchesEncodeLength(t *testing.T) {
+	for _, n := range []int{0, 1, 127, 128, 16383, 16384, 2097151, 2097152, 268435455} {
+		b := new(bytes.Buffer)
+		encodeLength(b, int64(n))
+		if got := lengthSize(n); got != b.Len() {
+			t.Errorf("lengthSize(%d) = %d, encodeLength wrote %d bytes", n, got, b.Len())
 		}
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/dssio/dss/internal/mqtt/mempool"
@@ -680,28 +679,35 @@ func (pk *Packet) PublishEncode(buf *bytes.Buffer) error {
 	if err := pk.fieldsFit(); err != nil {
 		return err // dss
 	}
-	nb := mempool.GetBuffer()
-	defer mempool.PutBuffer(nb)
+	if pk.FixedHeader.Qos > 0 && pk.PacketID == 0 {
+		return ErrProtocolViolationNoPacketID // [MQTT-2.2.1-2]
+	}
 
-	writeString(nb, pk.TopicName) // [MQTT-3.3.2-1]
-
+	// dss: the sizes are known before anything is written, so the packet
+	// goes straight into buf, but for its properties, whose size is known
+	// once they are encoded.
+	head := 2 + len(pk.TopicName) // [MQTT-3.3.2-1]
 	if pk.FixedHeader.Qos > 0 {
-		if pk.PacketID == 0 {
-			return ErrProtocolViolationNoPacketID // [MQTT-2.2.1-2]
-		}
-		nb.Write(encodeUint16(pk.PacketID))
+		head += 2
 	}
-
+	var props *bytes.Buffer
 	if pk.ProtocolVersion == 5 {
-		pb := mempool.GetBuffer()
-		defer mempool.PutBuffer(pb)
-		pk.Properties.Encode(pk.FixedHeader.Type, pk.Mods, pb, nb.Len()+len(pk.Payload))
-		nb.Write(pb.Bytes())
+		props = mempool.GetBuffer()
+		defer mempool.PutBuffer(props)
+		pk.Properties.encodeBody(pk.FixedHeader.Type, pk.Mods, props, head+len(pk.Payload))
+		head += lengthSize(props.Len()) + props.Len()
 	}
 
-	pk.FixedHeader.Remaining = nb.Len() + len(pk.Payload)
+	pk.FixedHeader.Remaining = head + len(pk.Payload)
 	pk.FixedHeader.Encode(buf)
-	buf.Write(nb.Bytes())
+	writeString(buf, pk.TopicName)
+	if pk.FixedHeader.Qos > 0 {
+		writeUint16(buf, pk.PacketID)
+	}
+	if props != nil {
+		encodeLength(buf, int64(props.Len()))
+		buf.Write(props.Bytes())
+	}
 	buf.Write(pk.Payload)
 
 	return nil
@@ -748,7 +754,7 @@ func (pk *Packet) PublishValidate(topicAliasMaximum uint16) Code {
 		return ErrProtocolViolationSurplusPacketID // [MQTT-2.2.1-2]
 	}
 
-	if strings.ContainsAny(pk.TopicName, "+#") {
+	if HasWildcard(pk.TopicName) {
 		return ErrProtocolViolationSurplusWildcard // [MQTT-3.3.2-2]
 	}
 
@@ -776,26 +782,41 @@ func (pk *Packet) encodePubAckRelRecComp(buf *bytes.Buffer) error {
 	if err := pk.fieldsFit(); err != nil {
 		return err // dss
 	}
-	nb := mempool.GetBuffer()
-	defer mempool.PutBuffer(nb)
-	nb.Write(encodeUint16(pk.PacketID))
 
+	// dss: written straight into buf; an acknowledgement without
+	// properties (the usual one) needs no other buffer.
+	remaining := 2
+	var props *bytes.Buffer
+	withCode := false
 	if pk.ProtocolVersion == 5 {
-		pb := mempool.GetBuffer()
-		defer mempool.PutBuffer(pb)
-		pk.Properties.Encode(pk.FixedHeader.Type, pk.Mods, pb, nb.Len())
-		if pk.ReasonCode >= ErrUnspecifiedError.Code || pb.Len() > 1 {
-			nb.WriteByte(pk.ReasonCode)
+		if pk.Properties.ReasonString != "" || len(pk.Properties.User) > 0 {
+			props = mempool.GetBuffer()
+			defer mempool.PutBuffer(props)
+			pk.Properties.encodeBody(pk.FixedHeader.Type, pk.Mods, props, remaining)
+			if props.Len() > 0 {
+				remaining += lengthSize(props.Len()) + props.Len()
+			} else {
+				props = nil
+			}
 		}
-
-		if pb.Len() > 1 {
-			nb.Write(pb.Bytes())
+		// The reason code may be left out when it is Success and there
+		// are no properties [MQTT-3.4.2-1].
+		withCode = pk.ReasonCode >= ErrUnspecifiedError.Code || props != nil
+		if withCode {
+			remaining++
 		}
 	}
 
-	pk.FixedHeader.Remaining = nb.Len()
+	pk.FixedHeader.Remaining = remaining
 	pk.FixedHeader.Encode(buf)
-	buf.Write(nb.Bytes())
+	writeUint16(buf, pk.PacketID)
+	if withCode {
+		buf.WriteByte(pk.ReasonCode)
+	}
+	if props != nil {
+		encodeLength(buf, int64(props.Len()))
+		buf.Write(props.Bytes())
+	}
 	return nil
 }
 

@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/dssio/dss/internal/mqtt/mempool"
@@ -218,7 +217,9 @@ func buildEncodable() {
 	}
 }
 
-// Encode encodes properties into a bytes buffer.
+// Encode encodes properties into a bytes buffer: their length, then the
+// properties of packet type pkt that p has (encodeBody). n is the size of
+// the rest of the packet, for Mods.MaxSize.
 func (p *Properties) Encode(pkt byte, mods Mods, b *bytes.Buffer, n int) {
 	if p == nil {
 		return
@@ -226,33 +227,46 @@ func (p *Properties) Encode(pkt byte, mods Mods, b *bytes.Buffer, n int) {
 
 	buf := mempool.GetBuffer()
 	defer mempool.PutBuffer(buf)
-	if p.canEncode(pkt, PropPayloadFormat) && p.PayloadFormatFlag {
+	p.encodeBody(pkt, mods, buf, n)
+	encodeLength(b, int64(buf.Len()))
+	b.Write(buf.Bytes()) // [MQTT-3.1.3-10]
+}
+
+// encodeBody appends the properties of packet type pkt that p has to buf,
+// without their length. Each property's value is tested before the table
+// of the properties pkt may carry: most packets have few.
+//
+// dss: written straight into buf, the user properties too (they are
+// dropped again when they would make the packet too large); upstream
+// built them in a buffer of their own.
+func (p *Properties) encodeBody(pkt byte, mods Mods, buf *bytes.Buffer, n int) {
+	if p.PayloadFormatFlag && p.canEncode(pkt, PropPayloadFormat) {
 		buf.WriteByte(PropPayloadFormat)
 		buf.WriteByte(p.PayloadFormat)
 	}
 
-	if p.canEncode(pkt, PropMessageExpiryInterval) && p.MessageExpiryInterval > 0 {
+	if p.MessageExpiryInterval > 0 && p.canEncode(pkt, PropMessageExpiryInterval) {
 		buf.WriteByte(PropMessageExpiryInterval)
 		buf.Write(encodeUint32(p.MessageExpiryInterval))
 	}
 
-	if p.canEncode(pkt, PropContentType) && p.ContentType != "" {
+	if p.ContentType != "" && p.canEncode(pkt, PropContentType) {
 		buf.WriteByte(PropContentType)
 		writeString(buf, p.ContentType) // [MQTT-3.3.2-19]
 	}
 
-	if mods.AllowResponseInfo && p.canEncode(pkt, PropResponseTopic) && //  [MQTT-3.3.2-14]
-		p.ResponseTopic != "" && !strings.ContainsAny(p.ResponseTopic, "+#") { // [MQTT-3.1.2-28]
+	if mods.AllowResponseInfo && p.ResponseTopic != "" && //  [MQTT-3.3.2-14]
+		p.canEncode(pkt, PropResponseTopic) && !HasWildcard(p.ResponseTopic) { // [MQTT-3.1.2-28]
 		buf.WriteByte(PropResponseTopic)
 		writeString(buf, p.ResponseTopic) // [MQTT-3.3.2-13]
 	}
 
-	if mods.AllowResponseInfo && p.canEncode(pkt, PropCorrelationData) && len(p.CorrelationData) > 0 { // [MQTT-3.1.2-28]
+	if mods.AllowResponseInfo && len(p.CorrelationData) > 0 && p.canEncode(pkt, PropCorrelationData) { // [MQTT-3.1.2-28]
 		buf.WriteByte(PropCorrelationData)
 		writeBytes(buf, p.CorrelationData)
 	}
 
-	if p.canEncode(pkt, PropSubscriptionIdentifier) && len(p.SubscriptionIdentifier) > 0 {
+	if len(p.SubscriptionIdentifier) > 0 && p.canEncode(pkt, PropSubscriptionIdentifier) {
 		for _, v := range p.SubscriptionIdentifier {
 			if v > 0 {
 				buf.WriteByte(PropSubscriptionIdentifier)
@@ -261,128 +275,123 @@ func (p *Properties) Encode(pkt byte, mods Mods, b *bytes.Buffer, n int) {
 		}
 	}
 
-	if p.canEncode(pkt, PropSessionExpiryInterval) && p.SessionExpiryIntervalFlag { // [MQTT-3.14.2-2]
+	if p.SessionExpiryIntervalFlag && p.canEncode(pkt, PropSessionExpiryInterval) { // [MQTT-3.14.2-2]
 		buf.WriteByte(PropSessionExpiryInterval)
 		buf.Write(encodeUint32(p.SessionExpiryInterval))
 	}
 
-	if p.canEncode(pkt, PropAssignedClientID) && p.AssignedClientID != "" {
+	if p.AssignedClientID != "" && p.canEncode(pkt, PropAssignedClientID) {
 		buf.WriteByte(PropAssignedClientID)
 		writeString(buf, p.AssignedClientID)
 	}
 
-	if p.canEncode(pkt, PropServerKeepAlive) && p.ServerKeepAliveFlag {
+	if p.ServerKeepAliveFlag && p.canEncode(pkt, PropServerKeepAlive) {
 		buf.WriteByte(PropServerKeepAlive)
 		buf.Write(encodeUint16(p.ServerKeepAlive))
 	}
 
-	if p.canEncode(pkt, PropAuthenticationMethod) && p.AuthenticationMethod != "" {
+	if p.AuthenticationMethod != "" && p.canEncode(pkt, PropAuthenticationMethod) {
 		buf.WriteByte(PropAuthenticationMethod)
 		writeString(buf, p.AuthenticationMethod)
 	}
 
-	if p.canEncode(pkt, PropAuthenticationData) && len(p.AuthenticationData) > 0 {
+	if len(p.AuthenticationData) > 0 && p.canEncode(pkt, PropAuthenticationData) {
 		buf.WriteByte(PropAuthenticationData)
 		writeBytes(buf, p.AuthenticationData)
 	}
 
-	if p.canEncode(pkt, PropRequestProblemInfo) && p.RequestProblemInfoFlag {
+	if p.RequestProblemInfoFlag && p.canEncode(pkt, PropRequestProblemInfo) {
 		buf.WriteByte(PropRequestProblemInfo)
 		buf.WriteByte(p.RequestProblemInfo)
 	}
 
-	if p.canEncode(pkt, PropWillDelayInterval) && p.WillDelayInterval > 0 {
+	if p.WillDelayInterval > 0 && p.canEncode(pkt, PropWillDelayInterval) {
 		buf.WriteByte(PropWillDelayInterval)
 		buf.Write(encodeUint32(p.WillDelayInterval))
 	}
 
-	if p.canEncode(pkt, PropRequestResponseInfo) && p.RequestResponseInfo > 0 {
+	if p.RequestResponseInfo > 0 && p.canEncode(pkt, PropRequestResponseInfo) {
 		buf.WriteByte(PropRequestResponseInfo)
 		buf.WriteByte(p.RequestResponseInfo)
 	}
 
-	if mods.AllowResponseInfo && p.canEncode(pkt, PropResponseInfo) && len(p.ResponseInfo) > 0 { // [MQTT-3.1.2-28]
+	if mods.AllowResponseInfo && len(p.ResponseInfo) > 0 && p.canEncode(pkt, PropResponseInfo) { // [MQTT-3.1.2-28]
 		buf.WriteByte(PropResponseInfo)
 		writeString(buf, p.ResponseInfo)
 	}
 
-	if p.canEncode(pkt, PropServerReference) && len(p.ServerReference) > 0 {
+	if len(p.ServerReference) > 0 && p.canEncode(pkt, PropServerReference) {
 		buf.WriteByte(PropServerReference)
 		writeString(buf, p.ServerReference)
 	}
 
 	// [MQTT-3.2.2-19] [MQTT-3.14.2-3] [MQTT-3.4.2-2] [MQTT-3.5.2-2]
 	// [MQTT-3.6.2-2] [MQTT-3.9.2-1] [MQTT-3.11.2-1] [MQTT-3.15.2-2]
-	if !mods.DisallowProblemInfo && p.canEncode(pkt, PropReasonString) && p.ReasonString != "" {
-		b := encodeString(p.ReasonString)
-		if mods.MaxSize == 0 || uint32(n+len(b)+1) < mods.MaxSize {
+	if !mods.DisallowProblemInfo && p.ReasonString != "" && p.canEncode(pkt, PropReasonString) {
+		if mods.MaxSize == 0 || uint32(n+2+len(p.ReasonString)+1) < mods.MaxSize {
 			buf.WriteByte(PropReasonString)
-			buf.Write(b)
+			writeString(buf, p.ReasonString)
 		}
 	}
 
-	if p.canEncode(pkt, PropReceiveMaximum) && p.ReceiveMaximum > 0 {
+	if p.ReceiveMaximum > 0 && p.canEncode(pkt, PropReceiveMaximum) {
 		buf.WriteByte(PropReceiveMaximum)
 		buf.Write(encodeUint16(p.ReceiveMaximum))
 	}
 
-	if p.canEncode(pkt, PropTopicAliasMaximum) && p.TopicAliasMaximum > 0 {
+	if p.TopicAliasMaximum > 0 && p.canEncode(pkt, PropTopicAliasMaximum) {
 		buf.WriteByte(PropTopicAliasMaximum)
 		buf.Write(encodeUint16(p.TopicAliasMaximum))
 	}
 
-	if p.canEncode(pkt, PropTopicAlias) && p.TopicAliasFlag && p.TopicAlias > 0 { // [MQTT-3.3.2-8]
+	if p.TopicAliasFlag && p.TopicAlias > 0 && p.canEncode(pkt, PropTopicAlias) { // [MQTT-3.3.2-8]
 		buf.WriteByte(PropTopicAlias)
 		buf.Write(encodeUint16(p.TopicAlias))
 	}
 
-	if p.canEncode(pkt, PropMaximumQos) && p.MaximumQosFlag && p.MaximumQos < 2 {
+	if p.MaximumQosFlag && p.MaximumQos < 2 && p.canEncode(pkt, PropMaximumQos) {
 		buf.WriteByte(PropMaximumQos)
 		buf.WriteByte(p.MaximumQos)
 	}
 
-	if p.canEncode(pkt, PropRetainAvailable) && p.RetainAvailableFlag {
+	if p.RetainAvailableFlag && p.canEncode(pkt, PropRetainAvailable) {
 		buf.WriteByte(PropRetainAvailable)
 		buf.WriteByte(p.RetainAvailable)
 	}
 
-	if !mods.DisallowProblemInfo && p.canEncode(pkt, PropUser) {
-		pb := mempool.GetBuffer()
-		defer mempool.PutBuffer(pb)
+	if !mods.DisallowProblemInfo && len(p.User) > 0 && p.canEncode(pkt, PropUser) {
+		mark := buf.Len()
 		for _, v := range p.User {
-			pb.WriteByte(PropUser)
-			writeString(pb, v.Key)
-			writeString(pb, v.Val)
+			buf.WriteByte(PropUser)
+			writeString(buf, v.Key)
+			writeString(buf, v.Val)
 		}
 		// [MQTT-3.2.2-20] [MQTT-3.14.2-4] [MQTT-3.4.2-3] [MQTT-3.5.2-3]
 		// [MQTT-3.6.2-3] [MQTT-3.9.2-2] [MQTT-3.11.2-2] [MQTT-3.15.2-3]
-		if mods.MaxSize == 0 || uint32(n+pb.Len()+1) < mods.MaxSize {
-			buf.Write(pb.Bytes())
+		if mods.MaxSize != 0 && uint32(n+buf.Len()-mark+1) >= mods.MaxSize {
+			buf.Truncate(mark)
 		}
 	}
 
-	if p.canEncode(pkt, PropMaximumPacketSize) && p.MaximumPacketSize > 0 {
+	if p.MaximumPacketSize > 0 && p.canEncode(pkt, PropMaximumPacketSize) {
 		buf.WriteByte(PropMaximumPacketSize)
 		buf.Write(encodeUint32(p.MaximumPacketSize))
 	}
 
-	if p.canEncode(pkt, PropWildcardSubAvailable) && p.WildcardSubAvailableFlag {
+	if p.WildcardSubAvailableFlag && p.canEncode(pkt, PropWildcardSubAvailable) {
 		buf.WriteByte(PropWildcardSubAvailable)
 		buf.WriteByte(p.WildcardSubAvailable)
 	}
 
-	if p.canEncode(pkt, PropSubIDAvailable) && p.SubIDAvailableFlag {
+	if p.SubIDAvailableFlag && p.canEncode(pkt, PropSubIDAvailable) {
 		buf.WriteByte(PropSubIDAvailable)
 		buf.WriteByte(p.SubIDAvailable)
 	}
 
-	if p.canEncode(pkt, PropSharedSubAvailable) && p.SharedSubAvailableFlag {
+	if p.SharedSubAvailableFlag && p.canEncode(pkt, PropSharedSubAvailable) {
 		buf.WriteByte(PropSharedSubAvailable)
 		buf.WriteByte(p.SharedSubAvailable)
 	}
-
-	encodeLength(b, int64(buf.Len()))
-	b.Write(buf.Bytes()) // [MQTT-3.1.3-10]
 }
 
 // Decode decodes property bytes into a properties struct.
