@@ -940,13 +940,22 @@ func (cl *Client) Write(pks ...*packets.Packet) error {
 	if cl.serving() {
 		return cl.writeFromLoop(pks)
 	}
-	if cl.State.outbound.held.Load() > 0 {
-		// dss: behind the acknowledgements a read loop queued, which go
-		// out in the order of the publishes [MQTT-4.6.0-2], and the rest
-		// of a packet partly written.
-		return cl.queueCopies(pks)
-	}
+	cl.awaitHeld()
 	return cl.writePacketsWaiting(pks)
+}
+
+// awaitHeld waits until the client's queue holds nothing its own writes
+// must not overtake (outboundQueue.held): the acknowledgements a read
+// loop queued, which go out in the order of the publishes
+// [MQTT-4.6.0-2], and the rest of a packet partly written; or until the
+// client is closed. Its writers are at work on them: a round about to
+// end, or a worker waiting for the connection. Waiting rather than
+// queueing behind keeps a client that does not read from being read
+// (and its acknowledgements from piling up in the queue). dss.
+func (cl *Client) awaitHeld() {
+	for d := 20 * time.Microsecond; cl.State.outbound.held.Load() > 0 && !cl.Closed(); d = min(2*d, 10*time.Millisecond) {
+		time.Sleep(d)
+	}
 }
 
 // writePacketsWaiting is Write waiting for the connection to take
