@@ -17,15 +17,13 @@ import (
 // state store answers a request with its PUBACK and its response together.
 //
 // raw, when set instead, is bytes already encoded that the connection
-// did not take at once (see WriteNow), or, with ownAck, the acknowledgement
-// of a publish of the client's that goes out after the deliveries of the
-// read loop's round that routed it (see ackAfterRound); it is written as
-// it is.
+// did not take at once (see WriteNow), or the acknowledgement of a
+// publish of the client's that goes out after the deliveries of the read
+// loop's round that routed it (see ackAfterRound); it is written as it is.
 type pendingWrite struct {
-	pk     *packets.Packet
-	ack    *packets.Packet
-	raw    []byte
-	ownAck bool
+	pk  *packets.Packet
+	ack *packets.Packet
+	raw []byte
 }
 
 // outboundQueue holds the packets waiting for the client's writer.
@@ -64,7 +62,7 @@ type outboundQueue struct {
 // the order of the publishes [MQTT-4.6.0-2] [MQTT-4.6.0-3], or the rest
 // of a packet partly written.
 func (w *pendingWrite) precedes() bool {
-	if w.ownAck || w.ack != nil || w.raw != nil {
+	if w.ack != nil || w.raw != nil {
 		return true
 	}
 	t := w.pk.FixedHeader.Type

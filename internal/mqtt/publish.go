@@ -293,7 +293,7 @@ func (s *Server) ackAfterRound(cl *Client, ack *packets.Packet, round *writeRoun
 	if err != nil {
 		return err
 	}
-	cl.enqueueBounded(pendingWrite{raw: raw, ownAck: true}, false, round)
+	cl.enqueueBounded(pendingWrite{raw: raw}, false, round)
 	cl.Net.loop.ownAcks++
 	if ok := cl.State.Inflight.DeleteInbound(ack.PacketID); ok {
 		atomic.AddInt64(&s.Info.Inflight, -1)

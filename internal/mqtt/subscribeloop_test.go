@@ -32,11 +32,9 @@ func TestASubscribeComesIntoForceBeforeALaterPublishOfItsRound(t *testing.T) {
 	s, addr := loopServer(t, new(echoHook), 0, subscribeOnLoop)
 	sub := dialLoop(t, addr, "sub", 30)
 	pub := dialLoop(t, addr, "pub", 30)
-	for _, id := range []string{"sub", "pub"} {
-		cl, ok := s.Clients.Get(id)
-		require.True(t, ok)
-		require.Eventually(t, func() bool { return cl.Net.loop.parked.Load() }, 5*time.Second, time.Millisecond)
-	}
+	// Both in the loop's epoll set, not only marked parked: one added
+	// after the writes would have its SUBSCRIBE read after the publish.
+	require.Eventually(t, func() bool { return s.readLoops[0].Len() == 2 }, 5*time.Second, time.Millisecond)
 	before := handedBack(s)
 
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
