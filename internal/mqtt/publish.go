@@ -154,19 +154,32 @@ func (s *Server) beyondCapabilities(cl *Client, pk *packets.Packet) packets.Code
 // rejected, refused with a reason code, or accepted (and routed, unless
 // ignored).
 func (s *Server) publishOutcome(cl *Client, pk *packets.Packet, err error) error {
-	// The codes are compared before errors.Is, which costs a reflected
-	// type check each time: the broker's every request ends here.
-	switch {
-	case err == nil:
-	case err == errRejectPacket || errors.Is(err, errRejectPacket):
-		return nil
-	case err == errSuccessIgnore || errors.Is(err, errSuccessIgnore):
-		pk.Ignore = true
-	case cl.Properties.ProtocolVersion == 5 && pk.FixedHeader.Qos > 0 && errors.As(err, new(packets.Code)):
-		return s.refusePublish(cl, pk, packets.Puback, err.(packets.Code))
+	if err == nil {
+		return s.publishAccepted(cl, pk)
 	}
-
+	code, ok := consumerCode(err)
+	switch {
+	case !ok:
+	case code == packets.ErrRejectPacket:
+		return nil
+	case code == packets.CodeSuccessIgnore:
+		pk.Ignore = true
+	case cl.Properties.ProtocolVersion == 5 && pk.FixedHeader.Qos > 0:
+		return s.refusePublish(cl, pk, packets.Puback, code)
+	}
 	return s.publishAccepted(cl, pk)
+}
+
+// consumerCode returns the packets.Code in err, a consumer's answer.
+// dss: a code returned as it is (the broker's every request ends with
+// one) is compared as a value, without errors.Is's reflection; upstream
+// asserted the type of a code errors.As found wrapped, and panicked.
+func consumerCode(err error) (packets.Code, bool) {
+	if code, ok := err.(packets.Code); ok {
+		return code, true
+	}
+	var code packets.Code
+	return code, errors.As(err, &code)
 }
 
 // publishDenied answers a publish the ACL denies.
