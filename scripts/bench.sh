@@ -576,12 +576,7 @@ scenario_go_floor() {
 	local c name label
 	for c in 1 64; do
 		for name in goroutine rawio readloop dss; do
-			case $name in
-			goroutine) label="Go floor, a goroutine per net.Conn" ;;
-			rawio) label="Go floor, a goroutine per connection, internal/rawio" ;;
-			readloop) label="Go floor, internal/mqtt/readloop and internal/rawio" ;;
-			dss) label="dss (dss bench)" ;;
-			esac
+			label=$(floor_label "$name")
 			local p50 rps cpu
 			if [ "$name" = dss ]; then
 				p50=$(med "gf-dss$c" .latency_us.p50)
@@ -602,12 +597,7 @@ scenario_go_floor() {
 	# dss (see scenario_throughput).
 	for name in goroutine rawio readloop dss; do
 		local label rps cpu
-		case $name in
-		goroutine) label="Go floor, a goroutine per net.Conn" ;;
-		rawio) label="Go floor, a goroutine per connection, internal/rawio" ;;
-		readloop) label="Go floor, internal/mqtt/readloop and internal/rawio" ;;
-		dss) label="dss, driven by dss bench" ;;
-		esac
+		label=$(floor_label "$name")
 		if [ "$name" = dss ]; then
 			rps=$(med gf-dss64 .requests_per_second) cpu=$(med gf-dss64 .server_cpu_us_per_request)
 		else
@@ -628,6 +618,16 @@ resp_load() {
 	shift
 	taskset -c "$LOAD_CPU" "$FLOOR" resp-load --addr "127.0.0.1:$REDIS_PORT" --server-pid "$REDIS_PID" \
 		--warmup 1s --duration "${DURATION}s" "$@" >"$WORK/$name.json"
+}
+
+# floor_label NAME: the label of a server of the Go floor's rows.
+floor_label() {
+	case $1 in
+	goroutine) echo "Go floor, a goroutine per net.Conn" ;;
+	rawio) echo "Go floor, a goroutine per connection, internal/rawio" ;;
+	readloop) echo "Go floor, internal/mqtt/readloop and internal/rawio" ;;
+	dss) echo "dss (dss bench)" ;;
+	esac
 }
 
 # go_floor_bench NAME RUN: redis-benchmark's GET at 1 and 64 connections
