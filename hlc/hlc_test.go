@@ -1,6 +1,7 @@
 package hlc
 
 import (
+	"strconv"
 	"testing"
 	"time"
 )
@@ -216,4 +217,41 @@ func TestACounterThatWouldOverflowItsFieldMovesTheTimeForward(t *testing.T) {
 	if got := c.Now(); got != (Timestamp{Wall: 1001, Counter: 0, Node: "n"}) {
 		t.Fatalf("after counter %d: %v", MaxCounter, got)
 	}
+}
+
+// TestParseDigitsAgreesWithParseUint: the digits are read by hand, and
+// must give what strconv does at each width's edges.
+func TestParseDigitsAgreesWithParseUint(t *testing.T) {
+	cases := []string{"0", "9", "00000000000000000000000000042", "4294967295", "4294967296",
+		"9223372036854775807", "9223372036854775808", "18446744073709551615", "18446744073709551616",
+		"1152921504606846975", "1152921504606846976", "11529215046068469760", "99999999999999999999"}
+	for _, s := range cases {
+		for _, bits := range []int{32, 63} {
+			want, err := strconv.ParseUint(s, 10, bits)
+			got, ok := parseDigits(s, bits)
+			if ok != (err == nil) || got != want && ok {
+				t.Errorf("parseDigits(%q, %d) = %d, %v; ParseUint gives %d, %v", s, bits, got, ok, want, err)
+			}
+		}
+	}
+	for _, s := range []string{"", "+1", "-1", " 1", "1 ", "1a", "١"} {
+		if _, ok := parseDigits(s, 63); ok {
+			t.Errorf("parseDigits(%q) accepted", s)
+		}
+	}
+}
+
+func FuzzParseDigits(f *testing.F) {
+	for _, s := range []string{"0", "4294967296", "9223372036854775808", "1152921504606846976", "+1", "00001"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, bits := range []int{32, 63} {
+			want, err := strconv.ParseUint(s, 10, bits)
+			got, ok := parseDigits(s, bits)
+			if ok != (err == nil) || ok && got != want {
+				t.Fatalf("parseDigits(%q, %d) = %d, %v; ParseUint gives %d, %v", s, bits, got, ok, want, err)
+			}
+		}
+	})
 }

@@ -443,6 +443,10 @@ scenario_throughput() {
 		redis_bench "rset.$i" -c 64 -P 1 -d 100 -r 10000 -t set -n "$n"
 		redis_bench "rget.$i" -c 64 -P 1 -d 100 -r 10000 -t get -n "$n"
 		stop_redis
+		log "throughput run $i/$RUNS: redis at dss bench's pace (tcpfloor resp-load)"
+		start_redis
+		resp_load "rfast.$i" --conns 64 --keys 10000 --value-size 100
+		stop_redis
 	done
 	local op r
 	for op in set get; do
@@ -466,6 +470,15 @@ scenario_throughput() {
 		row "$OP, 64 conns" "load generator CPU µs/request (dss bench; redis-benchmark)" \
 			"$(fmt "$(med "$op" .client_cpu_us_per_request)")" \
 			"$(fmt "$(for i in $(seq 1 "$RUNS"); do cat "$WORK/$r.$i.selfcpu"; done | median)")"
+		if [ "$op" = get ]; then
+			# redis-benchmark keeps Redis less busy than dss bench keeps
+			# dss, and a server that waits between requests spends more
+			# on each: Redis driven as fast, by an epoll loop in Go.
+			row "GET, 64 conns: Redis driven by tcpfloor resp-load" "requests/s" \
+				"$(fmt "$(med get .requests_per_second)" 0)" "$(fmt "$(med rfast .requests_per_second)" 0)"
+			row "GET, 64 conns: Redis driven by tcpfloor resp-load" "server CPU µs/request" \
+				"$(fmt "$(med get .server_cpu_us_per_request)")" "$(fmt "$(med rfast .server_cpu_us_per_request)")"
+		fi
 		row "$OP, 64 conns" "errors + timeouts (dss, all runs)" \
 			"$(for i in $(seq 1 "$RUNS"); do j "$op.$i" '.errors + .timeouts'; done | awk '{ s += $1 } END { print s + 0 }')" ""
 	done
@@ -541,6 +554,7 @@ scenario_go_floor() {
 		log "go floor run $i/$RUNS: redis"
 		start_redis
 		go_floor_bench "gf-redis" "$i"
+		resp_load "gf-redisfast.$i" --conns 64
 		stop_redis
 		for mode in goroutine rawio readloop; do
 			log "go floor run $i/$RUNS: tcpfloor resp-serve --mode $mode"
@@ -550,6 +564,7 @@ scenario_go_floor() {
 			FLOOR_PID=$!
 			wait_port "$FLOOR_PORT"
 			REDIS_PORT=$FLOOR_PORT REDIS_PID=$FLOOR_PID go_floor_bench "gf-$mode" "$i"
+			REDIS_PORT=$FLOOR_PORT REDIS_PID=$FLOOR_PID resp_load "gf-${mode}fast.$i" --conns 64
 			stop_floor
 		done
 		log "go floor run $i/$RUNS: dss"
@@ -561,12 +576,7 @@ scenario_go_floor() {
 	local c name label
 	for c in 1 64; do
 		for name in goroutine rawio readloop dss; do
-			case $name in
-			goroutine) label="Go floor, a goroutine per net.Conn" ;;
-			rawio) label="Go floor, a goroutine per connection, internal/rawio" ;;
-			readloop) label="Go floor, internal/mqtt/readloop and internal/rawio" ;;
-			dss) label="dss (dss bench)" ;;
-			esac
+			label=$(floor_label "$name")
 			local p50 rps cpu
 			if [ "$name" = dss ]; then
 				p50=$(med "gf-dss$c" .latency_us.p50)
@@ -583,6 +593,41 @@ scenario_go_floor() {
 				"$(fmt "$(for i in $(seq 1 "$RUNS"); do cat "$WORK/gf-redis$c.$i.cpu"; done | median)")"
 		done
 	done
+	# At 64 connections, every server driven as fast as dss bench drives
+	# dss (see scenario_throughput).
+	for name in goroutine rawio readloop dss; do
+		local label rps cpu
+		label=$(floor_label "$name")
+		if [ "$name" = dss ]; then
+			rps=$(med gf-dss64 .requests_per_second) cpu=$(med gf-dss64 .server_cpu_us_per_request)
+		else
+			rps=$(med "gf-${name}fast" .requests_per_second) cpu=$(med "gf-${name}fast" .server_cpu_us_per_request)
+		fi
+		row "GET, 64 conns, at dss bench's pace (tcpfloor resp-load): $label / Redis" "requests/s" \
+			"$(fmt "$rps" 0)" "$(fmt "$(med gf-redisfast .requests_per_second)" 0)"
+		row "GET, 64 conns, at dss bench's pace (tcpfloor resp-load): $label / Redis" "server CPU µs/request" \
+			"$(fmt "$cpu")" "$(fmt "$(med gf-redisfast .server_cpu_us_per_request)")"
+	done
+}
+
+# resp_load NAME [flags...]: tcpfloor resp-load on the load CPU against
+# the running Redis (REDIS_PORT, REDIS_PID); its JSON report in
+# $WORK/NAME.json.
+resp_load() {
+	local name=$1
+	shift
+	taskset -c "$LOAD_CPU" "$FLOOR" resp-load --addr "127.0.0.1:$REDIS_PORT" --server-pid "$REDIS_PID" \
+		--warmup 1s --duration "${DURATION}s" "$@" >"$WORK/$name.json"
+}
+
+# floor_label NAME: the label of a server of the Go floor's rows.
+floor_label() {
+	case $1 in
+	goroutine) echo "Go floor, a goroutine per net.Conn" ;;
+	rawio) echo "Go floor, a goroutine per connection, internal/rawio" ;;
+	readloop) echo "Go floor, internal/mqtt/readloop and internal/rawio" ;;
+	dss) echo "dss (dss bench)" ;;
+	esac
 }
 
 # go_floor_bench NAME RUN: redis-benchmark's GET at 1 and 64 connections

@@ -40,8 +40,8 @@ type call struct {
 var calls = sync.Pool{New: func() any { return new(call) }}
 
 func newCall(b *Broker, cl *mqtt.Client, pk *packets.Packet) *call {
-	c := calls.Get().(*call)
-	*c = call{b: b, client: cl, packetID: pk.PacketID, start: time.Now()}
+	c := calls.Get().(*call) // zero: release leaves it so
+	c.b, c.client, c.packetID, c.start = b, cl, pk.PacketID, time.Now()
 	// Counted until answered: at MaxInflightPerClient the broker stops
 	// reading the client's connection (see Config).
 	cl.BeginPending()

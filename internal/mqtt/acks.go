@@ -65,6 +65,7 @@ func (s *Server) buildAck(packetID uint16, pkt, qos byte, properties packets.Pro
 		properties.ReasonString = reason.Reason
 	}
 
+	now := time.Now().Unix()
 	pk := packets.Packet{
 		FixedHeader: packets.FixedHeader{
 			Type: pkt,
@@ -73,8 +74,8 @@ func (s *Server) buildAck(packetID uint16, pkt, qos byte, properties packets.Pro
 		PacketID:   packetID,    // [MQTT-2.2.1-5]
 		ReasonCode: reason.Code, // [MQTT-3.4.2-1]
 		Properties: properties,
-		Created:    time.Now().Unix(),
-		Expiry:     time.Now().Unix() + s.Options.Capabilities.MaximumMessageExpiryInterval,
+		Created:    now,
+		Expiry:     now + s.Options.Capabilities.MaximumMessageExpiryInterval,
 	}
 
 	return pk

@@ -82,11 +82,3 @@ type RetainEvents interface {
 func (o *Options) allowed(cl *Client, topic string, write bool) bool {
 	return o.Access != nil && o.Access.Allow(cl, topic, write)
 }
-
-// errRejectPacket and errSuccessIgnore are the codes a PublishConsumer
-// returns, as errors boxed once: boxed per comparison, they cost an
-// allocation on every consumed publish.
-var (
-	errRejectPacket  error = packets.ErrRejectPacket
-	errSuccessIgnore error = packets.CodeSuccessIgnore
-)

@@ -93,14 +93,9 @@ func (s *Server) admitPublish(cl *Client, pk *packets.Packet) (bool, error) {
 	}
 
 	pk.Origin = cl.ID
-	now := time.Now()
-	pk.Created = now.Unix()
-
-	if expiry := minimum(s.Options.Capabilities.MaximumMessageExpiryInterval,
-		int64(pk.Properties.MessageExpiryInterval)); expiry > 0 {
-		pk.Expiry = pk.Created + expiry
-	}
-	s.setExpires(pk, now)
+	// dss: when it was created and expires is set once the consumer let
+	// it through (publishAccepted): a request to the state store never
+	// needs it, and the clock is a noticeable part of a request's cost.
 
 	if !cl.Net.Inline && cl.State.Inflight.HasInbound(pk.PacketID) {
 		if done, err := s.publishIDInFlight(cl, pk); done {
@@ -159,17 +154,32 @@ func (s *Server) beyondCapabilities(cl *Client, pk *packets.Packet) packets.Code
 // rejected, refused with a reason code, or accepted (and routed, unless
 // ignored).
 func (s *Server) publishOutcome(cl *Client, pk *packets.Packet, err error) error {
-	switch {
-	case err == nil:
-	case errors.Is(err, errRejectPacket):
-		return nil
-	case errors.Is(err, errSuccessIgnore):
-		pk.Ignore = true
-	case cl.Properties.ProtocolVersion == 5 && pk.FixedHeader.Qos > 0 && errors.As(err, new(packets.Code)):
-		return s.refusePublish(cl, pk, packets.Puback, err.(packets.Code))
+	if err == nil {
+		return s.publishAccepted(cl, pk)
 	}
-
+	code, ok := consumerCode(err)
+	switch {
+	case !ok:
+	case code == packets.ErrRejectPacket:
+		return nil
+	case code == packets.CodeSuccessIgnore:
+		pk.Ignore = true
+	case cl.Properties.ProtocolVersion == 5 && pk.FixedHeader.Qos > 0:
+		return s.refusePublish(cl, pk, packets.Puback, code)
+	}
 	return s.publishAccepted(cl, pk)
+}
+
+// consumerCode returns the packets.Code in err, a consumer's answer.
+// dss: a code returned as it is (the broker's every request ends with
+// one) is compared as a value, without errors.Is's reflection; upstream
+// asserted the type of a code errors.As found wrapped, and panicked.
+func consumerCode(err error) (packets.Code, bool) {
+	if code, ok := err.(packets.Code); ok {
+		return code, true
+	}
+	var code packets.Code
+	return code, errors.As(err, &code)
 }
 
 // publishDenied answers a publish the ACL denies.
@@ -236,6 +246,7 @@ func (s *Server) publishIDInFlight(cl *Client, pk *packets.Packet) (bool, error)
 // publishAccepted retains, acknowledges and routes a publish the
 // consumer let through.
 func (s *Server) publishAccepted(cl *Client, pk *packets.Packet) error {
+	s.stampRouted(pk)
 	if pk.FixedHeader.Retain && !s.retainMessage(cl, pk) { // [MQTT-3.3.1-5] ![MQTT-3.3.1-8]
 		// dss: past the bounds of retained messages, the message is
 		// refused whole: neither retained nor routed.

@@ -32,8 +32,12 @@ func (s *Server) publishToSubscribers(pk *packets.Packet, round *writeRound) (co
 // stampRouted sets when a message routed from here was created and
 // expires, if not set yet.
 func (s *Server) stampRouted(pk *packets.Packet) {
+	var now time.Time // read once, and only when needed
+	if pk.Created == 0 || pk.Expires == 0 && pk.Properties.MessageExpiryInterval > 0 {
+		now = time.Now()
+	}
 	if pk.Created == 0 {
-		pk.Created = time.Now().Unix()
+		pk.Created = now.Unix()
 	}
 
 	if pk.Expiry == 0 {
@@ -43,7 +47,7 @@ func (s *Server) stampRouted(pk *packets.Packet) {
 		}
 	}
 	if pk.Expires == 0 {
-		s.setExpires(pk, time.Now())
+		s.setExpires(pk, now) // does nothing without an interval
 	}
 }
 

@@ -818,19 +818,11 @@ func IsSharedFilter(filter string) bool {
 
 // IsValidFilter returns true if the filter is valid.
 func IsValidFilter(filter string, forPublish bool) bool {
-	if !forPublish && len(filter) == 0 { // publishing can accept zero-length topic filter if topic alias exists, so we don't enforce for publish.
-		return false // [MQTT-4.7.3-1]
-	}
-
 	if forPublish {
-		if len(filter) >= len(SysPrefix) && strings.EqualFold(filter[0:len(SysPrefix)], SysPrefix) {
-			// 4.7.2 Non-normative - The Server SHOULD prevent Clients from using such Topic Names [$SYS] to exchange messages with other Clients.
-			return false
-		}
-
-		if strings.ContainsRune(filter, '+') || strings.ContainsRune(filter, '#') {
-			return false //[MQTT-3.3.2-2]
-		}
+		return validTopicName(filter)
+	}
+	if len(filter) == 0 {
+		return false // [MQTT-4.7.3-1]
 	}
 
 	wildhash := strings.IndexRune(filter, '#')
@@ -838,7 +830,7 @@ func IsValidFilter(filter string, forPublish bool) bool {
 		return false
 	}
 
-	if !forPublish && !wildcardsAlone(filter) {
+	if !wildcardsAlone(filter) {
 		return false // [MQTT-4.7.1-1] [MQTT-4.7.1-2]
 	}
 
@@ -863,6 +855,33 @@ func IsValidFilter(filter string, forPublish bool) bool {
 	}
 
 	return true
+}
+
+// validTopicName tells whether a client may publish to name: one
+// without wildcards [MQTT-3.3.2-2], not a $SYS topic (4.7.2: the server
+// SHOULD prevent clients from exchanging messages on them) and not a
+// shared subscription's prefix without a share name and a topic after
+// it [MQTT-4.8.2-1]. The empty name is valid: a Topic Alias stands for
+// the topic then.
+//
+// dss: every request goes through it, so a name that does not begin
+// with '$' costs two byte searches.
+func validTopicName(name string) bool {
+	if packets.HasWildcard(name) {
+		return false
+	}
+	if len(name) == 0 || name[0] != '$' {
+		return true
+	}
+	if len(name) >= len(SysPrefix) && strings.EqualFold(name[:len(SysPrefix)], SysPrefix) {
+		return false
+	}
+	prefix, hasGroup := isolateParticle(name, 0)
+	if !strings.EqualFold(prefix, SharePrefix) {
+		return true
+	}
+	group, hasTopic := isolateParticle(name, 1)
+	return hasGroup && hasTopic && group != ""
 }
 
 // wildcardsAlone tells whether every wildcard of filter is a level of its

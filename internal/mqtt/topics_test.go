@@ -847,6 +847,12 @@ func TestIsValidForPublish(t *testing.T) {
 	require.False(t, IsValidFilter("a/b/+/d", true))
 	require.False(t, IsValidFilter("a/b/#", true))
 	require.False(t, IsValidFilter("$SYS/info", true))
+	for _, name := range []string{"$", "$sy", "$data/a", "$shared/x", SharePrefix + "/g/t", SharePrefix + "/g/t/u", "a/$SYS", "a/" + SharePrefix} {
+		require.True(t, IsValidFilter(name, true), name)
+	}
+	for _, name := range []string{"$SYS", "$sys/x", "$SySx", "+", "#", "a+", SharePrefix, SharePrefix + "/", SharePrefix + "/g", SharePrefix + "//t", "$SHARE/g", SharePrefix + "/g+/t"} {
+		require.False(t, IsValidFilter(name, true), name)
+	}
 }
 
 func TestIsSharedFilter(t *testing.T) {

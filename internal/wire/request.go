@@ -67,6 +67,38 @@ type Request struct {
 	HasToken bool
 }
 
+// verbOf returns the verb a command's name stands for, in any case of
+// its ASCII letters as Redis reads them, or 0 for none.
+func verbOf(name []byte) Verb {
+	var upper [len("KEYNOTIFY")]byte // the longest name
+	if len(name) > len(upper) {
+		return 0
+	}
+	for i, c := range name {
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		upper[i] = c
+	}
+	switch string(upper[:len(name)]) { // compared without a copy
+	case "SET":
+		return VerbSet
+	case "GET":
+		return VerbGet
+	case "KEYINFO":
+		return VerbKeyInfo
+	case "DEL":
+		return VerbDel
+	case "VDEL":
+		return VerbVDel
+	case "SCAN":
+		return VerbScan
+	case "KEYNOTIFY":
+		return VerbKeyNotify
+	}
+	return 0
+}
+
 // ParseRequest decodes a RESP3 request payload. scratch, which may be nil,
 // is reused for the argument list. The error is always one of this
 // package's protocol errors.
@@ -76,35 +108,29 @@ func ParseRequest(payload []byte, scratch [][]byte) (Request, [][]byte, *Error) 
 		return Request{}, args, ErrSyntax
 	}
 	var r Request
-	verb := args[0]
-	switch {
-	case bytes.EqualFold(verb, []byte("SET")):
-		r.Verb = VerbSet
+	r.Verb = verbOf(args[0])
+	switch r.Verb {
+	case VerbSet:
 		if len(args) < 3 {
 			return r, args, ErrWrongArgs
 		}
-	case bytes.EqualFold(verb, []byte("GET")):
-		r.Verb = VerbGet
+	case VerbGet:
 		if len(args) != 2 {
 			return r, args, ErrWrongArgs
 		}
-	case bytes.EqualFold(verb, []byte("KEYINFO")):
-		r.Verb = VerbKeyInfo
+	case VerbKeyInfo:
 		if len(args) != 2 {
 			return r, args, ErrWrongArgs
 		}
-	case bytes.EqualFold(verb, []byte("DEL")):
-		r.Verb = VerbDel
+	case VerbDel:
 		if len(args) != 2 {
 			return r, args, ErrWrongArgs
 		}
-	case bytes.EqualFold(verb, []byte("VDEL")):
-		r.Verb = VerbVDel
+	case VerbVDel:
 		if len(args) != 3 {
 			return r, args, ErrWrongArgs
 		}
-	case bytes.EqualFold(verb, []byte("SCAN")):
-		r.Verb = VerbScan
+	case VerbScan:
 		if len(args) != 2 && len(args) != 3 {
 			return r, args, ErrWrongArgs
 		}
@@ -115,13 +141,12 @@ func ParseRequest(payload []byte, scratch [][]byte) (Request, [][]byte, *Error) 
 			r.Token, r.HasToken = args[2], true
 		}
 		return r, args, nil
-	case bytes.EqualFold(verb, []byte("KEYNOTIFY")):
-		r.Verb = VerbKeyNotify
+	case VerbKeyNotify:
 		if len(args) < 2 || len(args) > 4 {
 			return r, args, ErrWrongArgs
 		}
 	default:
-		return r, args, ErrUnknownCommand
+		return Request{}, args, ErrUnknownCommand
 	}
 	r.Key = args[1]
 	if len(r.Key) == 0 {

@@ -37,6 +37,9 @@ func TestParseRequest(t *testing.T) {
 		{"keynotify pattern stop", req("KEYNOTIFY", "s/*", "Pattern", "STOP"), Request{Verb: VerbKeyNotify, Key: []byte("s/*"), Pattern: true, Stop: true}},
 		{"scan", req("SCAN", "key*"), Request{Verb: VerbScan, Key: []byte("key*")}},
 		{"scan lower case", req("scan", "*"), Request{Verb: VerbScan, Key: []byte("*")}},
+		{"mixed case", req("kEyInFo", "k"), Request{Verb: VerbKeyInfo, Key: []byte("k")}},
+		{"vdel lower case", req("vdel", "k", "v"), Request{Verb: VerbVDel, Key: []byte("k"), Value: []byte("v")}},
+		{"keynotify lower case", req("keynotify", "k"), Request{Verb: VerbKeyNotify, Key: []byte("k")}},
 		{"scan empty pattern", req("SCAN", ""), Request{Verb: VerbScan, Key: []byte{}}},
 		{"scan token", req("SCAN", "key*", "\x00\xffx"), Request{Verb: VerbScan, Key: []byte("key*"), Token: []byte("\x00\xffx"), HasToken: true}},
 		{"scan binary token", req("SCAN", "*", "1;2;\x00\r\n\xff"), Request{Verb: VerbScan, Key: []byte("*"), Token: []byte("1;2;\x00\r\n\xff"), HasToken: true}},
@@ -93,6 +96,14 @@ func TestParseRequestErrors(t *testing.T) {
 		{"scan no pattern", req("SCAN"), ErrWrongArgs},
 		{"scan too many", req("SCAN", "*", "tok", "COUNT"), ErrWrongArgs},
 		{"keys is not a verb", req("KEYS", "*"), ErrUnknownCommand},
+		// Names compare as Redis compares them: ASCII letters in any case,
+		// and nothing that Unicode alone folds to them (U+017F, U+212A).
+		{"verb with a prefix", req("SETX", "k", "v"), ErrUnknownCommand},
+		{"verb cut short", req("KEYNOTIF", "k"), ErrUnknownCommand},
+		{"name longer than any verb", req("KEYNOTIFYX", "k"), ErrUnknownCommand},
+		{"long s", req("\u017fet", "k", "v"), ErrUnknownCommand},
+		{"kelvin sign", req("\u212aeyinfo", "k"), ErrUnknownCommand},
+		{"empty name", req("", "k"), ErrUnknownCommand},
 	}
 	for _, tt := range tests {
 		_, _, err := ParseRequest(tt.payload, nil)

@@ -48,6 +48,8 @@ func main() {
 		err = runIdleLoad(os.Args[2:])
 	case "resp-serve":
 		err = runRESPServe(os.Args[2:])
+	case "resp-load":
+		err = runRESPLoad(os.Args[2:])
 	default:
 		usage()
 	}
@@ -58,7 +60,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: tcpfloor serve|load|idle-serve|idle-load|resp-serve [flags] (tcpfloor serve -h, ...)")
+	fmt.Fprintln(os.Stderr, "usage: tcpfloor serve|load|idle-serve|idle-load|resp-serve|resp-load [flags] (tcpfloor serve -h, ...)")
 	os.Exit(2)
 }
 
@@ -252,6 +254,10 @@ type loadConfig struct {
 	requestSize, responseSize int
 	warmup, duration          time.Duration
 	serverPID                 int
+	// next, when set, returns each request to send (of any size; its
+	// response is responseSize bytes); otherwise every request is
+	// requestSize zero bytes.
+	next func() []byte
 }
 
 // loadReport is what load prints, in JSON.
@@ -273,7 +279,7 @@ func load(cfg loadConfig) (loadReport, error) {
 	if err != nil {
 		return loadReport{}, err
 	}
-	if !ap.Addr().Is4() || cfg.conns < 1 || cfg.requestSize < 1 || cfg.responseSize < 1 {
+	if !ap.Addr().Is4() || cfg.conns < 1 || cfg.requestSize < 1 && cfg.next == nil || cfg.responseSize < 1 {
 		return loadReport{}, errors.New("an IPv4 address, one connection and sizes of a byte at least are needed")
 	}
 	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
@@ -305,9 +311,13 @@ func load(cfg loadConfig) (loadReport, error) {
 			return loadReport{}, err
 		}
 	}
-	request := make([]byte, cfg.requestSize)
+	fixed := make([]byte, cfg.requestSize)
+	request := func() []byte { return fixed }
+	if cfg.next != nil {
+		request = cfg.next
+	}
 	for fd := range received {
-		if _, err := syscall.Write(fd, request); err != nil {
+		if _, err := syscall.Write(fd, request()); err != nil {
 			return loadReport{}, os.NewSyscallError("write", err)
 		}
 	}
@@ -354,7 +364,7 @@ func load(cfg loadConfig) (loadReport, error) {
 			got := received[fd] + m
 			for ; got >= cfg.responseSize; got -= cfg.responseSize {
 				done++
-				if _, err := syscall.Write(fd, request); err != nil {
+				if _, err := syscall.Write(fd, request()); err != nil {
 					return loadReport{}, os.NewSyscallError("write", err)
 				}
 			}
