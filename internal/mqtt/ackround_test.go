@@ -41,14 +41,7 @@ func TestAReadLoopAcknowledgesPipelinedPublishesInOrder(t *testing.T) {
 		var buf bytes.Buffer
 		for range perWrite {
 			id++
-			pk := packets.Packet{
-				FixedHeader:     packets.FixedHeader{Type: packets.Publish, Qos: 1},
-				ProtocolVersion: 5,
-				TopicName:       "pipe/x",
-				PacketID:        id,
-				Payload:         fmt.Appendf(nil, "%05d", id),
-			}
-			require.NoError(t, pk.PublishEncode(&buf))
+			appendPublishQoS1(t, &buf, id, "pipe/x", fmt.Appendf(nil, "%05d", id))
 		}
 		pub.write(buf.Bytes())
 		for want := id - perWrite + 1; want <= id; want++ {
@@ -83,14 +76,7 @@ func TestQueuedAcknowledgementsComeBeforeLaterOnes(t *testing.T) {
 	pub := dialLoop(t, addr, "pub", 30)
 
 	publish := func(buf *bytes.Buffer, id uint16, topic string) {
-		pk := packets.Packet{
-			FixedHeader:     packets.FixedHeader{Type: packets.Publish, Qos: 1},
-			ProtocolVersion: 5,
-			TopicName:       topic,
-			PacketID:        id,
-			Payload:         []byte("m"),
-		}
-		require.NoError(t, pk.PublishEncode(buf))
+		appendPublishQoS1(t, buf, id, topic, []byte("m"))
 	}
 	for r := 0; r < 20; r++ {
 		base := uint16(r*10 + 1)
@@ -129,4 +115,17 @@ func TestQueuedAcknowledgementsComeBeforeLaterOnes(t *testing.T) {
 		}
 		require.Equal(t, []uint16{base, base + 1, base + 2, base + 3, base + 5, base + 6}, acks, "round %d", r)
 	}
+}
+
+// appendPublishQoS1 appends an MQTT 5 PUBLISH of QoS 1 to buf.
+func appendPublishQoS1(t *testing.T, buf *bytes.Buffer, id uint16, topic string, payload []byte) {
+	t.Helper()
+	pk := packets.Packet{
+		FixedHeader:     packets.FixedHeader{Type: packets.Publish, Qos: 1},
+		ProtocolVersion: 5,
+		TopicName:       topic,
+		PacketID:        id,
+		Payload:         payload,
+	}
+	require.NoError(t, pk.PublishEncode(buf))
 }
